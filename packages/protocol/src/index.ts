@@ -1,0 +1,12 @@
+// Wire contracts shared by every Burrow package: generated envd protobuf code and protocol constants.
+export * as processPb from "./gen/process/process_pb.js";
+export * as filesystemPb from "./gen/filesystem/filesystem_pb.js";
+export { Process } from "./gen/process/process_pb.js";
+export { Filesystem } from "./gen/filesystem/filesystem_pb.js";
+export {
+  ENVD_PORT,
+  ENVD_VERSION,
+  DEFAULT_USER,
+  SANDBOX_ID_PATTERN,
+  RUNTIME_MOUNT,
+} from "./constants.js";
