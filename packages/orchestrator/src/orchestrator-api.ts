@@ -1,0 +1,70 @@
+// What the control plane sees of an orchestrator. Implemented in-process for one machine
+// (LocalOrchestrator); a NATS request/reply client can implement the same interface for many.
+import type { SandboxLimits } from "./types.js";
+
+export type SandboxState = "running" | "paused";
+
+/** A template as the control plane sees it: an id, its names and the defaults sandboxes inherit. */
+export interface TemplateInfo {
+  templateId: string;
+  /** Names (aliases) this template is reachable by, e.g. "base". */
+  aliases: string[];
+  defaults: SandboxLimits;
+  createdAt: Date;
+}
+
+/** A live sandbox as the orchestrator knows it. */
+export interface SandboxRecord {
+  sandboxId: string;
+  templateId: string;
+  /** Address of the sandbox reachable from the host (its veth IP). The gateway proxies `<address>:<port>`. */
+  address: string;
+  limits: SandboxLimits;
+  allowInternetAccess: boolean;
+  startedAt: Date;
+  state: SandboxState;
+}
+
+export interface CreateSandboxOptions {
+  /** Template id or alias (`base`, `base:latest`, an id). */
+  template: string;
+  /** Limits; fields left out come from the template's defaults. */
+  limits?: Partial<SandboxLimits>;
+  allowInternetAccess: boolean;
+  /** Environment variables every process in the sandbox gets (E2B `envVars`). */
+  envVars: Record<string, string>;
+  /** Token envd requires in `X-Access-Token` and uses for signed URLs. */
+  envdAccessToken: string;
+  signal?: AbortSignal;
+}
+
+export interface SandboxMetricSample {
+  timestamp: Date;
+  cpuCount: number;
+  cpuUsedPct: number;
+  memUsed: number;
+  memTotal: number;
+  memCache: number;
+  diskUsed: number;
+  diskTotal: number;
+}
+
+export type SandboxExitReason = "killed" | "crashed";
+
+export interface Orchestrator {
+  /** Create a sandbox (from the warm pool when one is ready) and return when envd answers. */
+  createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord>;
+  /** Kill a sandbox and remove every trace of it. Resolves false when it did not exist. */
+  killSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<boolean>;
+  getSandbox(sandboxId: string): SandboxRecord | undefined;
+  listSandboxes(): SandboxRecord[];
+  /** One metrics sample taken now from the sandbox's cgroups and disk. */
+  sampleMetrics(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxMetricSample | undefined>;
+  /** Resolve a template reference (id, alias, `alias:tag`); undefined when unknown. */
+  resolveTemplate(ref: string): TemplateInfo | undefined;
+  listTemplates(): TemplateInfo[];
+  /** Called when a sandbox ends by any path (kill, crash of its init). Returns an unsubscribe function. */
+  onSandboxExit(listener: (sandboxId: string, reason: SandboxExitReason) => void): () => void;
+  /** Stop the pool and background work. Running sandboxes keep running (restart safety). */
+  close(): Promise<void>;
+}
