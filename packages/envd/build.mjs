@@ -1,0 +1,67 @@
+// Builds envd's runtime: the single-file bundle (dist/envd.mjs) and the native pieces (native/build: the
+// xattr/inotify addon and the envd-exec privilege-drop helper). The native parts compile with the system C
+// compiler against the running Node's headers, so the build needs no network (node-gyp would download headers).
+import { build } from "esbuild";
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const pkgDir = dirname(fileURLToPath(import.meta.url));
+const distDir = join(pkgDir, "dist");
+const nativeSrc = join(pkgDir, "native");
+const nativeOut = join(nativeSrc, "build");
+const NATIVE_NAME = "burrow-envd-native";
+
+function nodeIncludeDir() {
+  const candidates = [join(dirname(dirname(process.execPath)), "include", "node"), "/usr/include/node"];
+  const found = candidates.find((d) => existsSync(join(d, "node_api.h")));
+  if (!found) throw new Error(`node_api.h not found in ${candidates.join(", ")}`);
+  return found;
+}
+
+function buildNative() {
+  mkdirSync(nativeOut, { recursive: true });
+  const cc = process.env.CC ?? "cc";
+  const flags = ["-O2", "-Wall", "-Wextra", "-Werror"];
+  execFileSync(cc, [...flags, "-shared", "-fPIC", `-I${nodeIncludeDir()}`, join(nativeSrc, "envd_native.c"),
+    "-o", join(nativeOut, "envd_native.node")], { stdio: "inherit" });
+  execFileSync(cc, [...flags, join(nativeSrc, "envd_exec.c"), "-o", join(nativeOut, "envd-exec")], { stdio: "inherit" });
+  writeFileSync(join(nativeOut, "package.json"),
+    JSON.stringify({ name: NATIVE_NAME, version: "0.1.0", private: true, main: "envd_native.node" }, null, 2) + "\n");
+}
+
+// dist/node_modules mirrors the runtime layout (<dir of envd.mjs>/node_modules/<name>) so the bundle runs in place.
+function linkNativeModules() {
+  const require = createRequire(import.meta.url);
+  const ptyDir = dirname(require.resolve("node-pty/package.json"));
+  const nm = join(distDir, "node_modules");
+  mkdirSync(nm, { recursive: true });
+  for (const [name, target] of [["node-pty", ptyDir], [NATIVE_NAME, nativeOut]]) {
+    const link = join(nm, name);
+    rmSync(link, { recursive: true, force: true });
+    symlinkSync(relative(nm, target), link);
+  }
+}
+
+async function bundle() {
+  const version = JSON.parse(readFileSync(join(pkgDir, "package.json"), "utf8")).version;
+  await build({
+    entryPoints: [join(pkgDir, "src", "main.ts")],
+    outfile: join(distDir, "envd.mjs"),
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    external: ["node-pty", NATIVE_NAME],
+    minifySyntax: true,
+    legalComments: "none",
+    banner: { js: `// Burrow envd ${version} bundle. Native modules load from ./node_modules next to this file.` },
+    logLevel: "warning",
+  });
+}
+
+buildNative();
+await bundle();
+linkNativeModules();

@@ -1,0 +1,46 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+
+/** An error with an HTTP status, for the plain-HTTP endpoints; its body is always `{"code": <int>, "message"}`. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+    this.name = "HttpError";
+  }
+}
+
+const errnoCodes: Record<string, Code> = {
+  ENOENT: Code.NotFound,
+  EEXIST: Code.AlreadyExists,
+  ENOTEMPTY: Code.AlreadyExists,
+  EACCES: Code.PermissionDenied,
+  EPERM: Code.PermissionDenied,
+  EROFS: Code.PermissionDenied,
+  ENOTDIR: Code.InvalidArgument,
+  EISDIR: Code.InvalidArgument,
+  EINVAL: Code.InvalidArgument,
+  ENAMETOOLONG: Code.InvalidArgument,
+  ELOOP: Code.InvalidArgument,
+  ENOSPC: Code.ResourceExhausted,
+  EDQUOT: Code.ResourceExhausted,
+  EMFILE: Code.ResourceExhausted,
+  ENFILE: Code.ResourceExhausted,
+  ENOSYS: Code.Unimplemented,
+  ENOTSUP: Code.Unimplemented,
+};
+
+export function errnoOf(err: unknown): string | undefined {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
+
+/** Maps a Node system error to a ConnectError in one place; the message names the operation and path. */
+export function connectErrorFromFs(err: unknown, what: string): ConnectError {
+  if (err instanceof ConnectError) return err;
+  const errno = errnoOf(err);
+  const code = (errno && errnoCodes[errno]) ?? Code.Internal;
+  const detail = code === Code.NotFound ? "does not exist" : errno ? errno.toLowerCase() : "failed";
+  return new ConnectError(`${what}: ${detail}`, code, undefined, undefined, err);
+}

@@ -1,0 +1,53 @@
+import { create } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { filesystemPb } from "@burrow/protocol";
+import { constants, type Stats } from "node:fs";
+import { lstat, readlink, realpath, stat } from "node:fs/promises";
+import { basename, dirname, resolve } from "node:path";
+import type { UserDb } from "../users/user-db.js";
+import { goFileModeString } from "./file-mode.js";
+import { readMetadata } from "./metadata.js";
+
+const { FileType, EntryInfoSchema } = filesystemPb;
+
+function fileTypeOf(s: Stats): filesystemPb.FileType {
+  if (s.isDirectory()) return FileType.DIRECTORY;
+  if (s.isSymbolicLink()) return FileType.SYMLINK;
+  return FileType.FILE;
+}
+
+/**
+ * EntryInfo per e2b-compat §3.3: `mode` = permission bits, `permissions` = Go FileMode string of the entry itself,
+ * owner/group names; a symlink reports its target's type and mode and an absolute `symlinkTarget`.
+ */
+export async function entryInfo(path: string, users: UserDb): Promise<filesystemPb.EntryInfo> {
+  const l = await lstat(path);
+  let effective = l;
+  let symlinkTarget: string | undefined;
+  if (l.isSymbolicLink()) {
+    try {
+      symlinkTarget = await realpath(path);
+      effective = await stat(path);
+    } catch {
+      // dangling link: report the link itself
+      symlinkTarget = resolve(dirname(path), await readlink(path).catch(() => ""));
+    }
+  }
+  return create(EntryInfoSchema, {
+    name: basename(path) || "/",
+    type: fileTypeOf(effective),
+    path,
+    size: BigInt(effective.size),
+    mode: effective.mode & 0o777,
+    permissions: goFileModeString(l.mode),
+    owner: users.userName(l.uid),
+    group: users.groupName(l.gid),
+    modifiedTime: timestampFromMs(Math.floor(l.mtimeMs)),
+    symlinkTarget,
+    metadata: readMetadata(path),
+  });
+}
+
+export function isDirMode(mode: number): boolean {
+  return (mode & constants.S_IFMT) === constants.S_IFDIR;
+}

@@ -1,0 +1,28 @@
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { NATIVE_PACKAGE } from "./native/native-modules.js";
+
+export interface EnvdRuntimeFiles {
+  /** Absolute path of the single-file bundle; copy it to `<runtime>/envd.mjs`. */
+  bundle: string;
+  /** Directories to copy to `<runtime>/node_modules/<name>` (native addons the bundle loads beside itself). */
+  nativeModules: { name: string; dir: string }[];
+}
+
+/**
+ * What the orchestrator must copy into the read-only runtime directory (besides the node binary).
+ * Run `node packages/envd/build.mjs` first; the paths are where that build writes.
+ */
+export function envdRuntimeFiles(): EnvdRuntimeFiles {
+  // works from src/ (ts) and dist/ (tsc output): both sit one level below the package root
+  const pkgDir = dirname(dirname(fileURLToPath(import.meta.url)));
+  const require = createRequire(import.meta.url);
+  return {
+    bundle: join(pkgDir, "dist", "envd.mjs"),
+    nativeModules: [
+      { name: "node-pty", dir: dirname(require.resolve("node-pty/package.json")) },
+      { name: NATIVE_PACKAGE, dir: join(pkgDir, "native", "build") },
+    ],
+  };
+}

@@ -1,0 +1,28 @@
+import type { EnvdState } from "../state.js";
+import type { SandboxUser, UserDb } from "./user-db.js";
+
+/** The named user does not exist in the sandbox's /etc/passwd. */
+export class UnknownUserError extends Error {
+  constructor(readonly username: string) {
+    super(`user '${username}' not found`);
+    this.name = "UnknownUserError";
+  }
+}
+
+/** Resolves the user a request runs as: the given name, else /init's defaultUser (normally `user`). */
+export function resolveRequestUser(users: UserDb, state: EnvdState, name: string | undefined): SandboxUser {
+  const wanted = name || state.defaultUser;
+  const user = users.lookup(wanted);
+  if (!user) throw new UnknownUserError(wanted);
+  return user;
+}
+
+/** `Authorization: Basic base64("<user>:")` → user name; anything else → undefined (use the default user). */
+export function userFromBasicAuth(header: string | null | undefined): string | undefined {
+  if (!header) return undefined;
+  const m = /^Basic\s+([A-Za-z0-9+/=_-]+)\s*$/i.exec(header);
+  if (!m?.[1]) return undefined;
+  const decoded = Buffer.from(m[1], "base64").toString("utf8");
+  const name = decoded.split(":")[0];
+  return name || undefined;
+}

@@ -1,0 +1,176 @@
+/* burrow-sandbox: the launcher. Runs as host root, mounts the overlay in a mount namespace of
+ * its own (so the host never sees it), clones the sandbox init into fresh namespaces, writes its
+ * id maps, waits until the sandbox is fully set up and its command exec'd, prints {"pid":N} and
+ * exits. The init is reparented and outlives whoever ran the launcher. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "sandbox.h"
+
+#define CLONE_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
+
+static int out_fd = 1;
+
+static void die(const char *step, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void die(const char *step, const char *fmt, ...) {
+  int saved = errno;
+  char what[512], text[768];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof what, fmt, ap);
+  va_end(ap);
+  snprintf(text, sizeof text, "%s: %s", what, strerror(saved));
+  report_error(out_fd, step, text);
+  exit(1);
+}
+
+static int write_file(const char *path, const char *data) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t len = (ssize_t)strlen(data);
+  ssize_t n = write(fd, data, (size_t)len);
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  return n == len ? 0 : -1;
+}
+
+static void join_cgroups(const struct config *cfg) {
+  char path[4096], pid[32];
+  snprintf(pid, sizeof pid, "%d\n", (int)getpid());
+  for (int i = 0; i < cfg->n_cgroups; i++) {
+    snprintf(path, sizeof path, "%s/cgroup.procs", cfg->cgroups[i]);
+    if (write_file(path, pid)) die("cgroup", "join %s", cfg->cgroups[i]);
+  }
+}
+
+/* The upper's root directory is the sandbox's "/": it must belong to sandbox root, or root inside
+ * sees "/" as owned by nobody. A freshly created upper is owned by host root, so shift it. */
+static void own_upper(const struct config *cfg) {
+  struct stat st;
+  if (stat(cfg->upper, &st)) die("upper", "stat %s", cfg->upper);
+  if (!S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    die("upper", "%s", cfg->upper);
+  }
+  if (st.st_uid < cfg->uid_base || st.st_uid >= cfg->uid_base + cfg->uid_count)
+    if (chown(cfg->upper, (uid_t)cfg->uid_base, (gid_t)cfg->uid_base)) die("upper", "chown %s", cfg->upper);
+}
+
+static void mount_overlay(const struct config *cfg) {
+  char opts[4096];
+  size_t o = 0;
+  o += (size_t)snprintf(opts + o, sizeof opts - o, "lowerdir=");
+  for (int i = 0; i < cfg->n_lower && o < sizeof opts; i++)
+    o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%s", i ? ":" : "", cfg->lower[i]);
+  if (o < sizeof opts) o += (size_t)snprintf(opts + o, sizeof opts - o, ",upperdir=%s,workdir=%s", cfg->upper, cfg->work);
+  if (o >= sizeof opts - 1) {
+    errno = E2BIG;
+    die("overlay", "overlay options exceed one page (too many or too long --lower paths)");
+  }
+  /* nodev: a template layer could carry device nodes (mknod by a build step run as host root);
+   * the sandbox must not be able to open them. suid stays: the base template's sudo needs it. */
+  if (mount("overlay", cfg->merged, "overlay", MS_NODEV, opts)) die("overlay", "mount overlay on %s", cfg->merged);
+}
+
+static void kill_child(pid_t pid) {
+  kill(pid, SIGKILL);
+  while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
+  }
+}
+
+static int read_msg(int fd, struct msg *m) {
+  ssize_t n;
+  do n = read(fd, m, sizeof *m);
+  while (n < 0 && errno == EINTR);
+  return n == (ssize_t)sizeof *m ? 0 : -1;
+}
+
+int main(int argc, char **argv) {
+  /* Nothing the caller leaked to us may reach the sandbox. */
+  close_range(3, ~0U, 0);
+  struct config cfg;
+  char err[512];
+  if (parse_args(argc, argv, &cfg, err, sizeof err)) {
+    report_error(out_fd, "args", err);
+    return 2;
+  }
+  int log_fd = open(cfg.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0640);
+  if (log_fd < 0) die("log", "open %s", cfg.log_path);
+
+  join_cgroups(&cfg);
+  if (unshare(CLONE_NEWNS)) die("unshare", "private mount namespace");
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) die("unshare", "make / private");
+  own_upper(&cfg);
+  mount_overlay(&cfg);
+
+  int p2c[2], c2p[2];
+  if (pipe2(p2c, O_CLOEXEC) || pipe2(c2p, O_CLOEXEC)) die("clone", "pipe");
+  fflush(NULL);
+  /* Raw clone without a new stack behaves like fork, with namespace flags. */
+  pid_t pid = (pid_t)syscall(SYS_clone, CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
+  if (pid < 0) die("clone", "clone");
+  if (pid == 0) {
+    close(p2c[1]);
+    close(c2p[0]);
+    sandbox_child(&cfg, p2c[0], c2p[1], log_fd);
+  }
+  close(p2c[0]);
+  close(c2p[1]);
+  close(log_fd);
+
+  /* Written from here, as host root, so no "setgroups deny" is needed: sandbox root keeps
+   * setgroups(), which sudo, su and login require. */
+  char path[64], map[96];
+  snprintf(map, sizeof map, "0 %lu %lu\n", cfg.uid_base, cfg.uid_count);
+  snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
+  if (write_file(path, map)) {
+    int e = errno;
+    kill_child(pid);
+    errno = e;
+    die("uidmap", "write %s", path);
+  }
+  snprintf(path, sizeof path, "/proc/%d/gid_map", (int)pid);
+  if (write_file(path, map)) {
+    int e = errno;
+    kill_child(pid);
+    errno = e;
+    die("uidmap", "write %s", path);
+  }
+
+  struct msg m;
+  memset(&m, 0, sizeof m);
+  if (write(p2c[1], "g", 1) != 1 || read_msg(c2p[0], &m)) {
+    kill_child(pid);
+    errno = EPIPE;
+    die("setup", "sandbox child exited during setup");
+  }
+  if (m.kind != MSG_OK) {
+    kill_child(pid);
+    m.step[sizeof m.step - 1] = 0;
+    m.text[sizeof m.text - 1] = 0;
+    report_error(out_fd, m.step, m.text);
+    return 1;
+  }
+  /* Commit: the child drops its parent-death signal only now, so a launcher killed before this
+   * point takes the half-made sandbox with it. */
+  if (write(p2c[1], "c", 1) != 1 || read_msg(c2p[0], &m) || m.kind != MSG_ACK) {
+    kill_child(pid);
+    errno = EPIPE;
+    die("commit", "sandbox child did not acknowledge");
+  }
+  report_pid(out_fd, pid);
+  return 0;
+}

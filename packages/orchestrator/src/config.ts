@@ -1,0 +1,67 @@
+import { join } from "node:path";
+import type { SandboxLimits } from "./types.js";
+
+export interface PoolConfig {
+  /** Template alias or id the pool keeps ready. */
+  template: string;
+  /** Number of idle sandboxes kept ready; 0 disables the pool. */
+  size: number;
+}
+
+export interface OrchestratorConfig {
+  /** Root of everything the orchestrator keeps: layers, templates, runtime, sandboxes. */
+  stateDir: string;
+  /** Where finished base-template builds are cached across state directories. */
+  cacheDir: string;
+  /** Short name that keeps several instances apart on one host (cgroups, bridge, nft tables). */
+  instance: string;
+  /** IPv4 subnet for sandbox addresses, CIDR. */
+  subnet: string;
+  /** First host uid of the range root inside sandboxes maps to. */
+  uidBase: number;
+  uidCount: number;
+  pool: PoolConfig;
+  /** Limits of templates that do not set their own. */
+  defaultLimits: SandboxLimits;
+  /** How long to wait for envd in a new sandbox before giving up. */
+  envdReadyTimeoutMs: number;
+  /** Sets no_new_privs in sandboxes. Off by default because the base template promises passwordless sudo. */
+  noNewPrivileges: boolean;
+}
+
+export const DEFAULT_STATE_DIR = "/var/lib/burrow";
+export const DEFAULT_CACHE_DIR = "/var/cache/burrow";
+export const DEFAULT_SUBNET = "10.213.0.0/16";
+export const DEFAULT_UID_BASE = 100_000;
+export const DEFAULT_UID_COUNT = 65_536;
+export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({ cpuCount: 2, memoryMB: 512, diskMB: 4096, pids: 1024 });
+
+export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {}): Readonly<OrchestratorConfig> {
+  const instance = input.instance ?? "main";
+  if (!/^[a-z0-9]{1,8}$/.test(instance)) {
+    throw new Error(`instance '${instance}' must be 1-8 characters of [a-z0-9] (it is part of interface names)`);
+  }
+  return Object.freeze({
+    stateDir: input.stateDir ?? DEFAULT_STATE_DIR,
+    cacheDir: input.cacheDir ?? DEFAULT_CACHE_DIR,
+    instance,
+    subnet: input.subnet ?? DEFAULT_SUBNET,
+    uidBase: input.uidBase ?? DEFAULT_UID_BASE,
+    uidCount: input.uidCount ?? DEFAULT_UID_COUNT,
+    pool: Object.freeze({ template: "base", size: 0, ...input.pool }),
+    defaultLimits: Object.freeze({ ...DEFAULT_LIMITS, ...input.defaultLimits }),
+    envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,
+    noNewPrivileges: input.noNewPrivileges ?? false,
+  });
+}
+
+/** Paths inside the state directory, in one place. */
+export function statePaths(stateDir: string) {
+  return {
+    layers: join(stateDir, "layers"),
+    templates: join(stateDir, "templates"),
+    runtime: join(stateDir, "runtime"),
+    sandboxes: join(stateDir, "sandboxes"),
+    sandbox: (id: string) => join(stateDir, "sandboxes", id),
+  };
+}

@@ -1,0 +1,24 @@
+// Public surface of @burrow/orchestrator.
+export type {
+  Orchestrator,
+  SandboxRecord,
+  SandboxState,
+  TemplateInfo,
+  CreateSandboxOptions,
+  SandboxMetricSample,
+  SandboxExitReason,
+} from "./orchestrator-api.js";
+export type { SandboxLimits } from "./types.js";
+export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";
+export {
+  resolveOrchestratorConfig,
+  DEFAULT_STATE_DIR,
+  DEFAULT_CACHE_DIR,
+  DEFAULT_SUBNET,
+  DEFAULT_LIMITS,
+  type OrchestratorConfig,
+  type PoolConfig,
+} from "./config.js";
+export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
+export type { EnvdRuntimeSource } from "./runtime.js";
+export type { Logger } from "./logger.js";

@@ -1,0 +1,350 @@
+// The orchestrator of one machine: composes templates, the sandbox host, the warm pool, re-adoption after a
+// restart and liveness monitoring behind the control plane's Orchestrator interface.
+import { mkdir, readdir, rm } from "node:fs/promises";
+import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "./config.js";
+import { createCgroupManager } from "./cgroups/index.js";
+import { diskUsageBytes } from "./disk-usage.js";
+import { initEnvd } from "./envd-client.js";
+import { OrchestratorError } from "./errors.js";
+import { isSandboxInitAlive } from "./launcher/index.js";
+import { silentLogger, type Logger } from "./logger.js";
+import { createNetworkManager } from "./network/index.js";
+import type {
+  CreateSandboxOptions,
+  Orchestrator,
+  SandboxExitReason,
+  SandboxMetricSample,
+  SandboxRecord,
+  TemplateInfo,
+} from "./orchestrator-api.js";
+import { ensureRuntime, type EnvdRuntimeSource } from "./runtime.js";
+import { SandboxHost, type HostedSandbox } from "./sandbox-host.js";
+import { readRecord, writeRecord } from "./sandbox-record.js";
+import { ensureBaseTemplate } from "./templates/base-template.js";
+import { TemplateStore, templateInfo } from "./templates/template-store.js";
+import type { CgroupManager, NetworkManager, SandboxLimits } from "./types.js";
+import { WarmPool } from "./warm-pool.js";
+
+const LIVENESS_INTERVAL_MS = 1000;
+const DISK_USAGE_TTL_MS = 30_000;
+
+export interface LocalOrchestratorOptions {
+  config?: Partial<OrchestratorConfig>;
+  /** Where the envd bundle and its native modules are (the build output of @burrow/envd). */
+  envd: EnvdRuntimeSource;
+  logger?: Logger;
+  /** Progress lines for long first-run work (template build). */
+  onProgress?: (line: string) => void;
+  /** Build the base template when it is missing (default true; `burrow down` needs no template). */
+  buildBaseTemplate?: boolean;
+  signal?: AbortSignal;
+}
+
+interface CpuMark {
+  usageNs: number;
+  atNs: bigint;
+}
+
+export class LocalOrchestrator implements Orchestrator {
+  private readonly sandboxes = new Map<string, HostedSandbox>();
+  private readonly exitListeners = new Set<(sandboxId: string, reason: SandboxExitReason) => void>();
+  private readonly cpuMarks = new Map<string, CpuMark>();
+  private readonly diskUsage = new Map<string, { bytes: number; at: number }>();
+  private livenessTimer: NodeJS.Timeout | undefined;
+  private pool: WarmPool | undefined;
+
+  private constructor(
+    readonly config: Readonly<OrchestratorConfig>,
+    private readonly templates: TemplateStore,
+    private readonly host: SandboxHost,
+    private readonly cgroups: CgroupManager,
+    private readonly network: NetworkManager,
+    private readonly logger: Logger,
+  ) {}
+
+  static async create(opts: LocalOrchestratorOptions): Promise<LocalOrchestrator> {
+    const config = resolveOrchestratorConfig(opts.config);
+    const logger = opts.logger ?? silentLogger;
+    const paths = statePaths(config.stateDir);
+    await mkdir(paths.sandboxes, { recursive: true });
+    const templates = new TemplateStore(paths.templates, paths.layers);
+    await templates.load();
+    if (opts.buildBaseTemplate !== false) {
+      await ensureBaseTemplate({ store: templates, config, onProgress: opts.onProgress, signal: opts.signal });
+    }
+    const runtime = await ensureRuntime({ runtimeRoot: paths.runtime, envd: opts.envd, signal: opts.signal });
+    const cgroups = await createCgroupManager({ instance: config.instance, logger });
+    const network = createNetworkManager({ instance: config.instance, subnet: config.subnet, logger });
+    await network.setup(opts.signal);
+    const host = new SandboxHost({
+      config,
+      cgroups,
+      network,
+      runtimeDir: runtime.dir,
+      runtimeCommand: runtime.command,
+      layerPath: (layerId) => templates.layerPath(layerId),
+      logger,
+    });
+    const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, logger);
+    await orchestrator.adoptOrReap();
+    orchestrator.startPool();
+    orchestrator.livenessTimer = setInterval(() => orchestrator.checkLiveness(), LIVENESS_INTERVAL_MS);
+    orchestrator.livenessTimer.unref();
+    return orchestrator;
+  }
+
+  async createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
+    const template = this.templates.resolve(opts.template);
+    if (!template) {
+      throw new OrchestratorError("not_found", `template '${opts.template}' not found`);
+    }
+    const limits = validateLimits({ ...template.defaults, ...definedOnly(opts.limits ?? {}) });
+    let sandbox = this.pool?.templateId === template.templateId ? this.pool.take() : undefined;
+    if (!sandbox) {
+      sandbox = await this.host.launch(template, limits, {
+        allowInternetAccess: opts.allowInternetAccess,
+        pooled: false,
+        signal: opts.signal,
+      });
+    }
+    try {
+      await this.claim(sandbox, limits, opts);
+    } catch (error) {
+      await this.host.destroy(sandbox).catch(() => undefined);
+      throw error;
+    }
+    this.sandboxes.set(sandbox.record.sandboxId, sandbox);
+    return toRecord(sandbox);
+  }
+
+  async killSandbox(sandboxId: string): Promise<boolean> {
+    const sandbox = this.sandboxes.get(sandboxId);
+    if (!sandbox) return false;
+    this.forget(sandboxId);
+    await this.host.destroy(sandbox);
+    this.emitExit(sandboxId, "killed");
+    return true;
+  }
+
+  getSandbox(sandboxId: string): SandboxRecord | undefined {
+    const sandbox = this.sandboxes.get(sandboxId);
+    return sandbox ? toRecord(sandbox) : undefined;
+  }
+
+  listSandboxes(): SandboxRecord[] {
+    return [...this.sandboxes.values()].map(toRecord);
+  }
+
+  async sampleMetrics(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxMetricSample | undefined> {
+    const sandbox = this.sandboxes.get(sandboxId);
+    if (!sandbox) return undefined;
+    const sample = await sandbox.cgroup.sample();
+    const now = process.hrtime.bigint();
+    const mark = this.cpuMarks.get(sandboxId);
+    this.cpuMarks.set(sandboxId, { usageNs: sample.cpuUsageNs, atNs: now });
+    const { cpuCount } = sandbox.record.limits;
+    const cpuUsedPct = mark
+      ? Math.min(100, Math.max(0, ((sample.cpuUsageNs - mark.usageNs) / Number(now - mark.atNs) / cpuCount) * 100))
+      : 0;
+    return {
+      timestamp: new Date(),
+      cpuCount,
+      cpuUsedPct: Math.round(cpuUsedPct * 100) / 100,
+      memUsed: sample.memoryUsedBytes,
+      memTotal: Math.min(sample.memoryLimitBytes, sandbox.record.limits.memoryMB * 1024 * 1024),
+      memCache: sample.memoryCacheBytes,
+      diskUsed: await this.diskUsed(sandbox, opts?.signal),
+      diskTotal: sandbox.record.limits.diskMB * 1024 * 1024,
+    };
+  }
+
+  resolveTemplate(ref: string): TemplateInfo | undefined {
+    const manifest = this.templates.resolve(ref);
+    return manifest ? templateInfo(manifest) : undefined;
+  }
+
+  listTemplates(): TemplateInfo[] {
+    return this.templates.list().map(templateInfo);
+  }
+
+  onSandboxExit(listener: (sandboxId: string, reason: SandboxExitReason) => void): () => void {
+    this.exitListeners.add(listener);
+    return () => this.exitListeners.delete(listener);
+  }
+
+  /** Wait until the warm pool is full (start-up, benchmarks). */
+  async warmPoolReady(signal?: AbortSignal): Promise<void> {
+    await this.pool?.waitFull(signal);
+  }
+
+  async close(): Promise<void> {
+    if (this.livenessTimer) clearInterval(this.livenessTimer);
+    await this.pool?.close();
+  }
+
+  /**
+   * Kill every sandbox and remove the host-wide network and cgroup parents. For tests and `burrow down`:
+   * leaves the machine as it was before the orchestrator started.
+   */
+  async shutdown(): Promise<void> {
+    await this.close();
+    await Promise.allSettled([...this.sandboxes.keys()].map((id) => this.killSandbox(id)));
+    await this.network.teardown();
+    await this.cgroups.close();
+  }
+
+  private async claim(sandbox: HostedSandbox, limits: SandboxLimits, opts: CreateSandboxOptions): Promise<void> {
+    const { record } = sandbox;
+    if (!sameLimits(record.limits, limits)) await sandbox.cgroup.setLimits(limits);
+    if (record.allowInternetAccess !== opts.allowInternetAccess) {
+      await sandbox.network.setInternetAccess(opts.allowInternetAccess);
+    }
+    await initEnvd(
+      record.ip,
+      record.initToken,
+      { envVars: opts.envVars, accessToken: opts.envdAccessToken, defaultUser: "user", defaultWorkdir: "/home/user" },
+      opts.signal,
+    );
+    sandbox.record = {
+      ...record,
+      limits,
+      allowInternetAccess: opts.allowInternetAccess,
+      startedAt: new Date().toISOString(),
+      pooled: false,
+    };
+    await writeRecord(sandbox.dir, sandbox.record);
+  }
+
+  private startPool(): void {
+    const { pool } = this.config;
+    if (pool.size <= 0) return;
+    const template = this.templates.resolve(pool.template);
+    if (!template) {
+      this.logger.warn({ template: pool.template }, "warm pool template not found; pool disabled");
+      return;
+    }
+    this.pool = new WarmPool({
+      templateId: template.templateId,
+      size: pool.size,
+      launch: (signal) =>
+        this.host.launch(template, template.defaults, { allowInternetAccess: false, pooled: true, signal }),
+      destroy: (sandbox) => this.host.destroy(sandbox),
+      logger: this.logger,
+    });
+    this.pool.fill();
+  }
+
+  /**
+   * After a restart: sandboxes whose init still runs are taken back; everything else a previous run left
+   * (dead sandboxes, pooled ones, half-created ones, cgroups and veths without a sandbox) is removed.
+   */
+  private async adoptOrReap(): Promise<void> {
+    const paths = statePaths(this.config.stateDir);
+    for (const sandboxId of await readdir(paths.sandboxes)) {
+      const dir = paths.sandbox(sandboxId);
+      const record = await readRecord(dir);
+      if (!record) {
+        await this.reapLeftovers(sandboxId, dir);
+        continue;
+      }
+      const cgroup = await this.cgroups.open(sandboxId);
+      const network = this.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess);
+      const sandbox: HostedSandbox = { record, dir, cgroup, network };
+      if (!record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime)) {
+        this.sandboxes.set(sandboxId, sandbox);
+        this.logger.info({ sandboxId }, "re-adopted running sandbox");
+      } else {
+        this.logger.info({ sandboxId, pooled: record.pooled }, "reaping sandbox left by a previous run");
+        await this.host.destroy(sandbox).catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "reap failed"));
+      }
+    }
+    for (const sandboxId of await this.cgroups.list()) {
+      if (this.sandboxes.has(sandboxId)) continue;
+      const cgroup = await this.cgroups.open(sandboxId);
+      await cgroup.killAll(AbortSignal.timeout(10_000)).catch(() => undefined);
+      await cgroup.destroy().catch(() => undefined);
+    }
+    await this.network.reapOrphans([...this.sandboxes.keys()]);
+  }
+
+  private async reapLeftovers(sandboxId: string, dir: string): Promise<void> {
+    const cgroup = await this.cgroups.open(sandboxId);
+    await cgroup.killAll(AbortSignal.timeout(10_000)).catch(() => undefined);
+    await cgroup.destroy().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  private checkLiveness(): void {
+    for (const [sandboxId, sandbox] of this.sandboxes) {
+      if (isSandboxInitAlive(sandbox.record.pid, sandbox.record.pidStartTime)) continue;
+      this.logger.warn({ sandboxId }, "sandbox init exited; removing the sandbox");
+      this.forget(sandboxId);
+      void this.host
+        .destroy(sandbox)
+        .catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "cleanup of exited sandbox failed"))
+        .finally(() => this.emitExit(sandboxId, "crashed"));
+    }
+  }
+
+  private forget(sandboxId: string): void {
+    this.sandboxes.delete(sandboxId);
+    this.cpuMarks.delete(sandboxId);
+    this.diskUsage.delete(sandboxId);
+  }
+
+  private emitExit(sandboxId: string, reason: SandboxExitReason): void {
+    for (const listener of this.exitListeners) {
+      try {
+        listener(sandboxId, reason);
+      } catch (error) {
+        this.logger.error({ err: error }, "sandbox exit listener threw");
+      }
+    }
+  }
+
+  private async diskUsed(sandbox: HostedSandbox, signal?: AbortSignal): Promise<number> {
+    const cached = this.diskUsage.get(sandbox.record.sandboxId);
+    if (cached && Date.now() - cached.at < DISK_USAGE_TTL_MS) return cached.bytes;
+    const bytes = await diskUsageBytes(`${sandbox.dir}/upper`, signal);
+    this.diskUsage.set(sandbox.record.sandboxId, { bytes, at: Date.now() });
+    return bytes;
+  }
+}
+
+function toRecord(sandbox: HostedSandbox): SandboxRecord {
+  const { record } = sandbox;
+  return {
+    sandboxId: record.sandboxId,
+    templateId: record.templateId,
+    address: record.ip,
+    limits: { ...record.limits },
+    allowInternetAccess: record.allowInternetAccess,
+    startedAt: new Date(record.startedAt),
+    state: "running",
+  };
+}
+
+function definedOnly<T extends object>(value: T): Partial<T> {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function sameLimits(a: SandboxLimits, b: SandboxLimits): boolean {
+  return a.cpuCount === b.cpuCount && a.memoryMB === b.memoryMB && a.diskMB === b.diskMB && a.pids === b.pids;
+}
+
+const LIMIT_RANGES: Record<keyof SandboxLimits, [number, number]> = {
+  cpuCount: [0.1, 64],
+  memoryMB: [32, 262_144],
+  diskMB: [64, 1_048_576],
+  pids: [16, 1_000_000],
+};
+
+function validateLimits(limits: SandboxLimits): SandboxLimits {
+  for (const [key, [min, max]] of Object.entries(LIMIT_RANGES) as [keyof SandboxLimits, [number, number]][]) {
+    const value = limits[key];
+    if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
+      throw new OrchestratorError("invalid_argument", `${key} must be a number between ${min} and ${max}, got ${String(value)}`);
+    }
+  }
+  return limits;
+}

@@ -1,0 +1,4 @@
+export { createNetworkManager } from "./network-manager.js";
+export type { BurrowNetworkManager, NetworkLogger, NetworkManagerOptions } from "./network-manager.js";
+export { NetworkError } from "./network-error.js";
+export type { NetworkErrorCode } from "./network-error.js";

@@ -1,0 +1,312 @@
+// One bridge per instance, one veth per sandbox, nftables for isolation (see ruleset.ts for the policy).
+import { existsSync } from "node:fs";
+import { readdir, writeFile } from "node:fs/promises";
+import type { NetworkManager, SandboxNetwork } from "../types.js";
+import { exec } from "./exec.js";
+import { assertNoConflicts, readHostView, uplinkMtu } from "./host-check.js";
+import { enableIpForward, restoreIpForward } from "./ip-forward.js";
+import { formatIpv4, type Ipv4Prefix, parseCidr } from "./ipv4.js";
+import { GATEWAY_OFFSET, LeasePool } from "./leases.js";
+import { leaseOfVeth, type NetworkNames, networkNames, vethName } from "./names.js";
+import { NetworkError } from "./network-error.js";
+import { bindScript, internetScript, type PortBinding, setupScript, teardownScript, unbindScript } from "./ruleset.js";
+
+/** Anything with `info` and `warn` taking a message (console, pino). */
+export interface NetworkLogger {
+  info(message: string): void;
+  warn(message: string): void;
+}
+
+export interface NetworkManagerOptions {
+  /** Short instance name ([a-z0-9]{1,8}); names the bridge, veths (`b<instance>-<lease>`) and nft tables. */
+  instance: string;
+  /** Bridge name. @default `burrow-<instance>` */
+  bridge?: string;
+  /** IPv4 subnet of the sandboxes, CIDR (/12 … /30). The bridge takes the first address. */
+  subnet: string;
+  /** File that remembers the host's ip_forward value across orchestrator restarts. @default none */
+  stateFile?: string;
+  /** Extra destinations (CIDR) sandboxes may not reach even with internet access. 169.254.0.0/16 is always denied. */
+  denyDestinations?: readonly string[];
+  /** MTU of the bridge and veths. @default the MTU of the default route's interface, else 1500 */
+  mtu?: number;
+  logger?: NetworkLogger;
+}
+
+/** NetworkManager plus the crash-recovery entry point. */
+export interface BurrowNetworkManager extends NetworkManager {
+  readonly bridge: string;
+  /** Gateway address of the sandboxes (the bridge's address). */
+  readonly gateway: string;
+  /**
+   * After a crash: release attachments whose sandbox is not in `liveSandboxIds`, delete this instance's
+   * veths that no attachment owns, and drop firewall set elements of addresses nobody leases.
+   * Call after adopt() for every live sandbox. Returns the names of the veths it deleted.
+   */
+  reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]>;
+}
+
+interface Attachment {
+  sandboxId: string;
+  lease: number;
+  binding: PortBinding;
+  internet: boolean;
+  released: boolean;
+}
+
+const SYS_NET = "/sys/class/net";
+
+export function createNetworkManager(options: NetworkManagerOptions): BurrowNetworkManager {
+  const names = networkNames(options.instance, options.bridge);
+  const subnet = parseCidr(options.subnet);
+  if (subnet.length < 12) {
+    throw new NetworkError("invalid_argument", `subnet ${options.subnet} is too large (at least /12)`);
+  }
+  const deny = (options.denyDestinations ?? []).map((d) => {
+    const p = parseCidr(d);
+    return `${formatIpv4(p.network)}/${p.length}`;
+  });
+  return new NetworkManagerImpl(names, subnet, deny, options);
+}
+
+/** MAC of a sandbox's eth0 (and of the bridge), derived from its address: stable and unique per host. */
+function macOf(ip: number): string {
+  const bytes = [0x02, 0xb0, ip >>> 24, (ip >>> 16) & 255, (ip >>> 8) & 255, ip & 255];
+  return bytes.map((b) => b.toString(16).padStart(2, "0")).join(":");
+}
+
+class NetworkManagerImpl implements BurrowNetworkManager {
+  readonly #names: NetworkNames;
+  readonly #subnet: Ipv4Prefix;
+  readonly #deny: readonly string[];
+  readonly #opts: NetworkManagerOptions;
+  readonly #pool: LeasePool;
+  readonly #attachments = new Map<string, Attachment>();
+  #mtu: number | undefined;
+  #ipForwardBefore: string | undefined;
+
+  constructor(names: NetworkNames, subnet: Ipv4Prefix, deny: readonly string[], opts: NetworkManagerOptions) {
+    this.#names = names;
+    this.#subnet = subnet;
+    this.#deny = deny;
+    this.#opts = opts;
+    this.#pool = new LeasePool(subnet);
+    if (this.#pool.last.toString(16).length > names.leaseDigits) {
+      throw new NetworkError("invalid_argument", `subnet ${opts.subnet} has more addresses than veth names can number`);
+    }
+  }
+
+  get bridge(): string {
+    return this.#names.bridge;
+  }
+
+  get gateway(): string {
+    return this.#pool.address(GATEWAY_OFFSET);
+  }
+
+  async setup(signal?: AbortSignal): Promise<void> {
+    const view = await readHostView(signal);
+    assertNoConflicts(view, this.#subnet, this.#names.bridge);
+    const mtu = this.#opts.mtu ?? uplinkMtu(view) ?? 1500;
+    // Firewall first: the bridge never exists without its rules.
+    await exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, denyDestinations: this.#deny }), signal });
+    const br = this.#names.bridge;
+    const gw = this.#subnet.network + GATEWAY_OFFSET;
+    const batch: string[] = [];
+    // A fixed bridge MAC: otherwise the bridge takes the lowest port MAC and the gateway's MAC changes
+    // under the sandboxes' ARP caches whenever a sandbox joins or leaves.
+    if (!existsSync(`${SYS_NET}/${br}`)) batch.push(`link add name ${br} address ${macOf(gw)} mtu ${mtu} type bridge`);
+    batch.push(`addr replace ${formatIpv4(gw)}/${this.#subnet.length} dev ${br}`, `link set ${br} up`);
+    await exec("ip", ["-batch", "-"], { input: `${batch.join("\n")}\n`, signal });
+    // The host needs no IPv6 on the bridge; sandboxes get none either (attach).
+    await writeFile(`/proc/sys/net/ipv6/conf/${br}/disable_ipv6`, "1\n").catch(ignoreMissing);
+    this.#ipForwardBefore = await enableIpForward(this.#opts.stateFile);
+    this.#mtu = mtu;
+    this.#opts.logger?.info(`network ${br} ${formatIpv4(gw)}/${this.#subnet.length} ready (mtu ${mtu})`);
+  }
+
+  async attach(
+    sandboxId: string,
+    pid: number,
+    opts: { allowInternetAccess: boolean; signal?: AbortSignal },
+  ): Promise<SandboxNetwork> {
+    const { signal } = opts;
+    if (this.#mtu === undefined) throw new NetworkError("not_set_up", "attach before setup()");
+    if (!Number.isSafeInteger(pid) || pid <= 0) throw new NetworkError("invalid_argument", `bad pid ${pid}`);
+    if (this.#attachments.has(sandboxId)) {
+      throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
+    }
+    // Skip leases whose veth name is still taken by an orphan that has not been reaped yet.
+    const lease = this.#pool.take((l) => !existsSync(`${SYS_NET}/${vethName(this.#names, l)}`));
+    const a = this.#register(sandboxId, lease, opts.allowInternetAccess);
+    const { hostVeth, mac, ip } = a.binding;
+    const mtu = this.#mtu;
+    try {
+      // nft and the host side are independent: run them together.
+      const host = [
+        `link add name ${hostVeth} mtu ${mtu} type veth peer name eth0 address ${mac} mtu ${mtu} netns ${pid}`,
+        `link set ${hostVeth} addrgenmode none`,
+        `link set ${hostVeth} master ${this.#names.bridge} up`,
+      ];
+      await Promise.all([
+        exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet), signal }),
+        exec("ip", ["-batch", "-"], { input: `${host.join("\n")}\n`, signal }),
+      ]);
+      // Inside: IPv6 off on eth0 (lo keeps ::1, which local software expects), then one ip batch.
+      const inside = [
+        "link set lo up",
+        `addr add ${ip}/${this.#subnet.length} dev eth0`,
+        "link set eth0 up",
+        `route add default via ${this.gateway}`,
+      ];
+      const script =
+        "echo 1 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6 && " +
+        "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && exec ip -batch -";
+      await exec("nsenter", [`--net=/proc/${pid}/ns/net`, "sh", "-c", script], {
+        input: `${inside.join("\n")}\n`,
+        signal,
+      });
+    } catch (e) {
+      await this.#release(a).catch((cleanupError: unknown) => {
+        this.#opts.logger?.warn(`attach of ${sandboxId} failed and so did its clean-up: ${String(cleanupError)}`);
+      });
+      throw e;
+    }
+    return this.#handle(a);
+  }
+
+  adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean): SandboxNetwork {
+    const lease = this.#pool.leaseOf(ip);
+    if (vethName(this.#names, lease) !== hostVeth) {
+      throw new NetworkError("invalid_argument", `veth ${hostVeth} does not belong to ${ip} in instance ${this.#opts.instance}`);
+    }
+    if (this.#attachments.has(sandboxId)) throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
+    if (this.#pool.has(lease)) throw new NetworkError("invalid_argument", `address ${ip} is already leased`);
+    this.#pool.claim(lease);
+    return this.#handle(this.#register(sandboxId, lease, allowInternetAccess));
+  }
+
+  async reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]> {
+    const live = new Set(liveSandboxIds);
+    for (const a of [...this.#attachments.values()]) if (!live.has(a.sandboxId)) await this.#release(a, signal);
+    const orphans: { ifname: string; lease: number }[] = [];
+    for (const ifname of await readdir(SYS_NET)) {
+      const lease = leaseOfVeth(this.#names, ifname);
+      if (lease !== undefined && !this.#pool.has(lease)) orphans.push({ ifname, lease });
+    }
+    await deleteLinks(orphans.map((o) => o.ifname), signal);
+    await this.#dropStaleElements(signal);
+    for (const o of orphans) this.#opts.logger?.info(`reaped orphaned veth ${o.ifname}`);
+    return orphans.map((o) => o.ifname);
+  }
+
+  async teardown(): Promise<void> {
+    for (const a of [...this.#attachments.values()]) await this.#release(a);
+    // Veths of sandboxes nobody attached in this process (not adopted after a restart) go too.
+    const veths = (await readdir(SYS_NET)).filter((n) => leaseOfVeth(this.#names, n) !== undefined);
+    await deleteLinks([...veths, this.#names.bridge]);
+    await exec("nft", ["-f", "-"], { input: teardownScript(this.#names) });
+    await restoreIpForward(this.#ipForwardBefore, this.#opts.stateFile);
+    this.#ipForwardBefore = undefined;
+    this.#mtu = undefined;
+    this.#opts.logger?.info(`network ${this.#names.bridge} torn down`);
+  }
+
+  #register(sandboxId: string, lease: number, internet: boolean): Attachment {
+    const ip = this.#pool.address(lease);
+    const binding = { hostVeth: vethName(this.#names, lease), mac: macOf(this.#subnet.network + lease), ip };
+    const a: Attachment = { sandboxId, lease, binding, internet, released: false };
+    this.#attachments.set(sandboxId, a);
+    return a;
+  }
+
+  #handle(a: Attachment): SandboxNetwork {
+    return {
+      sandboxId: a.sandboxId,
+      ip: a.binding.ip,
+      hostVeth: a.binding.hostVeth,
+      setInternetAccess: async (allowed: boolean) => {
+        if (a.released) throw new NetworkError("invalid_argument", `sandbox ${a.sandboxId} is no longer attached`);
+        await exec("nft", ["-f", "-"], { input: internetScript(this.#names, a.binding.ip, allowed) });
+        a.internet = allowed;
+      },
+      release: () => this.#release(a),
+    };
+  }
+
+  /** Idempotent: the veth may already be gone (its netns died with the sandbox). */
+  async #release(a: Attachment, signal?: AbortSignal): Promise<void> {
+    if (a.released) return;
+    await deleteLinks([a.binding.hostVeth], signal);
+    await exec("nft", ["-f", "-"], { input: unbindScript(this.#names, a.binding), signal });
+    a.released = true;
+    this.#attachments.delete(a.sandboxId);
+    this.#pool.free(a.lease);
+  }
+
+  /** Remove @internet, @bound and @macs elements whose address nobody leases (left over from a crash). */
+  async #dropStaleElements(signal?: AbortSignal): Promise<void> {
+    const t = this.#names.table;
+    const [inet, bridge] = await Promise.all([
+      exec("nft", ["-j", "list", "set", "inet", t, "internet"], { signal }),
+      exec("nft", ["-j", "list", "table", "bridge", t], { signal }),
+    ]);
+    const lines: string[] = [];
+    for (const ip of setElements(inet, "internet") as string[]) {
+      if (!this.#leased(ip)) lines.push(`delete element inet ${t} internet { ${ip} }`);
+    }
+    for (const e of setElements(bridge, "bound")) {
+      const [port, mac, ip] = e as [string, string, string];
+      if (!this.#leased(ip)) lines.push(`delete element bridge ${t} bound { ${JSON.stringify(port)} . ${mac} . ${ip} }`);
+    }
+    for (const e of setElements(bridge, "macs")) {
+      const [port, mac] = e as [string, string];
+      const lease = leaseOfVeth(this.#names, port);
+      if (lease === undefined || !this.#pool.has(lease)) {
+        lines.push(`delete element bridge ${t} macs { ${JSON.stringify(port)} . ${mac} }`);
+      }
+    }
+    if (lines.length > 0) await exec("nft", ["-f", "-"], { input: `${lines.join("\n")}\n`, signal });
+  }
+
+  #leased(ip: string): boolean {
+    try {
+      return this.#pool.has(this.#pool.leaseOf(ip));
+    } catch {
+      return false; // outside the subnet: certainly not ours to keep
+    }
+  }
+}
+
+/** Elements of a named set from `nft -j` output: plain values, or arrays for concatenations. */
+function setElements(json: string, setName: string): unknown[] {
+  const doc = JSON.parse(json) as { nftables?: { set?: { name?: string; elem?: unknown[] } }[] };
+  const out: unknown[] = [];
+  for (const item of doc.nftables ?? []) {
+    if (item.set?.name !== setName) continue;
+    for (const el of item.set.elem ?? []) {
+      const concat = (el as { concat?: unknown[] }).concat;
+      out.push(concat ?? el);
+    }
+  }
+  return out;
+}
+
+/**
+ * Delete links that exist. A veth disappears by itself when its sandbox's netns dies, possibly between
+ * our look and the delete; `-force` carries on past that, and only links still present count as failure.
+ */
+async function deleteLinks(ifnames: readonly string[], signal?: AbortSignal): Promise<void> {
+  const present = ifnames.filter((n) => existsSync(`${SYS_NET}/${n}`));
+  if (present.length === 0) return;
+  const batch = present.map((n) => `link del ${n}`).join("\n");
+  try {
+    await exec("ip", ["-force", "-batch", "-"], { input: `${batch}\n`, signal });
+  } catch (e) {
+    if (present.some((n) => existsSync(`${SYS_NET}/${n}`))) throw e;
+  }
+}
+
+function ignoreMissing(e: unknown): void {
+  if ((e as NodeJS.ErrnoException).code !== "ENOENT") throw e;
+}

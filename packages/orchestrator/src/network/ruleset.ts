@@ -1,0 +1,107 @@
+// nftables scripts of an instance. Two tables with the same name:
+//
+//  inet   – the host's view (routed traffic). input: a sandbox may only answer connections the host
+//           opened, so no host service is reachable, whatever address it listens on. forward: egress only
+//           for addresses in @internet, never to link-local (cloud metadata) or the configured deny list,
+//           and never bridge→bridge. postrouting: masquerade @internet behind the host's address.
+//  bridge – the L2 view (traffic between bridge ports, which routing never sees). Each port may only send
+//           with the MAC and IP it was given (@bound), so a sandbox cannot borrow an allowed address or
+//           poison the bridge's MAC table; ports never talk to each other (ARP included); and a port
+//           only receives frames addressed to it or broadcast/multicast, so unknown-unicast flooding
+//           cannot leak another sandbox's traffic.
+//
+// setup() runs the script with `add` + `flush chain`, in one nft transaction: re-running it replaces the
+// rules but keeps set elements, so a restarted orchestrator does not cut off running sandboxes.
+import type { NetworkNames } from "./names.js";
+
+export interface RulesetOptions {
+  names: NetworkNames;
+  /** Destinations sandboxes with internet access still may not reach (169.254.0.0/16 is always in). */
+  denyDestinations: readonly string[];
+}
+
+export function setupScript({ names, denyDestinations }: RulesetOptions): string {
+  const t = names.table;
+  const br = JSON.stringify(names.bridge);
+  const ports = JSON.stringify(`${names.vethPrefix}*`);
+  const deny = ["169.254.0.0/16", ...denyDestinations].join(", ");
+  return `
+add table inet ${t}
+add set inet ${t} internet { type ipv4_addr; }
+add chain inet ${t} input { type filter hook input priority -10; policy accept; }
+flush chain inet ${t} input
+add rule inet ${t} input iifname ${br} ct state established,related accept
+add rule inet ${t} input iifname ${br} counter drop
+add chain inet ${t} forward { type filter hook forward priority -10; policy accept; }
+flush chain inet ${t} forward
+add rule inet ${t} forward iifname ${br} oifname ${br} counter drop
+add rule inet ${t} forward oifname ${br} ct state established,related accept
+add rule inet ${t} forward oifname ${br} counter drop
+add rule inet ${t} forward iifname ${br} ip daddr { ${deny} } counter drop
+add rule inet ${t} forward iifname ${br} ip saddr @internet accept
+add rule inet ${t} forward iifname ${br} counter drop
+add chain inet ${t} postrouting { type nat hook postrouting priority 100; policy accept; }
+flush chain inet ${t} postrouting
+add rule inet ${t} postrouting oifname != ${br} ip saddr @internet masquerade
+add table bridge ${t}
+add set bridge ${t} bound { type ifname . ether_addr . ipv4_addr; }
+add set bridge ${t} macs { type ifname . ether_addr; }
+add chain bridge ${t} prerouting { type filter hook prerouting priority -200; policy accept; }
+flush chain bridge ${t} prerouting
+add rule bridge ${t} prerouting iifname ${ports} ether type ip iifname . ether saddr . ip saddr @bound accept
+add rule bridge ${t} prerouting iifname ${ports} ether type arp iifname . ether saddr . arp saddr ip @bound iifname . arp saddr ether . arp saddr ip @bound accept
+add rule bridge ${t} prerouting iifname ${ports} counter drop
+add chain bridge ${t} forward { type filter hook forward priority -200; policy accept; }
+flush chain bridge ${t} forward
+add rule bridge ${t} forward iifname ${ports} counter drop
+add rule bridge ${t} forward oifname ${ports} counter drop
+add chain bridge ${t} output { type filter hook output priority -200; policy accept; }
+flush chain bridge ${t} output
+add rule bridge ${t} output oifname ${ports} ether daddr & 01:00:00:00:00:00 == 01:00:00:00:00:00 accept
+add rule bridge ${t} output oifname ${ports} oifname . ether daddr @macs accept
+add rule bridge ${t} output oifname ${ports} counter drop
+`;
+}
+
+/** Delete both tables; `add` first so that deleting a table that is already gone is not an error. */
+export function teardownScript(names: NetworkNames): string {
+  return `
+add table inet ${names.table}
+delete table inet ${names.table}
+add table bridge ${names.table}
+delete table bridge ${names.table}
+`;
+}
+
+export interface PortBinding {
+  hostVeth: string;
+  mac: string;
+  ip: string;
+}
+
+/** Bind a port to its MAC and IP, and put the IP in or out of @internet. `add` then `delete` is the
+ *  idempotent way to remove an element that may be absent (nft 1.0.6 has no `destroy`). */
+export function bindScript(names: NetworkNames, p: PortBinding, internet: boolean): string {
+  const t = names.table;
+  const port = JSON.stringify(p.hostVeth);
+  return `
+add element bridge ${t} bound { ${port} . ${p.mac} . ${p.ip} }
+add element bridge ${t} macs { ${port} . ${p.mac} }
+${internetScript(names, p.ip, internet)}`;
+}
+
+export function unbindScript(names: NetworkNames, p: PortBinding): string {
+  const t = names.table;
+  const port = JSON.stringify(p.hostVeth);
+  return `
+add element bridge ${t} bound { ${port} . ${p.mac} . ${p.ip} }
+delete element bridge ${t} bound { ${port} . ${p.mac} . ${p.ip} }
+add element bridge ${t} macs { ${port} . ${p.mac} }
+delete element bridge ${t} macs { ${port} . ${p.mac} }
+${internetScript(names, p.ip, false)}`;
+}
+
+export function internetScript(names: NetworkNames, ip: string, allowed: boolean): string {
+  const add = `add element inet ${names.table} internet { ${ip} }`;
+  return allowed ? `${add}\n` : `${add}\ndelete element inet ${names.table} internet { ${ip} }\n`;
+}

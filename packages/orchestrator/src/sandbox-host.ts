@@ -1,0 +1,176 @@
+// Brings one sandbox up on this host and takes it down again: writable layer, cgroups, launcher, network,
+// envd. Knows nothing of pools or the control plane; the orchestrator composes it.
+import { randomBytes } from "node:crypto";
+import { chown, mkdir, rm, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { ENVD_PORT } from "@burrow/protocol";
+import type { OrchestratorConfig } from "./config.js";
+import { statePaths } from "./config.js";
+import { waitForEnvd } from "./envd-client.js";
+import { OrchestratorError } from "./errors.js";
+import { randomId } from "./ids.js";
+import { launchSandbox } from "./launcher/index.js";
+import type { Logger } from "./logger.js";
+import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
+import type { TemplateManifest } from "./templates/template-store.js";
+import type { CgroupManager, NetworkManager, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
+
+/** A sandbox this host runs, with handles on everything it holds. */
+export interface HostedSandbox {
+  record: SandboxRecordFile;
+  dir: string;
+  cgroup: SandboxCgroup;
+  network: SandboxNetwork;
+}
+
+export interface SandboxHostDeps {
+  config: Readonly<OrchestratorConfig>;
+  cgroups: CgroupManager;
+  network: NetworkManager;
+  runtimeDir: string;
+  runtimeCommand: string[];
+  layerPath: (layerId: string) => string;
+  logger: Logger;
+}
+
+const SANDBOX_HOSTNAME = "sandbox";
+
+export class SandboxHost {
+  constructor(private readonly deps: SandboxHostDeps) {}
+
+  /** Start a sandbox of `template` and wait until its envd answers. Leaves nothing behind on failure. */
+  async launch(
+    template: TemplateManifest,
+    limits: SandboxLimits,
+    opts: { allowInternetAccess: boolean; pooled: boolean; signal?: AbortSignal },
+  ): Promise<HostedSandbox> {
+    const { config, cgroups, network } = this.deps;
+    const sandboxId = randomId();
+    const dir = statePaths(config.stateDir).sandbox(sandboxId);
+    const upper = join(dir, "upper");
+    const initToken = randomBytes(24).toString("hex");
+    let cgroup: SandboxCgroup | undefined;
+    let net: SandboxNetwork | undefined;
+    let pid: number | undefined;
+    try {
+      await this.prepareWritableLayer(dir, upper);
+      cgroup = await cgroups.open(sandboxId);
+      await cgroup.setLimits(limits);
+      const launched = await launchSandbox(
+        {
+          lower: template.layers.map((layerId) => this.deps.layerPath(layerId)),
+          upper,
+          work: join(dir, "work"),
+          merged: join(dir, "rootfs"),
+          runtime: this.deps.runtimeDir,
+          hostname: SANDBOX_HOSTNAME,
+          uidBase: config.uidBase,
+          uidCount: config.uidCount,
+          cgroups: [...cgroup.procsPaths],
+          log: join(dir, "envd.log"),
+          noNewPrivileges: config.noNewPrivileges,
+          env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: initToken },
+          command: this.deps.runtimeCommand,
+        },
+        opts.signal,
+      );
+      pid = launched.pid;
+      net = await network.attach(sandboxId, launched.pid, {
+        allowInternetAccess: opts.allowInternetAccess,
+        signal: opts.signal,
+      });
+      const record: SandboxRecordFile = {
+        sandboxId,
+        templateId: template.templateId,
+        pid: launched.pid,
+        pidStartTime: launched.startTime,
+        ip: net.ip,
+        hostVeth: net.hostVeth,
+        limits,
+        allowInternetAccess: opts.allowInternetAccess,
+        startedAt: new Date().toISOString(),
+        initToken,
+        pooled: opts.pooled,
+      };
+      await writeRecord(dir, record);
+      await waitForEnvd(net.ip, config.envdReadyTimeoutMs, opts.signal);
+      return { record, dir, cgroup, network: net };
+    } catch (error) {
+      this.deps.logger.warn({ sandboxId, err: error }, "sandbox launch failed; cleaning up");
+      await this.teardown({ sandboxId, dir, cgroup, network: net, pid }).catch((cleanupError: unknown) =>
+        this.deps.logger.error({ sandboxId, err: cleanupError }, "cleanup after failed launch failed"),
+      );
+      if (error instanceof OrchestratorError) throw error;
+      if (opts.signal?.aborted) throw new OrchestratorError("canceled", "sandbox creation was canceled", { cause: error });
+      throw new OrchestratorError("internal", `sandbox could not be started: ${(error as Error).message}`, {
+        cause: error,
+      });
+    }
+  }
+
+  /** Kill every process of the sandbox and remove its cgroups, network and writable layer. */
+  async destroy(sandbox: HostedSandbox): Promise<void> {
+    await this.teardown({
+      sandboxId: sandbox.record.sandboxId,
+      dir: sandbox.dir,
+      cgroup: sandbox.cgroup,
+      network: sandbox.network,
+      pid: sandbox.record.pid,
+    });
+  }
+
+  private async teardown(parts: {
+    sandboxId: string;
+    dir: string;
+    cgroup?: SandboxCgroup | undefined;
+    network?: SandboxNetwork | undefined;
+    pid?: number | undefined;
+  }): Promise<void> {
+    const failures: unknown[] = [];
+    const attempt = async (step: () => Promise<void>) => {
+      try {
+        await step();
+      } catch (error) {
+        failures.push(error);
+      }
+    };
+    if (parts.cgroup) {
+      const cgroup = parts.cgroup;
+      await attempt(() => cgroup.killAll(AbortSignal.timeout(10_000)));
+    } else if (parts.pid) {
+      const pid = parts.pid;
+      await attempt(async () => void process.kill(pid, "SIGKILL"));
+    }
+    if (parts.network) {
+      const net = parts.network;
+      await attempt(() => net.release());
+    }
+    if (parts.cgroup) {
+      const cgroup = parts.cgroup;
+      await attempt(() => cgroup.destroy());
+    }
+    await attempt(() => rm(parts.dir, { recursive: true, force: true, maxRetries: 3 }));
+    if (failures.length > 0) {
+      throw new AggregateError(failures, `teardown of sandbox ${parts.sandboxId} was incomplete`);
+    }
+  }
+
+  /**
+   * The upper layer's root must belong to the sandbox's root (the shifted uid), since overlayfs takes the
+   * merged root's owner from it. /etc/hostname and /etc/hosts are written here, not into shared layers.
+   */
+  private async prepareWritableLayer(dir: string, upper: string): Promise<void> {
+    const { uidBase } = this.deps.config;
+    await mkdir(join(dir, "work"), { recursive: true });
+    await mkdir(join(dir, "rootfs"), { recursive: true });
+    await mkdir(join(upper, "etc"), { recursive: true });
+    await writeFile(join(upper, "etc", "hostname"), `${SANDBOX_HOSTNAME}\n`);
+    await writeFile(
+      join(upper, "etc", "hosts"),
+      `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n`,
+    );
+    for (const path of [upper, join(upper, "etc"), join(upper, "etc", "hostname"), join(upper, "etc", "hosts")]) {
+      await chown(path, uidBase, uidBase);
+    }
+  }
+}

@@ -1,0 +1,16 @@
+// What route handlers may use. Passed explicitly to each route module (no fastify decorators for services).
+import type { Orchestrator } from "@burrow/orchestrator";
+import type { Registry } from "prom-client";
+import type { ServerConfig } from "../config.js";
+import type { SandboxService } from "../lifecycle/sandbox-service.js";
+import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
+import type { ApiKeyStore } from "../store/api-keys.js";
+
+export interface ApiContext {
+  config: ServerConfig;
+  sandboxes: SandboxService;
+  sandboxMetrics: SandboxMetrics;
+  orchestrator: Orchestrator;
+  apiKeys: ApiKeyStore;
+  registry: Registry;
+}

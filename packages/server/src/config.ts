@@ -1,0 +1,91 @@
+// Server options are resolved once, up front, into a frozen object: defaults are named constants and the
+// only environment variables read are the ones documented on each field.
+import { isAbsolute, resolve } from "node:path";
+import { Code, ServerError } from "./errors.js";
+
+/** Loopback by default: the API key is the only guard, so exposing the port must be a conscious choice. */
+export const DEFAULT_HOST = "127.0.0.1";
+export const DEFAULT_PORT = 3000;
+export const DEFAULT_STATE_DIR = "/var/lib/burrow";
+/** E2B's default sandbox lifetime when a create/connect request names none. */
+export const DEFAULT_TIMEOUT_SEC = 300;
+/** E2B's upper bound for Pro teams (24 h). */
+export const DEFAULT_MAX_TIMEOUT_SEC = 86_400;
+/** REST bodies are small JSON documents; file traffic goes through the gateway, which has no limit. */
+export const DEFAULT_BODY_LIMIT_BYTES = 1_048_576;
+/** E2B samples sandbox metrics every 5 s. */
+export const DEFAULT_METRICS_INTERVAL_MS = 5_000;
+/** One hour of samples at the default interval. */
+export const DEFAULT_METRICS_RETENTION = 720;
+/** E2B's deprecated `clientID`, still required by its schema; one node answers for all sandboxes. */
+export const DEFAULT_CLIENT_ID = "burrow";
+
+export interface ServerConfig {
+  /** Interface to listen on. @default "127.0.0.1" (env BURROW_HOST) */
+  readonly host: string;
+  /** TCP port for the API and the gateway (one port for both); 0 picks a free port. @default 3000 (env BURROW_PORT) */
+  readonly port: number;
+  /** Directory holding `burrow.db` and the generated `api-key`. @default "/var/lib/burrow" (env BURROW_STATE_DIR) */
+  readonly stateDir: string;
+  /**
+   * Domain returned as `domain` in Sandbox responses, so that `sandbox.getHost(port)` yields
+   * `<port>-<id>.<domain>`. The gateway accepts `<port>-<id>.<anything>` whatever this is. When null the SDK
+   * falls back to E2B_DOMAIN; leave it null unless clients can resolve the wildcard name (e2b-compat.md §1.6.2).
+   * @default null (env BURROW_DOMAIN)
+   */
+  readonly domain: string | null;
+  /** Sandbox lifetime when create omits `timeout`. @default 300 */
+  readonly defaultTimeoutSec: number;
+  /** Largest accepted `timeout`; larger values are rejected with 400. @default 86400 */
+  readonly maxTimeoutSec: number;
+  /** Largest REST request body; larger bodies get 413. @default 1048576 */
+  readonly bodyLimitBytes: number;
+  /** How often every running sandbox's metrics are sampled. @default 5000 */
+  readonly metricsIntervalMs: number;
+  /** Samples kept per sandbox (a ring; oldest dropped). @default 720 */
+  readonly metricsRetention: number;
+  /**
+   * An API key to register (stored hashed) instead of generating one on first start.
+   * @default null (env BURROW_API_KEY)
+   */
+  readonly apiKey: string | null;
+  /** Value of the deprecated `clientID` field. @default "burrow" */
+  readonly clientId: string;
+}
+
+export type ServerConfigInput = Partial<ServerConfig>;
+
+function positiveInt(name: string, value: number, { allowZero = false } = {}): number {
+  if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) {
+    throw new ServerError(Code.InvalidArgument, `${name} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`);
+  }
+  return value;
+}
+
+/** Validate options, apply defaults and env fallbacks, and return a frozen config. Never mutates its input. */
+export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.ProcessEnv = process.env): ServerConfig {
+  const envPort = env["BURROW_PORT"] !== undefined && env["BURROW_PORT"] !== "" ? Number(env["BURROW_PORT"]) : undefined;
+  const port = positiveInt("port", input.port ?? envPort ?? DEFAULT_PORT, { allowZero: true });
+  if (port > 65_535) throw new ServerError(Code.InvalidArgument, `port must be ≤ 65535, got ${port}`);
+  const stateDir = input.stateDir ?? (env["BURROW_STATE_DIR"] || DEFAULT_STATE_DIR);
+  const defaultTimeoutSec = positiveInt("defaultTimeoutSec", input.defaultTimeoutSec ?? DEFAULT_TIMEOUT_SEC);
+  const maxTimeoutSec = positiveInt("maxTimeoutSec", input.maxTimeoutSec ?? DEFAULT_MAX_TIMEOUT_SEC);
+  if (defaultTimeoutSec > maxTimeoutSec) {
+    throw new ServerError(Code.InvalidArgument, `defaultTimeoutSec (${defaultTimeoutSec}) exceeds maxTimeoutSec (${maxTimeoutSec})`);
+  }
+  const apiKey = input.apiKey ?? (env["BURROW_API_KEY"] || null);
+  if (apiKey !== null && apiKey.trim() === "") throw new ServerError(Code.InvalidArgument, "apiKey must not be empty");
+  return Object.freeze({
+    host: input.host ?? (env["BURROW_HOST"] || DEFAULT_HOST),
+    port,
+    stateDir: isAbsolute(stateDir) ? stateDir : resolve(stateDir),
+    domain: input.domain ?? (env["BURROW_DOMAIN"] || null),
+    defaultTimeoutSec,
+    maxTimeoutSec,
+    bodyLimitBytes: positiveInt("bodyLimitBytes", input.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES),
+    metricsIntervalMs: positiveInt("metricsIntervalMs", input.metricsIntervalMs ?? DEFAULT_METRICS_INTERVAL_MS),
+    metricsRetention: positiveInt("metricsRetention", input.metricsRetention ?? DEFAULT_METRICS_RETENTION),
+    apiKey,
+    clientId: input.clientId ?? DEFAULT_CLIENT_ID,
+  });
+}

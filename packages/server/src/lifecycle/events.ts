@@ -1,0 +1,79 @@
+// Lifecycle events of sandboxes, for whoever publishes them (the bus) or shows them (dashboard, CLI).
+import type { Logger } from "pino";
+
+export type SandboxLifecycleEventType = "created" | "killed" | "timed_out";
+
+export interface SandboxLifecycleEvent {
+  type: SandboxLifecycleEventType;
+  sandboxId: string;
+  templateId: string;
+  metadata: Record<string, string>;
+  timestamp: Date;
+  /**
+   * Why a sandbox ended: `api` (DELETE), `timeout`, `crashed` (its init died), `lost` (gone after a restart),
+   * `orchestrator` (ended outside the API). Absent on `created`.
+   */
+  reason?: "api" | "timeout" | "crashed" | "lost" | "orchestrator";
+}
+
+export type SandboxEventListener = (event: SandboxLifecycleEvent) => void;
+
+export interface SandboxEventStreamOptions {
+  signal?: AbortSignal;
+  /** Events buffered for a slow consumer; beyond it the oldest are dropped. @default 1000 */
+  bufferSize?: number;
+}
+
+/** A synchronous fan-out of lifecycle events with an AsyncIterable view. Listeners never break the emitter. */
+export class SandboxEvents {
+  readonly #listeners = new Set<SandboxEventListener>();
+  readonly #logger: Logger | undefined;
+
+  constructor(logger?: Logger) {
+    this.#logger = logger;
+  }
+
+  /** Call `listener` for every event from now on; returns the unsubscribe function. */
+  subscribe(listener: SandboxEventListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  emit(event: SandboxLifecycleEvent): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(event);
+      } catch (err) {
+        this.#logger?.error({ err, event: event.type, sandboxId: event.sandboxId }, "sandbox event listener failed");
+      }
+    }
+  }
+
+  /** Events from now on as an AsyncIterable; ends when `signal` aborts or the consumer breaks. */
+  async *stream(opts: SandboxEventStreamOptions = {}): AsyncIterable<SandboxLifecycleEvent> {
+    const bufferSize = opts.bufferSize ?? 1000;
+    const buffer: SandboxLifecycleEvent[] = [];
+    let wake: (() => void) | undefined;
+    const unsubscribe = this.subscribe((event) => {
+      if (buffer.length >= bufferSize) buffer.shift();
+      buffer.push(event);
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      while (!opts.signal?.aborted) {
+        const next = buffer.shift();
+        if (next) {
+          yield next;
+          continue;
+        }
+        await new Promise<void>((resolve) => (wake = resolve));
+        wake = undefined;
+      }
+    } finally {
+      unsubscribe();
+      opts.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+}

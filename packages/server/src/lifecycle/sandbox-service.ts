@@ -1,0 +1,271 @@
+// The sandbox lifecycle as the control plane sees it: create, extend, kill, time out, and react to sandboxes
+// ending on their own. Every path that ends a sandbox goes through #remove, so the store, timers, metrics,
+// gateway connections and events stay consistent whichever path came first.
+import { randomBytes } from "node:crypto";
+import type { Logger } from "pino";
+import type { Orchestrator, SandboxExitReason, SandboxRecord } from "@burrow/orchestrator";
+import { ENVD_VERSION } from "@burrow/protocol";
+import type { ServerConfig } from "../config.js";
+import { Code, ServerError, fromDependencyError } from "../errors.js";
+import type { ServerMetrics } from "../metrics/prometheus.js";
+import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
+import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
+import type { SandboxEvents, SandboxLifecycleEvent } from "./events.js";
+import { TimeoutScheduler } from "./timeout-scheduler.js";
+
+export interface CreateSandboxInput {
+  /** Template id, alias or `alias:tag`. */
+  template: string;
+  /** Lifetime in seconds; the server default when absent. */
+  timeoutSec?: number;
+  metadata?: Record<string, string>;
+  /** Passed to the orchestrator only; never stored (they may hold secrets). */
+  envVars?: Record<string, string>;
+  allowInternetAccess?: boolean;
+  apiKeyId?: number | null;
+  signal?: AbortSignal;
+}
+
+type EndReason = NonNullable<SandboxLifecycleEvent["reason"]>;
+
+export interface SandboxServiceDeps {
+  config: ServerConfig;
+  store: SandboxStore;
+  orchestrator: Orchestrator;
+  events: SandboxEvents;
+  metrics: ServerMetrics;
+  sandboxMetrics: SandboxMetrics;
+  logger: Logger;
+}
+
+/** 24 random bytes as hex: unguessable, and safe in headers and in the signature's `:`-joined string. */
+function newAccessToken(): string {
+  return randomBytes(24).toString("hex");
+}
+
+export class SandboxService {
+  readonly #d: SandboxServiceDeps;
+  readonly #scheduler: TimeoutScheduler;
+  readonly #removedListeners = new Set<(sandboxId: string) => void>();
+  readonly #unsubscribeExit: () => void;
+
+  constructor(deps: SandboxServiceDeps) {
+    this.#d = deps;
+    this.#scheduler = new TimeoutScheduler((id) => void this.#expire(id));
+    this.#unsubscribeExit = deps.orchestrator.onSandboxExit((id, reason) => this.#onExit(id, reason));
+  }
+
+  /**
+   * Called synchronously when a sandbox stops being routable, before the orchestrator has finished killing
+   * it: the gateway drops in-flight connections here so clients see the sandbox go away.
+   */
+  onRemoved(listener: (sandboxId: string) => void): () => void {
+    this.#removedListeners.add(listener);
+    return () => this.#removedListeners.delete(listener);
+  }
+
+  get(sandboxId: string): SandboxRow | undefined {
+    return this.#d.store.get(sandboxId);
+  }
+
+  /** A row that must exist, else `not_found` in E2B's words. */
+  require(sandboxId: string): SandboxRow {
+    const row = this.#d.store.get(sandboxId);
+    if (!row) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    return row;
+  }
+
+  list(): SandboxRow[] {
+    return this.#d.store.list();
+  }
+
+  /** The row and the orchestrator's live record, when the sandbox can take traffic. */
+  live(sandboxId: string): { row: SandboxRow; record: SandboxRecord } | undefined {
+    const row = this.#d.store.get(sandboxId);
+    if (!row || row.state !== "running") return undefined;
+    const record = this.#d.orchestrator.getSandbox(sandboxId);
+    return record && { row, record };
+  }
+
+  async create(input: CreateSandboxInput): Promise<SandboxRow> {
+    const { config, orchestrator, metrics } = this.#d;
+    const timeoutSec = this.#checkTimeout(input.timeoutSec ?? config.defaultTimeoutSec);
+    const template = orchestrator.resolveTemplate(input.template);
+    // E2B answers 404 `template '<x>' not found` for unknown templates; the SDK surfaces it as SandboxError.
+    if (!template) throw new ServerError(Code.NotFound, `template '${input.template}' not found`);
+    const name = input.template.split(":")[0]!;
+    const alias = template.aliases.includes(name) ? name : (template.aliases[0] ?? null);
+    const envdAccessToken = newAccessToken();
+    const stopTimer = metrics.createDuration.startTimer();
+    let record: SandboxRecord;
+    try {
+      record = await orchestrator.createSandbox({
+        template: input.template,
+        allowInternetAccess: input.allowInternetAccess ?? true,
+        envVars: input.envVars ?? {},
+        envdAccessToken,
+        ...(input.signal ? { signal: input.signal } : {}),
+      });
+    } catch (err) {
+      stopTimer({ result: "error" });
+      metrics.sandboxCreates.inc({ result: "error" });
+      throw fromDependencyError(err);
+    }
+    const now = new Date();
+    const row: SandboxRow = {
+      sandboxId: record.sandboxId,
+      templateId: record.templateId,
+      alias,
+      clientId: config.clientId,
+      metadata: input.metadata ?? {},
+      cpuCount: record.limits.cpuCount,
+      memoryMB: record.limits.memoryMB,
+      diskSizeMB: record.limits.diskMB,
+      startedAt: record.startedAt,
+      endAt: new Date(now.getTime() + timeoutSec * 1000),
+      state: "running",
+      envdVersion: ENVD_VERSION,
+      envdAccessToken,
+      allowInternetAccess: record.allowInternetAccess,
+      apiKeyId: input.apiKeyId ?? null,
+    };
+    try {
+      if (input.signal?.aborted) throw new ServerError(Code.Canceled, "client went away during create");
+      this.#d.store.insert(row);
+    } catch (err) {
+      // Nobody will ever learn this sandbox's id: do not leave it running.
+      stopTimer({ result: "error" });
+      metrics.sandboxCreates.inc({ result: "error" });
+      await orchestrator.killSandbox(record.sandboxId).catch((killErr: unknown) => {
+        this.#d.logger.error({ err: killErr, sandboxId: record.sandboxId }, "could not kill unrecorded sandbox");
+      });
+      throw err;
+    }
+    stopTimer({ result: "ok" });
+    metrics.sandboxCreates.inc({ result: "ok" });
+    this.#scheduler.arm(row.sandboxId, row.endAt);
+    this.#d.sandboxMetrics.track(row.sandboxId);
+    this.#d.logger.info({ sandboxId: row.sandboxId, templateId: row.templateId, endAt: row.endAt }, "sandbox created");
+    this.#emit("created", row);
+    return row;
+  }
+
+  /** Kill a sandbox. False when it does not exist (or another path is already ending it). */
+  async kill(sandboxId: string, reason: EndReason = "api"): Promise<boolean> {
+    const row = this.#remove(sandboxId, reason === "timeout" ? "timed_out" : "killed", reason);
+    if (!row) return false;
+    try {
+      await this.#d.orchestrator.killSandbox(sandboxId);
+    } catch (err) {
+      // The row is gone already, so the sandbox is unreachable; the next start's reconcile reaps leftovers.
+      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to kill sandbox");
+      throw fromDependencyError(err);
+    }
+    return true;
+  }
+
+  /** Set endAt = now + timeout (E2B: overwrites, may shorten). */
+  setTimeout(sandboxId: string, timeoutSec: number): SandboxRow {
+    const row = this.require(sandboxId);
+    const endAt = new Date(Date.now() + this.#checkTimeout(timeoutSec) * 1000);
+    this.#d.store.setEndAt(sandboxId, endAt);
+    this.#scheduler.arm(sandboxId, endAt);
+    return { ...row, endAt };
+  }
+
+  /** Connect to a running sandbox: its lifetime is only ever extended, to now + timeout. */
+  connect(sandboxId: string, timeoutSec: number | undefined): SandboxRow {
+    const row = this.require(sandboxId);
+    if (row.state !== "running") throw new ServerError(Code.Unimplemented, "resuming paused sandboxes is not supported yet");
+    const wanted = new Date(Date.now() + this.#checkTimeout(timeoutSec ?? this.#d.config.defaultTimeoutSec) * 1000);
+    if (wanted <= row.endAt) return row;
+    this.#d.store.setEndAt(sandboxId, wanted);
+    this.#scheduler.arm(sandboxId, wanted);
+    return { ...row, endAt: wanted };
+  }
+
+  /**
+   * Make the store agree with the orchestrator after a (re)start: rows whose sandbox is gone are removed,
+   * live sandboxes nobody recorded are killed (no client can know their id or token), the rest are re-armed.
+   */
+  async reconcile(): Promise<{ removed: string[]; killedOrphans: string[] }> {
+    const { orchestrator, store, logger } = this.#d;
+    const live = new Map(orchestrator.listSandboxes().map((r) => [r.sandboxId, r]));
+    const removed: string[] = [];
+    for (const row of store.list()) {
+      if (live.has(row.sandboxId)) {
+        this.#scheduler.arm(row.sandboxId, row.endAt);
+        this.#d.sandboxMetrics.track(row.sandboxId);
+      } else if (this.#remove(row.sandboxId, "killed", "lost")) {
+        removed.push(row.sandboxId);
+      }
+    }
+    const killedOrphans: string[] = [];
+    for (const id of live.keys()) {
+      if (store.get(id)) continue;
+      killedOrphans.push(id);
+      await orchestrator.killSandbox(id).catch((err: unknown) => logger.error({ err, sandboxId: id }, "could not kill orphan sandbox"));
+    }
+    if (removed.length || killedOrphans.length) logger.info({ removed, killedOrphans }, "reconciled sandboxes with orchestrator");
+    return { removed, killedOrphans };
+  }
+
+  close(): void {
+    this.#unsubscribeExit();
+    this.#scheduler.close();
+    this.#removedListeners.clear();
+  }
+
+  #checkTimeout(timeoutSec: number): number {
+    if (!Number.isInteger(timeoutSec) || timeoutSec < 0) {
+      throw new ServerError(Code.InvalidArgument, `timeout must be a non-negative integer number of seconds, got ${timeoutSec}`);
+    }
+    if (timeoutSec > this.#d.config.maxTimeoutSec) {
+      throw new ServerError(Code.InvalidArgument, `timeout cannot be greater than ${this.#d.config.maxTimeoutSec} seconds`);
+    }
+    return timeoutSec;
+  }
+
+  async #expire(sandboxId: string): Promise<void> {
+    try {
+      await this.kill(sandboxId, "timeout");
+    } catch (err) {
+      this.#d.logger.error({ err, sandboxId }, "timeout kill failed");
+    }
+  }
+
+  #onExit(sandboxId: string, reason: SandboxExitReason): void {
+    // Kills through the API removed the row first, so this only acts on sandboxes that ended by themselves.
+    this.#remove(sandboxId, "killed", reason === "crashed" ? "crashed" : "orchestrator");
+  }
+
+  /** Make a sandbox unreachable and forget it; returns the row when this call removed it. */
+  #remove(sandboxId: string, type: "killed" | "timed_out", reason: EndReason): SandboxRow | undefined {
+    const row = this.#d.store.get(sandboxId);
+    if (!row || !this.#d.store.delete(sandboxId)) return undefined;
+    this.#scheduler.cancel(sandboxId);
+    this.#d.sandboxMetrics.untrack(sandboxId);
+    this.#d.metrics.sandboxKills.inc({ reason });
+    for (const listener of this.#removedListeners) {
+      try {
+        listener(sandboxId);
+      } catch (err) {
+        this.#d.logger.error({ err, sandboxId }, "sandbox removal listener failed");
+      }
+    }
+    this.#d.logger.info({ sandboxId, reason }, "sandbox ended");
+    this.#emit(type, row, reason);
+    return row;
+  }
+
+  #emit(type: SandboxLifecycleEvent["type"], row: SandboxRow, reason?: EndReason): void {
+    this.#d.events.emit({
+      type,
+      sandboxId: row.sandboxId,
+      templateId: row.templateId,
+      metadata: row.metadata,
+      timestamp: new Date(),
+      ...(reason ? { reason } : {}),
+    });
+  }
+}

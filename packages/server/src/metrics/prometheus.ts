@@ -1,0 +1,50 @@
+// Prometheus metrics of the control plane. The registry is injected so that tests (and embedders running
+// several servers in one process) never collide on the global registry.
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+
+export interface ServerMetrics {
+  readonly registry: Registry;
+  readonly sandboxCreates: Counter<"result">;
+  readonly sandboxKills: Counter<"reason">;
+  readonly createDuration: Histogram<"result">;
+  readonly gatewayRequests: Counter<"kind" | "route" | "outcome">;
+}
+
+export function createServerMetrics(registry: Registry, countRunning: () => number): ServerMetrics {
+  new Gauge({
+    name: "burrow_sandboxes_running",
+    help: "Sandboxes currently running.",
+    registers: [registry],
+    collect() {
+      this.set(countRunning());
+    },
+  });
+  return {
+    registry,
+    sandboxCreates: new Counter({
+      name: "burrow_sandbox_creates_total",
+      help: "Sandbox create requests by result (ok, error).",
+      labelNames: ["result"],
+      registers: [registry],
+    }),
+    sandboxKills: new Counter({
+      name: "burrow_sandbox_kills_total",
+      help: "Sandboxes ended, by reason (api, timeout, crashed, lost, orchestrator).",
+      labelNames: ["reason"],
+      registers: [registry],
+    }),
+    createDuration: new Histogram({
+      name: "burrow_sandbox_create_duration_seconds",
+      help: "Time from create request to a running sandbox.",
+      labelNames: ["result"],
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    gatewayRequests: new Counter({
+      name: "burrow_gateway_requests_total",
+      help: "Requests through the sandbox gateway by kind (http, upgrade), route (header, host, signature) and outcome.",
+      labelNames: ["kind", "route", "outcome"],
+      registers: [registry],
+    }),
+  };
+}

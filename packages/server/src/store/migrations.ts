@@ -1,0 +1,28 @@
+// Schema history of burrow.db. Append only: a released migration is never edited, because PRAGMA user_version
+// records how far a database has come.
+export const MIGRATIONS: readonly string[] = [
+  `CREATE TABLE api_keys (
+     id          INTEGER PRIMARY KEY,
+     hash        TEXT NOT NULL UNIQUE,      -- sha256 hex of the key; the plaintext is never stored
+     prefix      TEXT NOT NULL,             -- first characters, for display only
+     created_at  INTEGER NOT NULL           -- unix ms
+   );
+   CREATE TABLE sandboxes (
+     sandbox_id             TEXT PRIMARY KEY,
+     template_id            TEXT NOT NULL,
+     alias                  TEXT,
+     client_id              TEXT NOT NULL,
+     metadata               TEXT NOT NULL,  -- JSON object of strings
+     cpu_count              INTEGER NOT NULL,
+     memory_mb              INTEGER NOT NULL,
+     disk_mb                INTEGER NOT NULL,
+     started_at             INTEGER NOT NULL, -- unix ms
+     end_at                 INTEGER NOT NULL, -- unix ms; the sandbox is killed then
+     state                  TEXT NOT NULL,    -- running | paused
+     envd_version           TEXT NOT NULL,
+     envd_access_token      TEXT NOT NULL,    -- needed to route signed URLs; envVars are deliberately not kept
+     allow_internet_access  INTEGER NOT NULL,
+     api_key_id             INTEGER REFERENCES api_keys(id) ON DELETE SET NULL
+   );
+   CREATE INDEX sandboxes_started ON sandboxes (started_at DESC, sandbox_id DESC);`,
+];

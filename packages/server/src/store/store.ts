@@ -1,0 +1,21 @@
+// The store: one SQLite database with one class per table.
+import { openDatabase, type Db } from "./database.js";
+import { ApiKeyStore } from "./api-keys.js";
+import { SandboxStore } from "./sandboxes.js";
+
+export interface Store {
+  readonly apiKeys: ApiKeyStore;
+  readonly sandboxes: SandboxStore;
+  close(): void;
+}
+
+export function openStore(stateDir: string): Store {
+  const db: Db = openDatabase(stateDir);
+  return {
+    apiKeys: new ApiKeyStore(db),
+    sandboxes: new SandboxStore(db),
+    close: () => {
+      if (db.open) db.close();
+    },
+  };
+}

@@ -1,0 +1,76 @@
+#!/usr/bin/env node
+// Makes a fresh Debian 12 checkout runnable: installs missing Debian packages and npm packages, then builds
+// the TypeScript packages, the envd bundle and the native launcher. Every step is skipped when already done,
+// so `npm start` and `npm test` stay fast on the second run. Plain Node, no dependencies: it runs before
+// node_modules exists.
+import { execFileSync, spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+/** Debian packages the runtime and its tests need, by the command or file that proves each is present. */
+const DEBIAN_PACKAGES = [
+  ["debootstrap", "/usr/sbin/debootstrap"], // builds the base template
+  ["nftables", "/usr/sbin/nft"], // sandbox firewall
+  ["iproute2", "/usr/sbin/ip"], // bridge, veth
+  ["util-linux", "/usr/bin/nsenter"],
+  ["libseccomp-dev", "/usr/include/seccomp.h"], // launcher's seccomp filter
+  ["gcc", "/usr/bin/gcc"],
+  ["g++", "/usr/bin/g++"], // native npm addons
+  ["make", "/usr/bin/make"],
+  ["python3", "/usr/bin/python3"], // node-gyp
+  ["attr", "/usr/bin/getfattr"],
+  ["nats-server", "/usr/sbin/nats-server"], // bus backend and its tests
+  ["bubblewrap", "/usr/bin/bwrap"], // benchmark baseline
+  ["procps", "/usr/bin/pgrep"],
+];
+
+function log(message) {
+  process.stderr.write(`[bootstrap] ${message}\n`);
+}
+
+function run(cmd, args, opts = {}) {
+  const result = spawnSync(cmd, args, { stdio: "inherit", cwd: root, ...opts });
+  if (result.status !== 0) {
+    log(`'${cmd} ${args.join(" ")}' failed with exit code ${result.status ?? result.signal}`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+function installDebianPackages() {
+  const missing = DEBIAN_PACKAGES.filter(([, probe]) => !existsSync(probe)).map(([pkg]) => pkg);
+  if (missing.length === 0) return;
+  if (process.getuid?.() !== 0) {
+    log(`missing Debian packages: ${missing.join(" ")}; run as root or install them with apt-get`);
+    process.exit(1);
+  }
+  log(`installing Debian packages: ${missing.join(" ")}`);
+  const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
+  run("apt-get", ["update", "-qq"], { env });
+  run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing], { env });
+}
+
+function lockHash() {
+  return createHash("sha256").update(readFileSync(join(root, "package-lock.json"))).digest("hex");
+}
+
+function installNpmPackages() {
+  const marker = join(root, "node_modules", ".burrow-lock-hash");
+  const want = lockHash();
+  if (existsSync(marker) && readFileSync(marker, "utf8") === want) return;
+  log("installing npm packages (native addons build from source: about two minutes on a fresh machine)");
+  run("npm", ["ci", "--no-audit", "--no-fund", "--loglevel=error"]);
+  writeFileSync(marker, want);
+}
+
+function build() {
+  log("building");
+  run(process.execPath, [join(root, "scripts", "build.mjs")]);
+}
+
+installDebianPackages();
+installNpmPackages();
+build();

@@ -1,0 +1,20 @@
+#!/usr/bin/env node
+// Builds everything the server runs: TypeScript packages (incremental tsc -b), the envd bundle and the
+// native sandbox launcher. Safe to run repeatedly.
+import { spawnSync } from "node:child_process";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..");
+
+function run(cmd, args) {
+  const result = spawnSync(cmd, args, { stdio: "inherit", cwd: root });
+  if (result.status !== 0) {
+    process.stderr.write(`[build] '${cmd} ${args.join(" ")}' failed\n`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-b"]);
+run(process.execPath, [join(root, "packages", "envd", "build.mjs")]);
+run("bash", [join(root, "packages", "orchestrator", "native", "build.sh")]);

@@ -1,0 +1,29 @@
+// Starts one real Burrow server (real orchestrator, real sandboxes) for the whole test run and tears it down
+// afterwards: sandboxes killed, bridge and firewall tables removed, state directory deleted.
+import { rm } from "node:fs/promises";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { TestProject } from "vitest/node";
+import { envdRuntimeFiles } from "@burrow/envd";
+import { LocalOrchestrator } from "@burrow/orchestrator";
+import { startServer } from "@burrow/server";
+import { newTestInstance } from "../helpers/test-instance.js";
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  const test = newTestInstance("test");
+  const progress = (line: string) => process.stderr.write(`[burrow test server] ${line}\n`);
+  const orchestrator = await LocalOrchestrator.create({
+    config: { stateDir: test.stateDir, instance: test.instance, subnet: test.subnet, pool: { template: "base", size: 2 } },
+    envd: envdRuntimeFiles(),
+    onProgress: progress,
+  });
+  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir: test.stateDir, domain: "localhost" }, { orchestrator });
+  const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();
+  const url = `http://127.0.0.1:${server.port}`;
+  project.provide("burrow", { apiUrl: url, sandboxUrl: url, apiKey, ...test });
+  return async () => {
+    await server.close();
+    await orchestrator.shutdown();
+    await rm(test.stateDir, { recursive: true, force: true });
+  };
+}
