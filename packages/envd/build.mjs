@@ -3,9 +3,9 @@
 // compiler against the running Node's headers, so the build needs no network (node-gyp would download headers).
 import { build } from "esbuild";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join, relative } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const pkgDir = dirname(fileURLToPath(import.meta.url));
@@ -32,17 +32,23 @@ function buildNative() {
     JSON.stringify({ name: NATIVE_NAME, version: "0.1.0", private: true, main: "envd_native.node" }, null, 2) + "\n");
 }
 
-// dist/node_modules mirrors the runtime layout (<dir of envd.mjs>/node_modules/<name>) so the bundle runs in place.
-function linkNativeModules() {
+// dist/node_modules mirrors the runtime layout (<dir of envd.mjs>/node_modules/<name>), so the bundle runs in place
+// and the orchestrator copies exactly these directories. node-pty is trimmed to what loads at runtime on Linux
+// (its package ships ~60 MB of prebuilds for other platforms and its C++ sources).
+function stageNativeModules() {
   const require = createRequire(import.meta.url);
   const ptyDir = dirname(require.resolve("node-pty/package.json"));
   const nm = join(distDir, "node_modules");
-  mkdirSync(nm, { recursive: true });
-  for (const [name, target] of [["node-pty", ptyDir], [NATIVE_NAME, nativeOut]]) {
-    const link = join(nm, name);
-    rmSync(link, { recursive: true, force: true });
-    symlinkSync(relative(nm, target), link);
-  }
+  const ptyOut = join(nm, "node-pty");
+  rmSync(ptyOut, { recursive: true, force: true });
+  mkdirSync(join(ptyOut, "build", "Release"), { recursive: true });
+  cpSync(join(ptyDir, "package.json"), join(ptyOut, "package.json"));
+  cpSync(join(ptyDir, "LICENSE"), join(ptyOut, "LICENSE"));
+  cpSync(join(ptyDir, "lib"), join(ptyOut, "lib"), { recursive: true, filter: (src) => !src.endsWith(".test.js") && !src.endsWith(".map") });
+  cpSync(join(ptyDir, "build", "Release", "pty.node"), join(ptyOut, "build", "Release", "pty.node"));
+  const nativeStaged = join(nm, NATIVE_NAME);
+  rmSync(nativeStaged, { recursive: true, force: true });
+  cpSync(nativeOut, nativeStaged, { recursive: true });
 }
 
 async function bundle() {
@@ -64,4 +70,4 @@ async function bundle() {
 
 buildNative();
 await bundle();
-linkNativeModules();
+stageNativeModules();

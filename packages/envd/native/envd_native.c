@@ -5,6 +5,7 @@
 #include <node_api.h>
 #include <uv.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -232,6 +233,36 @@ static napi_value inotify_close(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// scrubInitialEnv(name): zeroes the NAME=value entry in the process's initial environment block (what
+// /proc/<pid>/environ shows). unsetenv only drops the pointer; the bytes stay readable by sandbox root otherwise.
+static napi_value scrub_initial_env(napi_env env, napi_callback_info info) {
+  size_t argc = 1; napi_value argv[1]; char name[256];
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < 1 || get_string(env, argv[0], name, sizeof name)) { napi_throw_type_error(env, NULL, "bad name"); return NULL; }
+  FILE* f = fopen("/proc/self/stat", "r");
+  if (!f) return throw_errno(env, "open /proc/self/stat", errno);
+  char buf[4096]; size_t n = fread(buf, 1, sizeof buf - 1, f); fclose(f); buf[n] = 0;
+  char* p = strrchr(buf, ')'); // comm may contain spaces; fields restart after the last ')'
+  unsigned long env_start = 0, env_end = 0;
+  int field = 2;
+  for (char* tok = p ? strtok(p + 1, " ") : NULL; tok; tok = strtok(NULL, " ")) {
+    field++;
+    if (field == 50) env_start = strtoul(tok, NULL, 10);
+    if (field == 51) { env_end = strtoul(tok, NULL, 10); break; }
+  }
+  napi_value result; uint32_t scrubbed = 0;
+  if (env_start && env_end > env_start) {
+    size_t len = strlen(name);
+    for (char* s = (char*)env_start; s < (char*)env_end;) {
+      size_t l = strnlen(s, (char*)env_end - s);
+      if (l > len && strncmp(s, name, len) == 0 && s[len] == '=') { memset(s, 0, l); scrubbed++; }
+      s += l + 1;
+    }
+  }
+  napi_create_uint32(env, scrubbed, &result);
+  return result;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
     {"listXattrs", NULL, list_xattrs, NULL, NULL, NULL, napi_default, NULL},
@@ -242,6 +273,7 @@ static napi_value init(napi_env env, napi_value exports) {
     {"inotifyAddWatch", NULL, inotify_add, NULL, NULL, NULL, napi_default, NULL},
     {"inotifyRmWatch", NULL, inotify_rm, NULL, NULL, NULL, napi_default, NULL},
     {"inotifyClose", NULL, inotify_close, NULL, NULL, NULL, napi_default, NULL},
+    {"scrubInitialEnv", NULL, scrub_initial_env, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

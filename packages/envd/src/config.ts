@@ -1,4 +1,5 @@
 import { ENVD_PORT } from "@burrow/protocol";
+import { nativeAddon } from "./native/native-modules.js";
 
 export interface EnvdConfig {
   /** @default 49983 (`ENVD_PORT`) */
@@ -18,6 +19,15 @@ export function resolveEnvdConfigFromEnv(env: NodeJS.ProcessEnv = process.env): 
   const port = Number(rawPort);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error(`invalid ENVD_PORT '${rawPort}'`);
   const initToken = env.BURROW_ENVD_INIT_TOKEN || undefined;
+  if (env.BURROW_ENVD_INIT_TOKEN !== undefined && env === process.env) {
+    delete env.BURROW_ENVD_INIT_TOKEN;
+    // deleting from process.env leaves the bytes in /proc/<envd>/environ, which sandbox root could read
+    try {
+      nativeAddon().scrubInitialEnv("BURROW_ENVD_INIT_TOKEN");
+    } catch {
+      // addon missing (development run): children still never inherit the variable
+    }
+  }
   delete env.BURROW_ENVD_INIT_TOKEN;
   return Object.freeze({ port, host: env.ENVD_HOST || "0.0.0.0", initToken });
 }

@@ -40,7 +40,7 @@ export function errnoOf(err: unknown): string | undefined {
 export function connectErrorFromFs(err: unknown, what: string): ConnectError {
   if (err instanceof ConnectError) return err;
   const errno = errnoOf(err);
-  const code = (errno && errnoCodes[errno]) ?? Code.Internal;
+  const code = (errno !== undefined ? errnoCodes[errno] : undefined) ?? Code.Internal;
   const detail = code === Code.NotFound ? "does not exist" : errno ? errno.toLowerCase() : "failed";
   return new ConnectError(`${what}: ${detail}`, code, undefined, undefined, err);
 }

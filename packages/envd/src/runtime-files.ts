@@ -1,4 +1,3 @@
-import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { NATIVE_PACKAGE } from "./native/native-modules.js";
@@ -17,12 +16,10 @@ export interface EnvdRuntimeFiles {
 export function envdRuntimeFiles(): EnvdRuntimeFiles {
   // works from src/ (ts) and dist/ (tsc output): both sit one level below the package root
   const pkgDir = dirname(dirname(fileURLToPath(import.meta.url)));
-  const require = createRequire(import.meta.url);
+  const dist = join(pkgDir, "dist");
   return {
-    bundle: join(pkgDir, "dist", "envd.mjs"),
-    nativeModules: [
-      { name: "node-pty", dir: dirname(require.resolve("node-pty/package.json")) },
-      { name: NATIVE_PACKAGE, dir: join(pkgDir, "native", "build") },
-    ],
+    bundle: join(dist, "envd.mjs"),
+    // staged by build.mjs: node-pty trimmed to its Linux runtime files, envd's addon and envd-exec helper
+    nativeModules: ["node-pty", NATIVE_PACKAGE].map((name) => ({ name, dir: join(dist, "node_modules", name) })),
   };
 }

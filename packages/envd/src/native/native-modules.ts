@@ -21,6 +21,8 @@ export interface EnvdNativeAddon {
   inotifyAddWatch(handle: object, path: string, mask: number): number;
   inotifyRmWatch(handle: object, wd: number): void;
   inotifyClose(handle: object): void;
+  /** Zeroes NAME's value in the initial environment block (/proc/self/environ); returns how many were found. */
+  scrubInitialEnv(name: string): number;
 }
 
 // Resolution starts at this module's file, so in the bundle it finds <dir of envd.mjs>/node_modules/<name> first.

@@ -1,0 +1,30 @@
+// envd entry point: the daemon inside every sandbox (started by the sandbox's init, from the runtime mount).
+import { ENVD_VERSION } from "@burrow/protocol";
+import { resolveEnvdConfigFromEnv } from "./config.js";
+import { createStderrLogger } from "./log.js";
+import { createEnvdServer } from "./server.js";
+
+const log = createStderrLogger();
+const config = resolveEnvdConfigFromEnv();
+const envd = createEnvdServer({ initToken: config.initToken, logger: log });
+
+process.on("uncaughtException", (err) => log.error("uncaught exception", { err, stack: err.stack }));
+process.on("unhandledRejection", (err) => log.error("unhandled rejection", { err }));
+
+let stopping = false;
+for (const sig of ["SIGTERM", "SIGINT"] as const) {
+  process.on(sig, () => {
+    if (stopping) return;
+    stopping = true;
+    log.info("stopping", { signal: sig });
+    void envd.close().finally(() => process.exit(0));
+  });
+}
+
+try {
+  const addr = await envd.listen(config.port, config.host);
+  log.info("listening", { version: ENVD_VERSION, host: addr.address, port: addr.port, initToken: config.initToken !== undefined });
+} catch (err) {
+  log.error("cannot listen", { err, port: config.port, host: config.host });
+  process.exit(1);
+}
