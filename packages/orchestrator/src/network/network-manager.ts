@@ -142,16 +142,18 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     const { hostVeth, mac, ip } = a.binding;
     const mtu = this.#mtu;
     try {
-      // nft and the host side are independent: run them together.
+      // nft and the host side are independent: run them together. allSettled, not all: a rollback must
+      // not start while the other command is still creating what it would have to remove.
       const host = [
         `link add name ${hostVeth} mtu ${mtu} type veth peer name eth0 address ${mac} mtu ${mtu} netns ${pid}`,
         `link set ${hostVeth} addrgenmode none`,
         `link set ${hostVeth} master ${this.#names.bridge} up`,
       ];
-      await Promise.all([
+      const settled = await Promise.allSettled([
         exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet), signal }),
         exec("ip", ["-batch", "-"], { input: `${host.join("\n")}\n`, signal }),
       ]);
+      for (const r of settled) if (r.status === "rejected") throw r.reason;
       // Inside: IPv6 off on eth0 (lo keeps ::1, which local software expects), then one ip batch.
       const inside = [
         "link set lo up",
@@ -285,8 +287,8 @@ function setElements(json: string, setName: string): unknown[] {
   for (const item of doc.nftables ?? []) {
     if (item.set?.name !== setName) continue;
     for (const el of item.set.elem ?? []) {
-      const concat = (el as { concat?: unknown[] }).concat;
-      out.push(concat ?? el);
+      // A concatenation comes as {"concat": [...]}; a plain element as the bare value.
+      out.push(typeof el === "object" && el !== null && "concat" in el ? (el as { concat: unknown[] }).concat : el);
     }
   }
   return out;
