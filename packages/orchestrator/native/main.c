@@ -22,6 +22,7 @@
 #define CLONE_FLAGS (CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
 static int out_fd = 1;
+char *g_arg_start, *g_arg_end;
 
 static void die(const char *step, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
 static void die(const char *step, const char *fmt, ...) {
@@ -51,7 +52,11 @@ static void join_cgroups(const struct config *cfg) {
   char path[4096], pid[32];
   snprintf(pid, sizeof pid, "%d\n", (int)getpid());
   for (int i = 0; i < cfg->n_cgroups; i++) {
-    snprintf(path, sizeof path, "%s/cgroup.procs", cfg->cgroups[i]);
+    /* A directory, or (tolerated) its cgroup.procs / v1 tasks file itself. */
+    const char *base = strrchr(cfg->cgroups[i], '/');
+    base = base ? base + 1 : cfg->cgroups[i];
+    if (strcmp(base, "cgroup.procs") == 0 || strcmp(base, "tasks") == 0) snprintf(path, sizeof path, "%s", cfg->cgroups[i]);
+    else snprintf(path, sizeof path, "%s/cgroup.procs", cfg->cgroups[i]);
     if (write_file(path, pid)) die("cgroup", "join %s", cfg->cgroups[i]);
   }
 }
@@ -101,6 +106,8 @@ static int read_msg(int fd, struct msg *m) {
 int main(int argc, char **argv) {
   /* Nothing the caller leaked to us may reach the sandbox. */
   close_range(3, ~0U, 0);
+  g_arg_start = argv[0];
+  g_arg_end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
   struct config cfg;
   char err[512];
   if (parse_args(argc, argv, &cfg, err, sizeof err)) {
@@ -115,6 +122,10 @@ int main(int argc, char **argv) {
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) die("unshare", "make / private");
   own_upper(&cfg);
   mount_overlay(&cfg);
+  /* Checked here for a clear error; the child opens its own, since open_tree only accepts mounts
+   * of the caller's mount namespace. */
+  struct stat rst;
+  if (stat(cfg.runtime, &rst)) die("runtime", "stat %s", cfg.runtime);
 
   int p2c[2], c2p[2];
   if (pipe2(p2c, O_CLOEXEC) || pipe2(c2p, O_CLOEXEC)) die("clone", "pipe");

@@ -21,6 +21,9 @@ struct config {
   int no_new_privs;
   unsigned long grace_ms; /* SIGTERM → SIGKILL delay for the init */
   char *const *argv;      /* command, NULL-terminated */
+  /* O_PATH fds the child opens while it still has host root's fsuid: as host uid 100000 it may
+   * not be allowed to walk the host paths leading to them (e.g. a 0700 state directory). */
+  int merged_fd, runtime_fd;
 };
 
 /* Messages between the launcher and the sandbox child; each fits in one atomic pipe write. */
@@ -30,6 +33,9 @@ struct msg {
   char step[24];
   char text[220];
 };
+
+/* The process's argument area (argv strings, contiguous), recorded by main for hide_cmdline. */
+extern char *g_arg_start, *g_arg_end;
 
 /* args.c */
 int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen);
@@ -46,8 +52,14 @@ void sandbox_child(const struct config *cfg, int from_parent, int to_parent, int
 /* rootfs.c: mounts inside the sandbox. Return 0 or -1 with m filled. */
 int setup_rootfs(const struct config *cfg, struct msg *m);
 
+/* mask.c */
+int mask_kernel_files(struct msg *m);
+
 /* devices.c */
 int setup_dev(struct msg *m);
+
+/* net.c */
+int loopback_up(struct msg *m);
 
 /* caps.c */
 int drop_capabilities(struct msg *m);

@@ -38,8 +38,9 @@ apt-get clean
 rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin /var/cache/debconf/*-old /var/lib/dpkg/*-old
 rm -f /var/log/*.log /var/log/apt/* /etc/machine-id
 : > /etc/machine-id
+# The orchestrator names every sandbox host "sandbox": make it resolve (sudo warns on each call otherwise).
 printf 'sandbox\\n' > /etc/hostname
-printf '127.0.0.1\\tlocalhost\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' > /etc/hosts
+printf '127.0.0.1\\tlocalhost\\n127.0.1.1\\tsandbox\\n::1\\tlocalhost ip6-localhost ip6-loopback\\n' > /etc/hosts
 # resolv.conf is the host's during the build; the network layer writes the sandbox's own.
 : > /etc/resolv.conf
 `;

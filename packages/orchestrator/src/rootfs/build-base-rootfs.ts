@@ -1,6 +1,6 @@
 // The base template: Debian minbase plus the usual tools, cached as a tarball keyed by the recipe
 // so that only the first build on a machine pays for debootstrap (~2 min); later ones extract it.
-import { copyFile, mkdir, mkdtemp, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, lchown, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { BASE_PACKAGES, BASE_SETUP_SCRIPT, BASE_SUITE, baseRecipeKey } from "./base-recipe.js";
 import { findDebianMirror, readAptSources, renderSourcesList, sourcesForSuite } from "./apt-sources.js";
@@ -19,8 +19,9 @@ export interface BuildBaseRootfsOptions {
   uidBase: number;
   /** Size of the sandbox uid range. @default 65536 */
   uidCount?: number;
-  signal?: AbortSignal;
-  log?: RootfsLogger;
+  signal?: AbortSignal | undefined;
+  /** Receives progress lines (debootstrap and apt output included). */
+  log?: ((line: string) => void) | undefined;
 }
 
 /** Path of the cached (unshifted) tarball for the current recipe. */
@@ -32,7 +33,8 @@ const exists = (p: string) => stat(p).then(() => true, () => false);
 
 /** Build (or extract from cache) the base template into `outDir`, shifted to `uidBase`. */
 export async function buildBaseRootfs(opts: BuildBaseRootfsOptions): Promise<void> {
-  const { outDir, uidBase, signal, log } = opts;
+  const { outDir, uidBase, signal } = opts;
+  const log: RootfsLogger | undefined = opts.log ? { info: opts.log } : undefined;
   const cacheDir = opts.cacheDir ?? DEFAULT_ROOTFS_CACHE_DIR;
   if (await exists(outDir)) throw new RootfsError("already_exists", `${outDir} already exists`);
   const tarball = baseRootfsCachePath(cacheDir);
@@ -50,6 +52,9 @@ export async function buildBaseRootfs(opts: BuildBaseRootfsOptions): Promise<voi
     });
     const n = await shiftOwnership(root, { uidBase, uidCount: opts.uidCount ?? 65536, signal });
     log?.info(`rootfs: shifted ${n} entries by ${uidBase}`);
+    // Mount point for the runtime dir, so launching never has to create it in a sandbox's upper.
+    await mkdir(join(root, ".burrow"), { mode: 0o755 });
+    await lchown(join(root, ".burrow"), uidBase, uidBase);
     await rename(root, outDir);
   } finally {
     await rm(tmp, { recursive: true, force: true });
@@ -60,6 +65,7 @@ async function bootstrapToCache(cacheDir: string, tarball: string, signal?: Abor
   const sources = await readAptSources();
   const mirror = findDebianMirror(sources, BASE_SUITE);
   await mkdir(cacheDir, { recursive: true });
+  await pruneCache(cacheDir, basename(tarball));
   const work = await mkdtemp(join(cacheDir, ".build-"));
   try {
     const root = join(work, "root");
@@ -74,8 +80,7 @@ async function bootstrapToCache(cacheDir: string, tarball: string, signal?: Abor
     );
     await writeFile(join(root, "etc/apt/sources.list"), renderSourcesList(sourcesForSuite(sources, BASE_SUITE)));
     await copyFile("/etc/resolv.conf", join(root, "etc/resolv.conf"));
-    await writeFile(join(work, "setup.sh"), BASE_SETUP_SCRIPT);
-    await copyFile(join(work, "setup.sh"), join(root, "tmp/burrow-setup.sh"));
+    await writeFile(join(root, "tmp/burrow-setup.sh"), BASE_SETUP_SCRIPT);
     await runCommand(
       "unshare",
       ["-m", "--propagation", "private", "sh", "-ec",
@@ -90,9 +95,29 @@ async function bootstrapToCache(cacheDir: string, tarball: string, signal?: Abor
     });
     await rename(partial, tarball);
     log?.info(`rootfs: cached ${tarball}`);
+    await pruneCache(cacheDir, basename(tarball));
   } finally {
     // The tree holds device nodes and root-owned files; rm is enough since no mount outlives unshare.
     await rm(work, { recursive: true, force: true });
     await rm(`${tarball}.${process.pid}.partial`, { force: true });
+  }
+}
+
+/** Build dirs left by a killed build are abandoned after this long (a real build takes minutes). */
+const STALE_BUILD_MS = 6 * 3600_000;
+
+/**
+ * Drop what earlier recipes and killed builds left: tarballs of other recipes (a new recipe
+ * replaces the old one; extracted layers do not need their tarball) and old build dirs.
+ */
+async function pruneCache(cacheDir: string, keep: string): Promise<void> {
+  for (const name of await readdir(cacheDir)) {
+    const path = join(cacheDir, name);
+    if (/^base-.*\.tar$/.test(name) && name !== keep) {
+      await rm(path, { force: true });
+    } else if (name.startsWith(".build-")) {
+      const st = await stat(path).catch(() => undefined);
+      if (st && Date.now() - st.mtimeMs > STALE_BUILD_MS) await rm(path, { recursive: true, force: true });
+    }
   }
 }

@@ -4,5 +4,5 @@ export { RootfsError } from "./rootfs-error.js";
 export type { RootfsErrorCode } from "./rootfs-error.js";
 export type { RootfsLogger } from "./run-command.js";
 export { shiftOwnership } from "./shift-ownership.js";
-export { buildRuntimeDir, runtimeCommand } from "./build-runtime-dir.js";
+export { buildRuntimeDir, parseLdd, runtimeCommand, RUNTIME_MOUNT } from "./build-runtime-dir.js";
 export type { BuildRuntimeDirOptions } from "./build-runtime-dir.js";

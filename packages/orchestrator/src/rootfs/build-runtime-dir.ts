@@ -1,0 +1,122 @@
+// The runtime directory is bound read-only at /.burrow in every sandbox. It carries its own Node
+// and every shared library Node needs, including the dynamic loader, so envd runs the same in
+// any template whatever its libc (or none): the loader is invoked directly with --library-path.
+import { execFile } from "node:child_process";
+import { chmod, copyFile, cp, mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";
+import { basename, dirname, join } from "node:path";
+import { promisify } from "node:util";
+import { RootfsError } from "./rootfs-error.js";
+
+const execFileAsync = promisify(execFile);
+
+/** Where the runtime directory appears inside a sandbox. */
+export const RUNTIME_MOUNT = "/.burrow";
+
+/** Fixed loader name, so runtimeCommand() does not depend on the build machine's architecture. */
+const LOADER_NAME = "ld.so";
+
+export interface BuildRuntimeDirOptions {
+  /** Created by the build; must not exist (running sandboxes may hold the old one). */
+  outDir: string;
+  files: {
+    /** The bundled envd entry point (a single ESM file). */
+    bundle: string;
+    /** Node addons envd loads at runtime (e.g. node-pty), copied to envd/node_modules/<name>. */
+    nativeModules: { name: string; dir: string }[];
+  };
+  /** @default process.execPath */
+  nodePath?: string;
+  signal?: AbortSignal;
+}
+
+/**
+ * argv that runs envd inside a sandbox: the copied loader runs the copied node against the copied
+ * libraries. Note: inside, `process.execPath` of that node is the loader, so envd must not
+ * re-exec itself through process.execPath (child_process.fork).
+ */
+export function runtimeCommand(): string[] {
+  return [`${RUNTIME_MOUNT}/lib/${LOADER_NAME}`, "--library-path", `${RUNTIME_MOUNT}/lib`,
+    `${RUNTIME_MOUNT}/bin/node`, `${RUNTIME_MOUNT}/envd/envd.mjs`];
+}
+
+interface LddResult {
+  libs: string[];
+  loader: string | undefined;
+}
+
+/** Parse `ldd` output: `name => /path (0x…)` lines and the bare loader line. */
+export function parseLdd(text: string): LddResult {
+  const libs: string[] = [];
+  let loader: string | undefined;
+  for (const line of text.split("\n")) {
+    const arrow = /=>\s+(\/\S+)\s+\(0x/.exec(line);
+    if (arrow?.[1]) {
+      libs.push(arrow[1]);
+      continue;
+    }
+    const bare = /^\s*(\/\S+)\s+\(0x/.exec(line);
+    if (bare?.[1]) loader = bare[1];
+  }
+  return { libs, loader };
+}
+
+async function ldd(file: string, signal?: AbortSignal): Promise<LddResult> {
+  try {
+    const { stdout } = await execFileAsync("ldd", [file], { signal, env: { PATH: "/usr/bin:/bin", LANG: "C" } });
+    return parseLdd(stdout);
+  } catch (cause) {
+    // ldd exits 1 for static binaries ("not a dynamic executable"): nothing to copy then.
+    if (signal?.aborted) throw new RootfsError("aborted", "runtime build aborted", { cause });
+    return { libs: [], loader: undefined };
+  }
+}
+
+async function findAddons(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    if (e.isFile() && e.name.endsWith(".node")) out.push(join(e.parentPath ?? e.path, e.name));
+  }
+  return out;
+}
+
+/** Assemble the runtime directory atomically (built under a temp name, then renamed). */
+export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<void> {
+  const { outDir, files, signal } = opts;
+  const nodePath = opts.nodePath ?? process.execPath;
+  if (await stat(outDir).then(() => true, () => false)) throw new RootfsError("already_exists", `${outDir} already exists`);
+  await mkdir(dirname(outDir), { recursive: true });
+  const tmp = await mkdtemp(join(dirname(outDir), `.${basename(outDir)}.tmp-`));
+  try {
+    await mkdir(join(tmp, "bin"));
+    await mkdir(join(tmp, "lib"));
+    await mkdir(join(tmp, "envd/node_modules"), { recursive: true });
+    await copyFile(nodePath, join(tmp, "bin/node"));
+    await copyFile(files.bundle, join(tmp, "envd/envd.mjs"));
+    for (const m of files.nativeModules) {
+      if (m.name.includes("..") || m.name.startsWith("/")) throw new RootfsError("command_failed", `bad module name ${m.name}`);
+      await cp(m.dir, join(tmp, "envd/node_modules", m.name), { recursive: true, dereference: true });
+    }
+    // Libraries of node and of every addon: addons may need libraries node does not (libstdc++…).
+    const needed = new Map<string, string>();
+    let loader: string | undefined;
+    for (const file of [nodePath, ...(await findAddons(join(tmp, "envd/node_modules")))]) {
+      const r = await ldd(file, signal);
+      for (const lib of r.libs) needed.set(basename(lib), lib);
+      loader ??= r.loader;
+    }
+    if (!loader) throw new RootfsError("command_failed", `no dynamic loader found for ${nodePath}`);
+    for (const [name, path] of needed) await copyFile(path, join(tmp, "lib", name));
+    await copyFile(loader, join(tmp, "lib", LOADER_NAME));
+    await copyFile(loader, join(tmp, "lib", basename(loader)));
+    // Sandbox root is an unprivileged host uid: everything must be world-readable.
+    await chmod(tmp, 0o755);
+    for (const f of await readdir(join(tmp, "lib"))) await chmod(join(tmp, "lib", f), 0o755);
+    await chmod(join(tmp, "bin/node"), 0o755);
+    await chmod(join(tmp, "envd/envd.mjs"), 0o644);
+    signal?.throwIfAborted();
+    await rename(tmp, outDir);
+  } catch (err) {
+    await rm(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
