@@ -1,7 +1,7 @@
 // Templates on disk: one JSON manifest per template naming its read-only layers (top first) and the
 // defaults its sandboxes inherit. Layers live in <state>/layers/<layerId>; a template never owns them
 // exclusively, so snapshots and custom templates can stack on shared layers.
-import { mkdir, readdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { TemplateInfo } from "../orchestrator-api.js";
 import type { SandboxLimits } from "../types.js";
@@ -12,6 +12,30 @@ export interface TemplateManifest {
   /** Layer ids, top layer first (overlayfs lowerdir order). */
   layers: string[];
   defaults: SandboxLimits;
+  createdAt: string;
+  /** How sandboxes of this template start (custom builds only): env, user, workdir, start/ready commands. */
+  runtime?: TemplateRuntime;
+  /** Build that `layers` and `runtime` come from (custom builds only). */
+  buildId?: string;
+  /** Every successful build of this template, by build id; tags point at them. */
+  builds?: Record<string, TemplateBuildEntry>;
+  /** Tag → build id (`name:tag`). The `default` tag is what the bare name resolves to. */
+  tags?: Record<string, string>;
+}
+
+/** What a sandbox of a built template inherits from the build's final state. */
+export interface TemplateRuntime {
+  /** ENV values (ARG values are build-only and not here). */
+  env: Record<string, string>;
+  user: string;
+  workdir?: string | undefined;
+  startCmd?: string | undefined;
+  readyCmd?: string | undefined;
+}
+
+export interface TemplateBuildEntry {
+  layers: string[];
+  runtime: TemplateRuntime;
   createdAt: string;
 }
 
@@ -34,16 +58,37 @@ export class TemplateStore {
     }
   }
 
-  /** Resolve an id, an alias or `alias:tag` (tags other than `latest` are not stored yet). */
+  /**
+   * Resolve an id, an alias, `alias:tag` or `id:tag`. `latest` and `default` name the template's current build;
+   * other tags resolve to the build they point at (a manifest whose `layers`/`runtime` are that build's).
+   */
   resolve(ref: string): TemplateManifest | undefined {
     const direct = this.byId.get(ref);
     if (direct) return direct;
-    const [name, tag] = ref.split(":", 2);
-    if (tag !== undefined && tag !== "latest" && tag !== "default") return undefined;
-    for (const manifest of this.byId.values()) {
-      if (manifest.aliases.includes(name ?? "")) return manifest;
-    }
-    return undefined;
+    const [name = "", tag] = ref.split(":", 2);
+    const manifest = this.byId.get(name) ?? [...this.byId.values()].find((m) => m.aliases.includes(name));
+    if (!manifest || tag === undefined) return manifest;
+    const buildId = manifest.tags?.[tag];
+    const build = buildId !== undefined ? manifest.builds?.[buildId] : undefined;
+    if (build && buildId !== undefined) return { ...manifest, layers: build.layers, runtime: build.runtime, buildId };
+    return tag === "latest" || tag === "default" ? manifest : undefined;
+  }
+
+  get(templateId: string): TemplateManifest | undefined {
+    return this.byId.get(templateId);
+  }
+
+  /** Remove a template's manifest (its layers stay until garbage collection). False when it did not exist. */
+  async remove(templateId: string): Promise<boolean> {
+    if (!this.byId.has(templateId)) return false;
+    await rm(join(this.templatesDir, `${templateId}.json`), { force: true });
+    this.byId.delete(templateId);
+    return true;
+  }
+
+  /** Directory holding every layer, for garbage collection and atomic layer commits. */
+  get layersRoot(): string {
+    return this.layersDir;
   }
 
   list(): TemplateManifest[] {

@@ -1,0 +1,576 @@
+// Template builds: accepts the SDK's build requests, runs them in the background step by step (RUN in build
+// sandboxes, COPY on the host, state steps in memory), caches every step as a content-addressed layer, and
+// publishes the template only at the end by writing its manifest atomically.
+import { randomBytes } from "node:crypto";
+import { createWriteStream } from "node:fs";
+import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { pipeline } from "node:stream/promises";
+import type { Readable } from "node:stream";
+import type { OrchestratorConfig } from "../../config.js";
+import { randomId } from "../../ids.js";
+import type { Logger } from "../../logger.js";
+import type { SandboxHost } from "../../sandbox-host.js";
+import type { SandboxLimits } from "../../types.js";
+import { resolveBase } from "../bases/resolve-base.js";
+import type { TemplateManifest, TemplateRuntime, TemplateStore } from "../template-store.js";
+import { BuildLog, LOG_PAGE_SIZE, type BuildLogEntry, type BuildLogLevel } from "./build-log.js";
+import { parseBuildSpec, type BuildSpec, type BuildStep } from "./build-spec.js";
+import { applyStateStep, baseKey, expandVars, layerIdForKey, runEnv, stepKey, type BuildState } from "./build-state.js";
+import { commitLayerDir, layerExists, makeTmpLayerDir, TMP_LAYER_PREFIX } from "./commit-layer.js";
+import { runCopyStep } from "./copy-step.js";
+import { runRunStep } from "./run-step.js";
+import { checkTag, DEFAULT_TAG, parseTemplateName } from "./template-names.js";
+import { TemplateBuildError } from "./template-build-error.js";
+
+export type BuildStatus = "waiting" | "building" | "ready" | "error";
+
+export interface BuildStatusReason {
+  message: string;
+  step?: string | undefined;
+  logEntries?: BuildLogEntry[];
+}
+
+/** GET …/builds/{id}/status, in E2B's field names. */
+export interface BuildStatusPage {
+  buildID: string;
+  templateID: string;
+  status: BuildStatus;
+  logEntries: BuildLogEntry[];
+  logs: string[];
+  reason?: BuildStatusReason | undefined;
+}
+
+export interface RequestBuildInput {
+  /** `name` or `name:tag`. */
+  name: string;
+  tags?: string[] | undefined;
+  cpuCount?: number | undefined;
+  memoryMB?: number | undefined;
+}
+
+export interface RequestedBuild {
+  templateID: string;
+  buildID: string;
+  names: string[];
+  tags: string[];
+  aliases: string[];
+  public: boolean;
+}
+
+export interface TemplateSummary {
+  templateId: string;
+  aliases: string[];
+  buildId?: string | undefined;
+  tags: string[];
+  createdAt: string;
+  cpuCount: number;
+  memoryMB: number;
+  buildStatus: BuildStatus;
+}
+
+export interface TemplateBuilderDeps {
+  store: TemplateStore;
+  host: SandboxHost;
+  config: Readonly<OrchestratorConfig>;
+  logger: Logger;
+  /** Whether a sandbox of this template still runs; deleted templates keep their layers until none does. */
+  isTemplateInUse?: ((templateId: string) => boolean) | undefined;
+}
+
+/** What the last build did, for tests and benchmarks. */
+export interface BuildCounters {
+  stepsRun: number;
+  stepsCached: number;
+}
+
+interface BuildRecord {
+  buildId: string;
+  templateId: string;
+  name: string;
+  tags: string[];
+  limits: SandboxLimits;
+  status: BuildStatus;
+  log: BuildLog;
+  reason?: BuildStatusReason;
+  counters: BuildCounters;
+  controller: AbortController;
+  done?: Promise<void>;
+  /** Layers this build stacks on or produced; garbage collection keeps them. */
+  layers: Set<string>;
+  tmpDirs: Set<string>;
+  createdAt: string;
+}
+
+/** Minimum memory for build sandboxes: apt and pip need more than a default sandbox. */
+const BUILD_MIN_MEMORY_MB = 1024;
+const FINISHED_BUILDS_KEPT = 200;
+
+export class TemplateBuilder {
+  private readonly builds = new Map<string, BuildRecord>();
+  /** Names of templates whose first build has not finished: the id is reserved but nothing is published. */
+  private readonly pendingNames = new Map<string, string>();
+  private readonly saveLocks = new Map<string, Promise<unknown>>();
+  private readonly uploadsDir: string;
+  private readonly deletedDir: string;
+
+  constructor(private readonly deps: TemplateBuilderDeps) {
+    const root = join(deps.config.stateDir, "builds");
+    this.uploadsDir = join(root, "uploads");
+    this.deletedDir = join(root, "deleted");
+  }
+
+  /** POST /v3/templates: reserve a build of `name` (reusing the template id when the name exists). */
+  requestBuild(input: RequestBuildInput): RequestedBuild {
+    const { name, tag } = parseTemplateName(input.name);
+    const tags = [...new Set([...(tag !== undefined ? [checkTag(tag)] : []), ...(input.tags ?? []).map(checkTag)])];
+    if (tags.length === 0) tags.push(DEFAULT_TAG);
+    const existing = this.deps.store.resolve(name);
+    const templateId = existing?.templateId ?? this.pendingNames.get(name) ?? randomId();
+    if (!existing) this.pendingNames.set(name, templateId);
+    const defaults = existing?.defaults ?? this.deps.config.defaultLimits;
+    const limits: SandboxLimits = {
+      ...defaults,
+      ...(input.cpuCount !== undefined ? { cpuCount: input.cpuCount } : {}),
+      ...(input.memoryMB !== undefined ? { memoryMB: input.memoryMB } : {}),
+    };
+    const buildId = randomId();
+    this.builds.set(buildId, {
+      buildId,
+      templateId,
+      name,
+      tags,
+      limits,
+      status: "waiting",
+      log: new BuildLog(),
+      counters: { stepsRun: 0, stepsCached: 0 },
+      controller: new AbortController(),
+      layers: new Set(),
+      tmpDirs: new Set(),
+      createdAt: new Date().toISOString(),
+    });
+    this.trimFinished();
+    return { templateID: templateId, buildID: buildId, names: [name], tags, aliases: [name], public: false };
+  }
+
+  /** Is the COPY context with this files hash already here? */
+  async hasFiles(hash: string): Promise<boolean> {
+    return stat(this.uploadPath(hash)).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** Store an uploaded COPY context (tar or tar.gz). Written under a temporary name, renamed when complete. */
+  async acceptUpload(hash: string, body: Readable, signal?: AbortSignal): Promise<void> {
+    if (!/^[a-f0-9]{64}$/.test(hash)) throw new TemplateBuildError("invalid_argument", "files hash must be sha256 hex");
+    await mkdir(this.uploadsDir, { recursive: true });
+    const part = `${this.uploadPath(hash)}.${randomBytes(4).toString("hex")}.part`;
+    try {
+      await pipeline(body, createWriteStream(part), { signal });
+      await rename(part, this.uploadPath(hash));
+    } finally {
+      await rm(part, { force: true });
+    }
+  }
+
+  /** POST /v2/templates/{id}/builds/{buildId}: validate the request and run it in the background. */
+  startBuild(templateId: string, buildId: string, body: unknown): void {
+    const record = this.requireBuild(templateId, buildId);
+    if (record.status !== "waiting") {
+      throw new TemplateBuildError("failed_precondition", `build ${buildId} was already started`);
+    }
+    const spec = parseBuildSpec(body);
+    record.status = "building";
+    record.done = this.run(record, spec).finally(() => {
+      if (this.pendingNames.get(record.name) === record.templateId && this.deps.store.get(record.templateId) === undefined) {
+        // A failed first build publishes nothing; the name is free again once no other build of it waits.
+        const other = [...this.builds.values()].some((b) => b.name === record.name && b !== record && (b.status === "waiting" || b.status === "building"));
+        if (!other) this.pendingNames.delete(record.name);
+      } else if (this.deps.store.get(record.templateId)) {
+        this.pendingNames.delete(record.name);
+      }
+    });
+  }
+
+  status(templateId: string, buildId: string, logsOffset = 0): BuildStatusPage {
+    const record = this.requireBuild(templateId, buildId);
+    return {
+      buildID: buildId,
+      templateID: templateId,
+      status: record.status,
+      logEntries: record.log.page(Math.max(0, Math.floor(logsOffset)), LOG_PAGE_SIZE),
+      logs: [],
+      ...(record.reason ? { reason: record.reason } : {}),
+    };
+  }
+
+  /** Resolves when the build ends (whatever the outcome); for callers that build without polling. */
+  async waitForBuild(buildId: string, signal?: AbortSignal): Promise<BuildStatusPage & { counters: BuildCounters }> {
+    const record = this.builds.get(buildId);
+    if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
+    if (signal) {
+      await Promise.race([
+        record.done,
+        new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })),
+      ]);
+    } else await record.done;
+    return { ...this.status(record.templateId, buildId, 0), counters: { ...record.counters } };
+  }
+
+  /** Subscribe to a build's log as it is written (CLI-less callers, e.g. building shipped definitions). */
+  onBuildLog(buildId: string, listener: (entry: BuildLogEntry) => void): () => void {
+    const record = this.builds.get(buildId);
+    if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
+    return record.log.onEntry(listener);
+  }
+
+  /** Build `spec` as `name` and wait for it: for definitions shipped with Burrow. */
+  async buildAndWait(
+    name: string,
+    spec: BuildSpec,
+    opts: { onLog?: (entry: BuildLogEntry) => void; signal?: AbortSignal; memoryMB?: number } = {},
+  ): Promise<TemplateManifest> {
+    const requested = this.requestBuild({ name, memoryMB: opts.memoryMB });
+    const unsubscribe = opts.onLog ? this.onBuildLog(requested.buildID, opts.onLog) : () => undefined;
+    const onAbort = () => this.builds.get(requested.buildID)?.controller.abort(opts.signal?.reason);
+    opts.signal?.addEventListener("abort", onAbort, { once: true });
+    try {
+      this.startBuild(requested.templateID, requested.buildID, spec);
+      const result = await this.waitForBuild(requested.buildID);
+      if (result.status !== "ready") {
+        throw new TemplateBuildError("failed_precondition", `building ${name} failed: ${result.reason?.message ?? "unknown error"}`, {
+          step: result.reason?.step,
+        });
+      }
+      const manifest = this.deps.store.get(requested.templateID);
+      if (!manifest) throw new TemplateBuildError("internal", `template ${name} vanished after its build`);
+      return manifest;
+    } finally {
+      unsubscribe();
+      opts.signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
+  counters(buildId: string): BuildCounters | undefined {
+    const record = this.builds.get(buildId);
+    return record ? { ...record.counters } : undefined;
+  }
+
+  list(): TemplateSummary[] {
+    const out: TemplateSummary[] = this.deps.store.list().map((m) => ({
+      templateId: m.templateId,
+      aliases: [...m.aliases],
+      buildId: m.buildId,
+      tags: Object.keys(m.tags ?? {}),
+      createdAt: m.createdAt,
+      cpuCount: m.defaults.cpuCount,
+      memoryMB: m.defaults.memoryMB,
+      buildStatus: "ready" as const,
+    }));
+    return out;
+  }
+
+  /** Tags of a template: `[{tag, buildID, createdAt}]`. */
+  tagsOf(templateRef: string): { tag: string; buildID: string; createdAt: string }[] {
+    const manifest = this.requireTemplate(templateRef);
+    return Object.entries(manifest.tags ?? {}).map(([tag, buildID]) => ({
+      tag,
+      buildID,
+      createdAt: manifest.builds?.[buildID]?.createdAt ?? manifest.createdAt,
+    }));
+  }
+
+  /** POST /templates/tags: point `tags` at the build `target` (`name:tag`) names. */
+  async assignTags(target: string, tags: string[]): Promise<{ buildID: string; tags: string[] }> {
+    const manifest = this.requireTemplate(target);
+    const buildId = manifest.buildId;
+    if (!buildId) throw new TemplateBuildError("failed_precondition", `template '${target}' has no builds to tag`);
+    const clean = tags.map(checkTag);
+    await this.updateManifest(manifest.templateId, (current) => {
+      if (!current) throw new TemplateBuildError("not_found", `template '${target}' not found`);
+      const next = { ...(current.tags ?? {}) };
+      for (const tag of clean) next[tag] = buildId;
+      return withDefaultBuild({ ...current, tags: next });
+    });
+    return { buildID: buildId, tags: clean };
+  }
+
+  /** DELETE /templates/tags. */
+  async removeTags(name: string, tags: string[]): Promise<void> {
+    const manifest = this.requireTemplate(name);
+    const clean = tags.map(checkTag);
+    if (clean.includes(DEFAULT_TAG)) throw new TemplateBuildError("invalid_argument", "the default tag cannot be removed");
+    await this.updateManifest(manifest.templateId, (current) => {
+      if (!current) throw new TemplateBuildError("not_found", `template '${name}' not found`);
+      const next = { ...(current.tags ?? {}) };
+      for (const tag of clean) {
+        if (!(tag in next)) throw new TemplateBuildError("not_found", `tag '${tag}' not found on '${name}'`);
+        delete next[tag];
+      }
+      return { ...current, tags: next };
+    });
+  }
+
+  /** DELETE /templates/{id}: unpublish now; layers go at the next garbage collection no sandbox needs them. */
+  async deleteTemplate(templateRef: string): Promise<boolean> {
+    const manifest = this.deps.store.resolve(templateRef);
+    if (!manifest) return false;
+    if (manifest.aliases.includes("base")) {
+      throw new TemplateBuildError("failed_precondition", "the base template cannot be deleted");
+    }
+    await mkdir(this.deletedDir, { recursive: true });
+    const stored = this.deps.store.get(manifest.templateId) ?? manifest;
+    await writeFile(join(this.deletedDir, `${manifest.templateId}.json`), JSON.stringify(stored));
+    return this.deps.store.remove(manifest.templateId);
+  }
+
+  /**
+   * Remove layers that no template, no deleted template with running sandboxes and no running build references,
+   * and temporary directories of builds that no longer run (a killed server leaves them).
+   */
+  async collectGarbage(extraReferenced: Iterable<string> = []): Promise<{ removedLayers: string[] }> {
+    const keep = new Set<string>(extraReferenced);
+    for (const manifest of this.deps.store.list()) addManifestLayers(keep, manifest);
+    const liveTmp = new Set<string>();
+    for (const record of this.builds.values()) {
+      if (record.status !== "building" && record.status !== "waiting") continue;
+      for (const layer of record.layers) keep.add(layer);
+      for (const dir of record.tmpDirs) liveTmp.add(dir);
+    }
+    for (const file of await readdir(this.deletedDir).catch(() => [] as string[])) {
+      const tombstone = join(this.deletedDir, file);
+      const manifest = JSON.parse(await readFile(tombstone, "utf8")) as TemplateManifest;
+      if (this.deps.isTemplateInUse?.(manifest.templateId)) addManifestLayers(keep, manifest);
+      else await rm(tombstone, { force: true });
+    }
+    const removed: string[] = [];
+    const root = this.deps.store.layersRoot;
+    for (const name of await readdir(root)) {
+      const path = join(root, name);
+      if (name.startsWith(TMP_LAYER_PREFIX) ? liveTmp.has(path) : keep.has(name)) continue;
+      await rm(path, { recursive: true, force: true });
+      if (!name.startsWith(TMP_LAYER_PREFIX)) removed.push(name);
+    }
+    return { removedLayers: removed };
+  }
+
+  /** Cancel running builds and wait for them to wind down (their sandboxes are destroyed). */
+  async close(): Promise<void> {
+    const running = [...this.builds.values()].filter((b) => b.status === "building");
+    for (const record of running) record.controller.abort(new Error("builder closing"));
+    await Promise.allSettled(running.map((b) => b.done));
+  }
+
+  private uploadPath(hash: string): string {
+    return join(this.uploadsDir, hash);
+  }
+
+  private requireBuild(templateId: string, buildId: string): BuildRecord {
+    const record = this.builds.get(buildId);
+    if (!record || record.templateId !== templateId) {
+      throw new TemplateBuildError("not_found", `build ${buildId} of template ${templateId} not found`);
+    }
+    return record;
+  }
+
+  private requireTemplate(ref: string): TemplateManifest {
+    const manifest = this.deps.store.resolve(ref);
+    if (!manifest) throw new TemplateBuildError("not_found", `template '${ref}' not found`);
+    return manifest;
+  }
+
+  private trimFinished(): void {
+    const finished = [...this.builds.values()].filter((b) => b.status === "ready" || b.status === "error");
+    for (const record of finished.slice(0, Math.max(0, finished.length - FINISHED_BUILDS_KEPT))) this.builds.delete(record.buildId);
+  }
+
+  private async run(record: BuildRecord, spec: BuildSpec): Promise<void> {
+    const { log } = record;
+    const signal = record.controller.signal;
+    let currentStep = "base";
+    try {
+      log.add("info", `Building template ${record.templateId} (build ${record.buildId})`, "base");
+      const base = await resolveBase(spec, {
+        store: this.deps.store,
+        config: this.deps.config,
+        log: (message) => log.add("info", message, "base"),
+        signal,
+      });
+      log.add("info", `Base: ${base.description}`, "base");
+      let key = baseKey(base.identity, spec.force);
+      let layers = [...base.layers];
+      for (const id of layers) record.layers.add(id);
+      let state: BuildState = base.state;
+      const total = spec.steps.length;
+      for (const [index, step] of spec.steps.entries()) {
+        signal.throwIfAborted();
+        currentStep = String(index + 1);
+        const nextKey = stepKey(key, step, state);
+        const title = `[${currentStep}/${total}] ${step.type} ${describeArgs(step)}`;
+        if (step.type !== "RUN" && step.type !== "COPY") {
+          state = applyStateStep(state, step);
+          key = nextKey;
+          log.add("info", title, currentStep);
+          continue;
+        }
+        const layerId = layerIdForKey(nextKey);
+        record.layers.add(layerId);
+        if (await layerExists(this.deps.store.layersRoot, layerId)) {
+          log.add("info", `CACHED ${title}`, currentStep);
+          record.counters.stepsCached++;
+        } else {
+          log.add("info", title, currentStep);
+          await this.buildLayer(record, step, currentStep, layers, state, layerId, signal);
+          record.counters.stepsRun++;
+        }
+        layers = [layerId, ...layers];
+        key = nextKey;
+      }
+      currentStep = "finalize";
+      const runtime: TemplateRuntime = {
+        env: { ...state.env },
+        user: state.user,
+        workdir: state.workdir,
+        startCmd: spec.startCmd,
+        readyCmd: spec.readyCmd,
+      };
+      await this.publish(record, layers, runtime);
+      record.status = "ready";
+      log.add("info", `Template ${record.name} ready (${record.counters.stepsRun} steps run, ${record.counters.stepsCached} cached)`, "finalize");
+    } catch (error) {
+      const failure =
+        error instanceof TemplateBuildError
+          ? error
+          : signal.aborted
+            ? new TemplateBuildError("canceled", "build canceled", { step: currentStep, cause: error })
+            : new TemplateBuildError("internal", (error as Error).message, { step: currentStep, cause: error });
+      const step = failure.step ?? currentStep;
+      log.add("error", failure.message, step);
+      record.reason = { message: failure.message, step, logEntries: log.tail(20) };
+      record.status = "error";
+      if (failure.code === "internal") this.deps.logger.error({ err: error, buildId: record.buildId }, "template build failed");
+    } finally {
+      for (const dir of record.tmpDirs) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      record.tmpDirs.clear();
+    }
+  }
+
+  private async buildLayer(
+    record: BuildRecord,
+    step: BuildStep,
+    stepNo: string,
+    layers: string[],
+    state: BuildState,
+    layerId: string,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const root = this.deps.store.layersRoot;
+    const scratch = await makeTmpLayerDir(root, layerId);
+    record.tmpDirs.add(scratch);
+    const resultDir = join(scratch, "layer");
+    const emit = (level: BuildLogLevel, line: string) => record.log.add(level, line, stepNo);
+    if (step.type === "RUN") {
+      const user = step.args[1] || state.user;
+      await runRunStep({
+        host: this.deps.host,
+        buildId: record.buildId,
+        layers,
+        limits: { ...record.limits, memoryMB: Math.max(record.limits.memoryMB, BUILD_MIN_MEMORY_MB) },
+        command: step.args[0] ?? "",
+        user,
+        workdir: state.workdir,
+        env: runEnv(state),
+        step: stepNo,
+        onLine: (_stream, line) => emit("info", line),
+        resultDir,
+        signal,
+      });
+    } else {
+      const hash = step.filesHash ?? "";
+      if (!(await this.hasFiles(hash))) {
+        throw new TemplateBuildError("failed_precondition", `step ${stepNo}: the files of this COPY (${hash.slice(0, 12)}…) were not uploaded`, {
+          step: stepNo,
+        });
+      }
+      await mkdir(resultDir);
+      const copied = await runCopyStep({
+        archive: this.uploadPath(hash),
+        src: step.args[0] ?? "",
+        dest: expandVars(step.args[1] ?? "", state),
+        owner: step.args[2] || state.user,
+        mode: step.args[3] ?? "",
+        workdir: state.workdir,
+        lowerDirs: layers.map((id) => this.deps.store.layerPath(id)),
+        layerDir: resultDir,
+        scratchDir: scratch,
+        uidBase: this.deps.config.uidBase,
+        step: stepNo,
+      });
+      emit("info", `copied ${copied.length} ${copied.length === 1 ? "entry" : "entries"}`);
+    }
+    await commitLayerDir(root, layerId, resultDir);
+  }
+
+  /** Write the manifest last and atomically: until then the build is invisible. */
+  private async publish(record: BuildRecord, layers: string[], runtime: TemplateRuntime): Promise<void> {
+    const createdAt = new Date().toISOString();
+    await this.updateManifest(record.templateId, (current) => {
+      const builds = { ...(current?.builds ?? {}), [record.buildId]: { layers, runtime, createdAt } };
+      const tags = { ...(current?.tags ?? {}) };
+      for (const tag of record.tags) tags[tag] = record.buildId;
+      if (!tags[DEFAULT_TAG]) tags[DEFAULT_TAG] = record.buildId;
+      const aliases = [...new Set([...(current?.aliases ?? []), record.name])];
+      return withDefaultBuild({
+        templateId: record.templateId,
+        aliases,
+        layers,
+        defaults: record.limits,
+        createdAt: current?.createdAt ?? createdAt,
+        builds,
+        tags,
+      });
+    });
+  }
+
+  /** Read-modify-write of one manifest, serialized per template so concurrent builds do not lose builds or tags. */
+  private async updateManifest(
+    templateId: string,
+    update: (current: TemplateManifest | undefined) => TemplateManifest,
+  ): Promise<void> {
+    const previous = this.saveLocks.get(templateId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(async () => {
+      await this.deps.store.save(update(this.deps.store.get(templateId)));
+    });
+    this.saveLocks.set(templateId, next);
+    try {
+      await next;
+    } finally {
+      if (this.saveLocks.get(templateId) === next) this.saveLocks.delete(templateId);
+    }
+  }
+}
+
+/** `layers`, `runtime` and `buildId` follow the build the default tag names. */
+function withDefaultBuild(manifest: TemplateManifest): TemplateManifest {
+  const buildId = manifest.tags?.[DEFAULT_TAG];
+  const build = buildId !== undefined ? manifest.builds?.[buildId] : undefined;
+  if (!build || buildId === undefined) return manifest;
+  return { ...manifest, layers: build.layers, runtime: build.runtime, buildId };
+}
+
+function addManifestLayers(keep: Set<string>, manifest: TemplateManifest): void {
+  for (const id of manifest.layers) keep.add(id);
+  for (const build of Object.values(manifest.builds ?? {})) for (const id of build.layers) keep.add(id);
+}
+
+function describeArgs(step: BuildStep): string {
+  if (step.type === "RUN") return step.args[0] ?? "";
+  if (step.type === "COPY") return `${step.args[0] ?? ""} ${step.args[1] ?? ""}`;
+  if (step.type === "ENV" || step.type === "ARG") {
+    const pairs: string[] = [];
+    for (let i = 0; i + 1 < step.args.length; i += 2) pairs.push(`${step.args[i]}=${step.args[i + 1]}`);
+    return pairs.join(" ");
+  }
+  return step.args.join(" ");
+}

@@ -1,0 +1,247 @@
+// The E2B Template build API (e2b-compat.md §2.2 and §7.2) plus the upload endpoint the files check points at.
+// Errors leave through the app's error handler as `{"code": <status>, "message": "…"}`; the builder's errors
+// carry Connect code names, which that handler maps.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import type { Readable } from "node:stream";
+import { Code, ServerError } from "../errors.js";
+import type { ResolveTemplate, TemplateBuildService } from "./template-build-service.js";
+import { UploadTokens } from "./upload-tokens.js";
+
+export interface TemplateApiOptions {
+  builder: TemplateBuildService;
+  /** Runs before every route except the token-authorized upload. Omit when the app authenticates globally. */
+  authenticate?: ((request: FastifyRequest) => Promise<void> | void) | undefined;
+  /** How `GET /templates/aliases/{alias}` resolves names (ids, aliases, `name:tag`). */
+  resolveTemplate: ResolveTemplate;
+}
+
+/** Path of the upload endpoint; the files check returns an absolute URL to it. */
+export const UPLOAD_PATH_PREFIX = "/burrow/v1/uploads";
+
+const HASH = "^[a-f0-9]{64}$";
+const idParams = (...names: string[]) => ({
+  type: "object",
+  required: names,
+  properties: Object.fromEntries(names.map((n) => [n, { type: "string", minLength: 1, maxLength: 256 }])),
+});
+const logEntrySchema = {
+  type: "object",
+  required: ["timestamp", "level", "message"],
+  properties: {
+    timestamp: { type: "string" },
+    level: { type: "string" },
+    message: { type: "string" },
+    step: { type: "string" },
+  },
+} as const;
+
+export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptions): void {
+  const { builder } = opts;
+  const tokens = new UploadTokens();
+  const onRequest = opts.authenticate
+    ? [async (request: FastifyRequest) => void (await opts.authenticate?.(request))]
+    : [];
+
+  app.post<{ Body: { name?: string; alias?: string; tags?: string[]; cpuCount?: number; memoryMB?: number } }>(
+    "/v3/templates",
+    {
+      onRequest,
+      schema: {
+        body: {
+          type: "object",
+          properties: {
+            name: { type: "string", minLength: 1 },
+            alias: { type: "string", minLength: 1, description: "deprecated; use name" },
+            tags: { type: "array", items: { type: "string" } },
+            cpuCount: { type: "integer", minimum: 1 },
+            memoryMB: { type: "integer", minimum: 128 },
+            minFreeDiskMb: { type: "integer" },
+            teamID: { type: "string" },
+          },
+        },
+      },
+    },
+    async (request, reply) => {
+      const name = request.body.name ?? request.body.alias;
+      if (!name) throw new ServerError(Code.InvalidArgument, "name is required");
+      const result = builder.requestBuild({
+        name,
+        tags: request.body.tags,
+        cpuCount: request.body.cpuCount,
+        memoryMB: request.body.memoryMB,
+      });
+      return reply.code(202).send(result);
+    },
+  );
+
+  app.get<{ Params: { templateID: string; hash: string } }>(
+    "/templates/:templateID/files/:hash",
+    {
+      onRequest,
+      schema: {
+        params: { type: "object", required: ["templateID", "hash"], properties: { templateID: { type: "string" }, hash: { type: "string", pattern: HASH } } },
+      },
+    },
+    async (request, reply) => {
+      const { hash } = request.params;
+      const present = await builder.hasFiles(hash);
+      const url = `${origin(request)}${UPLOAD_PATH_PREFIX}/${encodeURIComponent(request.params.templateID)}/${hash}?token=${tokens.issue(hash)}`;
+      return reply.code(201).send({ present, url });
+    },
+  );
+
+  // The upload: raw tar(.gz) body, streamed to disk. Public (the SDK sends no API key here): the token authorizes.
+  app.register(async (scope) => {
+    scope.removeAllContentTypeParsers();
+    scope.addContentTypeParser("*", (_request, payload, done) => done(null, payload));
+    scope.put<{ Params: { templateID: string; hash: string }; Querystring: { token?: string } }>(
+      `${UPLOAD_PATH_PREFIX}/:templateID/:hash`,
+      {
+        config: { public: true },
+        schema: {
+          params: { type: "object", required: ["templateID", "hash"], properties: { templateID: { type: "string" }, hash: { type: "string", pattern: HASH } } },
+        },
+      },
+      async (request, reply) => {
+        if (!tokens.check(request.query.token, request.params.hash)) {
+          throw new ServerError(Code.PermissionDenied, "upload token missing, expired or for another file");
+        }
+        const body = (request.body ?? request.raw) as Readable;
+        await builder.acceptUpload(request.params.hash, body);
+        return emptyReply(reply, 200);
+      },
+    );
+  });
+
+  app.post<{ Params: { templateID: string; buildID: string } }>(
+    "/v2/templates/:templateID/builds/:buildID",
+    { onRequest, schema: { params: idParams("templateID", "buildID"), body: { type: "object" } } },
+    async (request, reply) => {
+      builder.startBuild(request.params.templateID, request.params.buildID, request.body);
+      // openapi-fetch parses an empty 202 as JSON unless Content-Length is 0 (e2b-compat.md §8.2).
+      return emptyReply(reply, 202);
+    },
+  );
+
+  app.get<{ Params: { templateID: string; buildID: string }; Querystring: { logsOffset?: number } }>(
+    "/templates/:templateID/builds/:buildID/status",
+    {
+      onRequest,
+      schema: {
+        params: idParams("templateID", "buildID"),
+        querystring: { type: "object", properties: { logsOffset: { type: "integer", minimum: 0 }, limit: { type: "integer" }, level: { type: "string" } } },
+        response: {
+          200: {
+            type: "object",
+            required: ["buildID", "templateID", "status", "logEntries", "logs"],
+            properties: {
+              buildID: { type: "string" },
+              templateID: { type: "string" },
+              status: { type: "string", enum: ["waiting", "building", "ready", "error"] },
+              logEntries: { type: "array", items: logEntrySchema },
+              logs: { type: "array", items: { type: "string" } },
+              reason: {
+                type: "object",
+                required: ["message"],
+                properties: { message: { type: "string" }, step: { type: "string" }, logEntries: { type: "array", items: logEntrySchema } },
+              },
+            },
+          },
+        },
+      },
+    },
+    async (request) => builder.status(request.params.templateID, request.params.buildID, request.query.logsOffset ?? 0),
+  );
+
+  app.get<{ Params: { alias: string } }>(
+    "/templates/aliases/:alias",
+    { onRequest, schema: { params: idParams("alias") } },
+    async (request) => {
+      const found = opts.resolveTemplate(request.params.alias);
+      if (!found) throw new ServerError(Code.NotFound, `template alias '${request.params.alias}' not found`);
+      // Templates on a Burrow node belong to its operator: none is public.
+      return { templateID: found.templateId, public: false };
+    },
+  );
+
+  app.get("/templates", { onRequest }, async () =>
+    builder.list().map((t) => ({
+      templateID: t.templateId,
+      buildID: t.buildId ?? "",
+      aliases: t.aliases,
+      names: t.aliases,
+      tags: t.tags,
+      public: false,
+      cpuCount: t.cpuCount,
+      memoryMB: t.memoryMB,
+      diskSizeMB: 0,
+      createdAt: t.createdAt,
+      updatedAt: t.createdAt,
+      lastSpawnedAt: null,
+      spawnCount: 0,
+      buildCount: 1,
+      buildStatus: t.buildStatus,
+      envdVersion: "",
+      createdBy: null,
+    })),
+  );
+
+  app.get<{ Params: { templateID: string } }>(
+    "/templates/:templateID/tags",
+    { onRequest, schema: { params: idParams("templateID") } },
+    async (request) => builder.tagsOf(request.params.templateID),
+  );
+
+  app.post<{ Body: { target: string; tags: string[] } }>(
+    "/templates/tags",
+    {
+      onRequest,
+      schema: {
+        body: {
+          type: "object",
+          required: ["target", "tags"],
+          properties: { target: { type: "string", minLength: 1 }, tags: { type: "array", items: { type: "string" }, minItems: 1 } },
+        },
+      },
+    },
+    async (request, reply) => reply.code(201).send(await builder.assignTags(request.body.target, request.body.tags)),
+  );
+
+  app.delete<{ Body: { name: string; tags: string[] } }>(
+    "/templates/tags",
+    {
+      onRequest,
+      schema: {
+        body: {
+          type: "object",
+          required: ["name", "tags"],
+          properties: { name: { type: "string", minLength: 1 }, tags: { type: "array", items: { type: "string" }, minItems: 1 } },
+        },
+      },
+    },
+    async (request, reply) => {
+      await builder.removeTags(request.body.name, request.body.tags);
+      return reply.code(204).send();
+    },
+  );
+
+  app.delete<{ Params: { templateID: string } }>(
+    "/templates/:templateID",
+    { onRequest, schema: { params: idParams("templateID") } },
+    async (request, reply) => {
+      if (!(await builder.deleteTemplate(request.params.templateID))) {
+        throw new ServerError(Code.NotFound, `template '${request.params.templateID}' not found`);
+      }
+      return reply.code(204).send();
+    },
+  );
+}
+
+function emptyReply(reply: FastifyReply, status: number): FastifyReply {
+  return reply.code(status).header("content-length", "0").send();
+}
+
+/** Scheme and host the client used, so the upload URL works from wherever it called (e.g. 127.0.0.1:port). */
+function origin(request: FastifyRequest): string {
+  return `${request.protocol}://${request.headers.host ?? request.hostname}`;
+}

@@ -1,0 +1,53 @@
+// What the template routes need from the orchestrator's TemplateBuilder, structurally, so the API layer does not
+// depend on the builder's internals (and a remote orchestrator could implement it too).
+import type { Readable } from "node:stream";
+
+export interface BuildLogEntryDto {
+  timestamp: string;
+  level: "debug" | "info" | "warn" | "error";
+  message: string;
+  step?: string | undefined;
+}
+
+export interface TemplateBuildService {
+  requestBuild(input: { name: string; tags?: string[] | undefined; cpuCount?: number | undefined; memoryMB?: number | undefined }): {
+    templateID: string;
+    buildID: string;
+    names: string[];
+    tags: string[];
+    aliases: string[];
+    public: boolean;
+  };
+  hasFiles(hash: string): Promise<boolean>;
+  acceptUpload(hash: string, body: Readable, signal?: AbortSignal): Promise<void>;
+  startBuild(templateId: string, buildId: string, body: unknown): void;
+  status(
+    templateId: string,
+    buildId: string,
+    logsOffset?: number,
+  ): {
+    buildID: string;
+    templateID: string;
+    status: "waiting" | "building" | "ready" | "error";
+    logEntries: BuildLogEntryDto[];
+    logs: string[];
+    reason?: { message: string; step?: string | undefined; logEntries?: BuildLogEntryDto[] } | undefined;
+  };
+  list(): {
+    templateId: string;
+    aliases: string[];
+    buildId?: string | undefined;
+    tags: string[];
+    createdAt: string;
+    cpuCount: number;
+    memoryMB: number;
+    buildStatus: string;
+  }[];
+  tagsOf(templateRef: string): { tag: string; buildID: string; createdAt: string }[];
+  assignTags(target: string, tags: string[]): Promise<{ buildID: string; tags: string[] }>;
+  removeTags(name: string, tags: string[]): Promise<void>;
+  deleteTemplate(templateRef: string): Promise<boolean>;
+}
+
+/** Resolve a template reference the way sandbox creation does (for GET /templates/aliases/{alias}). */
+export type ResolveTemplate = (ref: string) => { templateId: string } | undefined;
