@@ -8,16 +8,26 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=${1:-"$here/../dist/native"}
 mkdir -p "$out"
 bin="$out/burrow-sandbox"
+stale=yes
 if [ -x "$bin" ]; then
   stale=$(find "$here" -maxdepth 1 \( -name '*.c' -o -name '*.h' -o -name build.sh \) -newer "$bin" | head -n 1)
-  [ -z "$stale" ] && exit 0
 fi
-seccomp_lib=-lseccomp
-for a in /usr/lib/*/libseccomp.a /usr/lib/libseccomp.a; do
-  [ -f "$a" ] && seccomp_lib=$a && break
-done
-tmp="$bin.tmp.$$"
-trap 'rm -f "$tmp"' EXIT
-gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie \
-  -Wl,-z,relro,-z,now -o "$tmp" "$here"/*.c $seccomp_lib
-mv -f "$tmp" "$bin"
+if [ -n "$stale" ]; then
+  seccomp_lib=-lseccomp
+  for a in /usr/lib/*/libseccomp.a /usr/lib/libseccomp.a; do
+    [ -f "$a" ] && seccomp_lib=$a && break
+  done
+  tmp="$bin.tmp.$$"
+  trap 'rm -f "$tmp"' EXIT
+  gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie \
+    -Wl,-z,relro,-z,now -o "$tmp" "$here"/*.c $seccomp_lib
+  mv -f "$tmp" "$bin"
+fi
+
+# burrow-reaper: the subreaper that parents every sandbox init (native/reaper/reaper.c).
+reaper="$out/burrow-reaper"
+if [ ! -x "$reaper" ] || [ "$here/reaper/reaper.c" -nt "$reaper" ]; then
+  gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie \
+    -Wl,-z,relro,-z,now -o "$reaper.tmp.$$" "$here/reaper/reaper.c"
+  mv -f "$reaper.tmp.$$" "$reaper"
+fi

@@ -22,3 +22,13 @@ export {
 export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
 export type { EnvdRuntimeSource } from "./runtime.js";
 export type { Logger } from "./logger.js";
+export {
+  TemplateBuilder,
+  parseDockerfile,
+  DockerfileError,
+  startTemplateProcess,
+  ensureCodeInterpreterTemplate,
+  CODE_INTERPRETER_ALIAS,
+  TemplateBuildError,
+  type TemplateManifest,
+} from "./templates/index.js";

@@ -1,12 +1,14 @@
 // The orchestrator of one machine: composes templates, the sandbox host, the warm pool, re-adoption after a
 // restart and liveness monitoring behind the control plane's Orchestrator interface.
 import { mkdir, readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "./config.js";
 import { createCgroupManager } from "./cgroups/index.js";
 import { diskUsageBytes } from "./disk-usage.js";
 import { initEnvd } from "./envd-client.js";
 import { OrchestratorError } from "./errors.js";
-import { isSandboxInitAlive } from "./launcher/index.js";
+import { isSandboxInitAlive, launcherBinaryPath } from "./launcher/index.js";
+import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper } from "./reaper/reaper.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { createNetworkManager } from "./network/index.js";
 import type {
@@ -21,7 +23,13 @@ import { ensureRuntime, type EnvdRuntimeSource } from "./runtime.js";
 import { SandboxHost, type HostedSandbox } from "./sandbox-host.js";
 import { readRecord, writeRecord } from "./sandbox-record.js";
 import { ensureBaseTemplate } from "./templates/base-template.js";
-import { TemplateStore, templateInfo } from "./templates/template-store.js";
+import {
+  CODE_INTERPRETER_ALIAS,
+  TemplateBuilder,
+  ensureCodeInterpreterTemplate,
+  startTemplateProcess,
+} from "./templates/index.js";
+import { TemplateStore, templateInfo, type TemplateManifest } from "./templates/template-store.js";
 import type { CgroupManager, NetworkManager, SandboxLimits } from "./types.js";
 import { WarmPool } from "./warm-pool.js";
 
@@ -52,6 +60,8 @@ export class LocalOrchestrator implements Orchestrator {
   private readonly diskUsage = new Map<string, { bytes: number; at: number }>();
   private livenessTimer: NodeJS.Timeout | undefined;
   private pool: WarmPool | undefined;
+  /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
+  readonly templateBuilder: TemplateBuilder;
 
   private constructor(
     readonly config: Readonly<OrchestratorConfig>,
@@ -60,7 +70,15 @@ export class LocalOrchestrator implements Orchestrator {
     private readonly cgroups: CgroupManager,
     private readonly network: NetworkManager,
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.templateBuilder = new TemplateBuilder({
+      store: templates,
+      host,
+      config,
+      logger,
+      isTemplateInUse: (templateId) => this.listSandboxes().some((s) => s.templateId === templateId),
+    });
+  }
 
   static async create(opts: LocalOrchestratorOptions): Promise<LocalOrchestrator> {
     const config = resolveOrchestratorConfig(opts.config);
@@ -74,10 +92,19 @@ export class LocalOrchestrator implements Orchestrator {
     }
     const runtime = await ensureRuntime({ runtimeRoot: paths.runtime, envd: opts.envd, signal: opts.signal });
     const cgroups = await createCgroupManager({ instance: config.instance, logger });
-    const network = createNetworkManager({ instance: config.instance, subnet: config.subnet, logger });
+    const network = createNetworkManager({
+      instance: config.instance,
+      subnet: config.subnet,
+      stateFile: join(config.stateDir, "network.json"),
+      logger,
+    });
     await network.setup(opts.signal);
+    const reaper = reaperPaths(config.stateDir);
+    const launcher = launcherBinaryPath();
+    await ensureReaper(reaper, { reaper: reaperBinaryPath(launcher), launcher });
     const host = new SandboxHost({
       config,
+      reaper,
       cgroups,
       network,
       runtimeDir: runtime.dir,
@@ -94,10 +121,7 @@ export class LocalOrchestrator implements Orchestrator {
   }
 
   async createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
-    const template = this.templates.resolve(opts.template);
-    if (!template) {
-      throw new OrchestratorError("not_found", `template '${opts.template}' not found`);
-    }
+    const template = await this.templateFor(opts.template, opts.signal);
     const limits = validateLimits({ ...template.defaults, ...definedOnly(opts.limits ?? {}) });
     let sandbox = this.pool?.templateId === template.templateId ? this.pool.take() : undefined;
     if (!sandbox) {
@@ -108,7 +132,7 @@ export class LocalOrchestrator implements Orchestrator {
       });
     }
     try {
-      await this.claim(sandbox, limits, opts);
+      await this.claim(sandbox, template, limits, opts);
     } catch (error) {
       await this.host.destroy(sandbox).catch(() => undefined);
       throw error;
@@ -180,6 +204,7 @@ export class LocalOrchestrator implements Orchestrator {
   async close(): Promise<void> {
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     await this.pool?.close();
+    await this.templateBuilder.close();
   }
 
   /**
@@ -191,9 +216,25 @@ export class LocalOrchestrator implements Orchestrator {
     await Promise.allSettled([...this.sandboxes.keys()].map((id) => this.killSandbox(id)));
     await this.network.teardown();
     await this.cgroups.close();
+    stopReaper(reaperPaths(this.config.stateDir));
   }
 
-  private async claim(sandbox: HostedSandbox, limits: SandboxLimits, opts: CreateSandboxOptions): Promise<void> {
+  /** The template a create names; the shipped `code-interpreter` is built the first time it is asked for. */
+  private async templateFor(ref: string, signal?: AbortSignal): Promise<TemplateManifest> {
+    const template = this.templates.resolve(ref);
+    if (template) return template;
+    if (ref.split(":")[0] === CODE_INTERPRETER_ALIAS) {
+      return ensureCodeInterpreterTemplate(this.templateBuilder, this.templates, { signal });
+    }
+    throw new OrchestratorError("not_found", `template '${ref}' not found`);
+  }
+
+  private async claim(
+    sandbox: HostedSandbox,
+    template: TemplateManifest,
+    limits: SandboxLimits,
+    opts: CreateSandboxOptions,
+  ): Promise<void> {
     const { record } = sandbox;
     if (!sameLimits(record.limits, limits)) await sandbox.cgroup.setLimits(limits);
     if (record.allowInternetAccess !== opts.allowInternetAccess) {
@@ -202,9 +243,15 @@ export class LocalOrchestrator implements Orchestrator {
     await initEnvd(
       record.ip,
       record.initToken,
-      { envVars: opts.envVars, accessToken: opts.envdAccessToken, defaultUser: "user", defaultWorkdir: "/home/user" },
+      {
+        envVars: { ...template.runtime?.env, ...opts.envVars },
+        accessToken: opts.envdAccessToken,
+        defaultUser: template.runtime?.user ?? "user",
+        defaultWorkdir: template.runtime?.workdir ?? "/home/user",
+      },
       opts.signal,
     );
+    await startTemplateProcess({ address: record.ip, accessToken: opts.envdAccessToken }, template, { signal: opts.signal });
     sandbox.record = {
       ...record,
       limits,

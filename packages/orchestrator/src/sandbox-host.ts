@@ -1,6 +1,7 @@
 // Brings one sandbox up on this host and takes it down again: writable layer, cgroups, launcher, network,
 // envd. Knows nothing of pools or the control plane; the orchestrator composes it.
 import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { chown, mkdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ENVD_PORT } from "@burrow/protocol";
@@ -11,6 +12,7 @@ import { OrchestratorError } from "./errors.js";
 import { randomId } from "./ids.js";
 import { launchSandbox } from "./launcher/index.js";
 import type { Logger } from "./logger.js";
+import type { ReaperPaths } from "./reaper/reaper.js";
 import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
 import type { TemplateManifest } from "./templates/template-store.js";
 import type { CgroupManager, NetworkManager, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
@@ -30,6 +32,8 @@ export interface SandboxHostDeps {
   runtimeDir: string;
   runtimeCommand: string[];
   layerPath: (layerId: string) => string;
+  /** The burrow-reaper that parents sandbox inits. */
+  reaper: ReaperPaths;
   logger: Logger;
 }
 
@@ -71,6 +75,7 @@ export class SandboxHost {
           noNewPrivileges: config.noNewPrivileges,
           env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: initToken },
           command: this.deps.runtimeCommand,
+          reaper: this.deps.reaper,
         },
         opts.signal,
       );
@@ -169,8 +174,28 @@ export class SandboxHost {
       join(upper, "etc", "hosts"),
       `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n`,
     );
-    for (const path of [upper, join(upper, "etc"), join(upper, "etc", "hostname"), join(upper, "etc", "hosts")]) {
+    await writeFile(join(upper, "etc", "resolv.conf"), sandboxResolvConf());
+    const owned = ["hostname", "hosts", "resolv.conf"].map((name) => join(upper, "etc", name));
+    for (const path of [upper, join(upper, "etc"), ...owned]) {
       await chown(path, uidBase, uidBase);
     }
   }
+}
+
+/**
+ * Name servers for sandboxes: the host's own, minus loopback ones (a sandbox's loopback is its own). They are
+ * reachable only from sandboxes with internet access, like every other outside address.
+ */
+function sandboxResolvConf(): string {
+  let hostConf = "";
+  try {
+    hostConf = readFileSync("/etc/resolv.conf", "utf8");
+  } catch {
+    // No resolver configured on the host: sandboxes get none either.
+  }
+  const servers = hostConf
+    .split("\n")
+    .map((line) => /^\s*nameserver\s+(\S+)/.exec(line)?.[1])
+    .filter((server): server is string => server !== undefined && !server.startsWith("127.") && server !== "::1");
+  return servers.map((server) => `nameserver ${server}\n`).join("") + "options timeout:2 attempts:2\n";
 }

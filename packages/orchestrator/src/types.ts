@@ -63,6 +63,8 @@ export interface NetworkManager {
   attach(sandboxId: string, pid: number, opts: { allowInternetAccess: boolean; signal?: AbortSignal }): Promise<SandboxNetwork>;
   /** Re-adopt an attachment after a server restart (no kernel changes, only bookkeeping). */
   adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean): SandboxNetwork;
+  /** Delete veths and firewall entries of this instance that belong to no live sandbox (after a crash). */
+  reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]>;
   /** Remove bridge, firewall tables and NAT rules. Called when the instance is torn down for good. */
   teardown(): Promise<void>;
 }

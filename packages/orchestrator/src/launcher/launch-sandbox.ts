@@ -6,6 +6,7 @@ import { access, constants } from "node:fs/promises";
 import { LaunchError, type LaunchErrorCode } from "./launch-error.js";
 import { launcherBinaryPath } from "./launcher-binary.js";
 import { readProcStat } from "./proc-stat.js";
+import { runThroughReaper, type ReaperPaths } from "../reaper/reaper.js";
 
 export interface LaunchOptions {
   /** Read-only layers, top first. */
@@ -37,6 +38,11 @@ export interface LaunchOptions {
   stopGraceMs?: number;
   /** @default launcherBinaryPath() */
   binaryPath?: string;
+  /**
+   * Run the launcher through this burrow-reaper so the sandbox init becomes the reaper's child and is reaped
+   * when it exits. Without it the init is handed to the host's PID 1, which may not reap.
+   */
+  reaper?: ReaperPaths;
 }
 
 export interface LaunchedSandbox {
@@ -78,26 +84,9 @@ export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): 
   }
   if (signal?.aborted) throw new LaunchError("aborted", "launch aborted", { cause: signal.reason });
 
-  const { code, stdout, stderr } = await new Promise<{ code: number | null; stdout: string; stderr: string }>(
-    (resolve, reject) => {
-      const child = spawn(bin, launcherArgs(opts), { stdio: ["ignore", "pipe", "pipe"], env: {} });
-      let stdout = "";
-      let stderr = "";
-      child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-      child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-      // SIGKILL is enough: until the launcher commits, the sandbox child has a parent-death signal.
-      const onAbort = () => child.kill("SIGKILL");
-      signal?.addEventListener("abort", onAbort, { once: true });
-      child.on("error", (err) => {
-        signal?.removeEventListener("abort", onAbort);
-        reject(new LaunchError("binary_missing", `cannot run ${bin}: ${err.message}`, { cause: err }));
-      });
-      child.on("close", (code) => {
-        signal?.removeEventListener("abort", onAbort);
-        resolve({ code, stdout, stderr });
-      });
-    },
-  );
+  const { code, stdout, stderr } = opts.reaper
+    ? await launchThroughReaper(opts.reaper, launcherArgs(opts))
+    : await launchAsChild(bin, launcherArgs(opts), signal);
 
   const line = stdout.trim().split("\n").pop() ?? "";
   let parsed: { pid?: unknown; error?: unknown; step?: unknown };
@@ -125,4 +114,45 @@ export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): 
   const step = typeof parsed.step === "string" ? parsed.step : "unknown";
   const message = typeof parsed.error === "string" ? parsed.error : line;
   throw new LaunchError(codeForStep(step), `${step}: ${message}`, { step });
+}
+
+interface LauncherOutcome {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Through the reaper, the launcher's exit code is not seen: success is the `{"pid":N}` line. The request is not
+ * cancelled on abort (the launcher is not our child); the caller kills a sandbox that arrives after an abort.
+ */
+async function launchThroughReaper(reaper: ReaperPaths, args: string[]): Promise<LauncherOutcome> {
+  try {
+    const output = await runThroughReaper(reaper, args);
+    const last = output.trim().split("\n").pop() ?? "";
+    return { code: last.startsWith('{"pid"') ? 0 : 1, stdout: output, stderr: "" };
+  } catch (cause) {
+    throw new LaunchError("binary_missing", `burrow-reaper at ${reaper.socket} is not answering`, { cause });
+  }
+}
+
+function launchAsChild(bin: string, args: string[], signal?: AbortSignal): Promise<LauncherOutcome> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], env: {} });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    // SIGKILL is enough: until the launcher commits, the sandbox child has a parent-death signal.
+    const onAbort = () => child.kill("SIGKILL");
+    signal?.addEventListener("abort", onAbort, { once: true });
+    child.on("error", (err) => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(new LaunchError("binary_missing", `cannot run ${bin}: ${err.message}`, { cause: err }));
+    });
+    child.on("close", (code) => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }

@@ -1,0 +1,85 @@
+// Client side of burrow-reaper (native/reaper/reaper.c): makes sure one reaper runs per state directory and
+// asks it to run the launcher, so that every sandbox init becomes the reaper's child and is reaped when it
+// exits, even while no server runs and whatever the host's PID 1 does.
+import { spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { connect } from "node:net";
+import { dirname, join } from "node:path";
+import { OrchestratorError } from "../errors.js";
+
+export interface ReaperPaths {
+  socket: string;
+  pidfile: string;
+}
+
+/** The reaper binary, built next to the launcher by native/build.sh. */
+export function reaperBinaryPath(launcherPath: string): string {
+  return join(dirname(launcherPath), "burrow-reaper");
+}
+
+export function reaperPaths(stateDir: string): ReaperPaths {
+  return { socket: join(stateDir, "reaper.sock"), pidfile: join(stateDir, "reaper.pid") };
+}
+
+function reaperPid(paths: ReaperPaths): number | undefined {
+  try {
+    const pid = Number.parseInt(readFileSync(paths.pidfile, "utf8"), 10);
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+    return cmdline.includes("burrow-reaper") && cmdline.includes(paths.socket) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Start the reaper of this state directory unless it already runs. */
+export async function ensureReaper(paths: ReaperPaths, binaries: { reaper: string; launcher: string }): Promise<number> {
+  const running = reaperPid(paths);
+  if (running && existsSync(paths.socket)) return running;
+  const child = spawn(binaries.reaper, ["--socket", paths.socket, "--pidfile", paths.pidfile, "--launcher", binaries.launcher], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  // The reaper forks and its first process exits once the socket listens.
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const pid = reaperPid(paths);
+  for (let i = 0; pid === undefined && i < 100; i++) {
+    await new Promise((resolve) => setTimeout(resolve, 10));
+    const again = reaperPid(paths);
+    if (again) return again;
+  }
+  if (code !== 0 || pid === undefined) {
+    throw new OrchestratorError("internal", `burrow-reaper did not start (exit ${code}): ${stderr.trim()}`);
+  }
+  return pid;
+}
+
+/** Stop the reaper (after every sandbox is gone). */
+export function stopReaper(paths: ReaperPaths): void {
+  const pid = reaperPid(paths);
+  if (pid) process.kill(pid, "SIGTERM");
+}
+
+/** Run the launcher with `args` through the reaper; resolves with everything it printed. */
+export function runThroughReaper(paths: ReaperPaths, args: string[], signal?: AbortSignal): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (args.some((arg) => arg.length === 0 || arg.includes("\0"))) {
+      reject(new OrchestratorError("invalid_argument", "launcher arguments must be non-empty and contain no NUL"));
+      return;
+    }
+    const socket = connect(paths.socket);
+    const chunks: Buffer[] = [];
+    const onAbort = () => socket.destroy(new OrchestratorError("canceled", "launch canceled"));
+    signal?.addEventListener("abort", onAbort, { once: true });
+    socket.on("connect", () => socket.write(`${args.join("\0")}\0\0`));
+    socket.on("data", (chunk: Buffer) => chunks.push(chunk));
+    socket.on("error", (error) => {
+      signal?.removeEventListener("abort", onAbort);
+      reject(error);
+    });
+    socket.on("end", () => {
+      signal?.removeEventListener("abort", onAbort);
+      resolve(Buffer.concat(chunks).toString("utf8"));
+    });
+  });
+}
