@@ -26,7 +26,7 @@ describe("kill", () => {
     expect(nftRulesetMentions(inside.ip)).toBe(true);
     expect(dirExists(inside.dir)).toBe(true);
 
-    expect(await sandbox.kill()).toBeUndefined();
+    expect(await sandbox.kill()).toBe(true);
 
     expect(processExists(inside.pid)).toBe(false);
     expect(linkExists(inside.hostVeth)).toBe(false);

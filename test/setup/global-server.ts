@@ -7,6 +7,7 @@ import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { startServer } from "@burrow/server";
+import { pino } from "pino";
 import { newTestInstance } from "../helpers/test-instance.js";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
@@ -17,7 +18,10 @@ export default async function setup(project: TestProject): Promise<() => Promise
     envd: envdRuntimeFiles(),
     onProgress: progress,
   });
-  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir: test.stateDir, domain: "localhost" }, { orchestrator });
+  const server = await startServer(
+    { host: "127.0.0.1", port: 0, stateDir: test.stateDir },
+    { orchestrator, templates: orchestrator.templateBuilder, logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }) },
+  );
   const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();
   const url = `http://127.0.0.1:${server.port}`;
   project.provide("burrow", { apiUrl: url, sandboxUrl: url, apiKey, ...test });

@@ -73,13 +73,14 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
   if (defaultTimeoutSec > maxTimeoutSec) {
     throw new ServerError(Code.InvalidArgument, `defaultTimeoutSec (${defaultTimeoutSec}) exceeds maxTimeoutSec (${maxTimeoutSec})`);
   }
-  const apiKey = input.apiKey ?? (env["BURROW_API_KEY"] || null);
+  // `null` is an explicit "none" (as in a resolved config), so only `undefined` falls back to the environment.
+  const apiKey = input.apiKey !== undefined ? input.apiKey : env["BURROW_API_KEY"] || null;
   if (apiKey !== null && apiKey.trim() === "") throw new ServerError(Code.InvalidArgument, "apiKey must not be empty");
   return Object.freeze({
     host: input.host ?? (env["BURROW_HOST"] || DEFAULT_HOST),
     port,
     stateDir: isAbsolute(stateDir) ? stateDir : resolve(stateDir),
-    domain: input.domain ?? (env["BURROW_DOMAIN"] || null),
+    domain: input.domain !== undefined ? input.domain : env["BURROW_DOMAIN"] || null,
     defaultTimeoutSec,
     maxTimeoutSec,
     bodyLimitBytes: positiveInt("bodyLimitBytes", input.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES),

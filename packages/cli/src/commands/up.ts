@@ -20,7 +20,7 @@ export async function up(argv: string[]): Promise<void> {
       "pool-size": { type: "string", default: env.BURROW_POOL_SIZE ?? "2" },
       instance: { type: "string", default: env.BURROW_INSTANCE ?? "main" },
       subnet: { type: "string", default: env.BURROW_SUBNET ?? DEFAULT_SUBNET },
-      domain: { type: "string", default: env.BURROW_DOMAIN ?? "localhost" },
+      domain: { type: "string", default: env.BURROW_DOMAIN },
     },
   });
   const logger = pino({ level: env.BURROW_LOG_LEVEL ?? "info" });
@@ -37,9 +37,13 @@ export async function up(argv: string[]): Promise<void> {
     logger: logger.child({ component: "orchestrator" }),
     onProgress: progress,
   });
+  const port = Number(values.port);
+  // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those
+  // host names reach the gateway (*.localhost resolves to loopback in browsers and curl).
+  const domain = values.domain ?? `localhost:${port}`;
   const server = await startServer(
-    { host: values.host, port: Number(values.port), stateDir, domain: values.domain },
-    { orchestrator, logger: logger.child({ component: "server" }) },
+    { host: values.host, port, stateDir, domain },
+    { orchestrator, templates: orchestrator.templateBuilder, logger: logger.child({ component: "server" }) },
   );
   const apiKey = env.BURROW_API_KEY ?? (await readFile(join(stateDir, "api-key"), "utf8")).trim();
   const url = `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${server.port}`;

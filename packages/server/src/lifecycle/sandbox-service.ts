@@ -90,11 +90,8 @@ export class SandboxService {
   async create(input: CreateSandboxInput): Promise<SandboxRow> {
     const { config, orchestrator, metrics } = this.#d;
     const timeoutSec = this.#checkTimeout(input.timeoutSec ?? config.defaultTimeoutSec);
-    const template = orchestrator.resolveTemplate(input.template);
-    // E2B answers 404 `template '<x>' not found` for unknown templates; the SDK surfaces it as SandboxError.
-    if (!template) throw new ServerError(Code.NotFound, `template '${input.template}' not found`);
-    const name = input.template.split(":")[0]!;
-    const alias = template.aliases.includes(name) ? name : (template.aliases[0] ?? null);
+    // The template is not resolved here: the orchestrator may build some on first use. An unknown one comes back
+    // as `not_found`, which E2B answers as 404 `template '<x>' not found` (the SDK surfaces it as SandboxError).
     const envdAccessToken = newAccessToken();
     const stopTimer = metrics.createDuration.startTimer();
     let record: SandboxRecord;
@@ -115,7 +112,7 @@ export class SandboxService {
     const row: SandboxRow = {
       sandboxId: record.sandboxId,
       templateId: record.templateId,
-      alias,
+      alias: this.#aliasOf(input.template, record.templateId),
       clientId: config.clientId,
       metadata: input.metadata ?? {},
       cpuCount: record.limits.cpuCount,
@@ -214,6 +211,14 @@ export class SandboxService {
     this.#unsubscribeExit();
     this.#scheduler.close();
     this.#removedListeners.clear();
+  }
+
+  /** The alias a sandbox was created by (`base` for `base:latest`), else the template's first alias. */
+  #aliasOf(ref: string, templateId: string): string | null {
+    const template = this.#d.orchestrator.resolveTemplate(templateId) ?? this.#d.orchestrator.resolveTemplate(ref);
+    if (!template) return null;
+    const name = ref.split(":")[0]!;
+    return template.aliases.includes(name) ? name : (template.aliases[0] ?? null);
   }
 
   #checkTimeout(timeoutSec: number): number {

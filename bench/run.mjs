@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+// `npm run bench`: every benchmark, each figure beside a baseline measured in the same run.
+import { cpus, totalmem } from "node:os";
+import { runSandboxBenchmarks } from "./sandbox.mjs";
+
+process.stdout.write(
+  `Burrow benchmarks — ${new Date().toISOString()} — ${cpus().length} × ${cpus()[0]?.model ?? "cpu"}, ` +
+    `${Math.round(totalmem() / 2 ** 30)} GiB, node ${process.version}\n`,
+);
+const only = process.argv[2];
+if (!only || only === "sandbox") await runSandboxBenchmarks();
+if (!only || only === "bus") {
+  const { runBusBenchmarks } = await import("./bus.mjs");
+  await runBusBenchmarks();
+}

@@ -1,0 +1,174 @@
+// Sandbox benchmarks through the official e2b SDK against a real in-process Burrow server, each figure
+// printed beside a baseline measured in the same run.
+import { spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync, readFileSync as readSync } from "node:fs";
+import { join } from "node:path";
+import { Sandbox } from "e2b";
+import { envdRuntimeFiles } from "@burrow/envd";
+import { LocalOrchestrator } from "@burrow/orchestrator";
+import { startServer } from "@burrow/server";
+import { median, percentile, report, sample, timeMs } from "./lib/stats.mjs";
+
+const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 20);
+const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 20);
+const RTT_RUNS = Number(process.env.BENCH_RTT_RUNS ?? 200);
+const IDLE_SANDBOXES = Number(process.env.BENCH_IDLE_SANDBOXES ?? 100);
+const POOL_SIZE = 4;
+
+function spawnOnce(cmd, args) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: "ignore" });
+    child.once("error", reject);
+    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${cmd} exited ${code}`))));
+  });
+}
+
+function memAvailableBytes() {
+  const line = readSync("/proc/meminfo", "utf8").split("\n").find((l) => l.startsWith("MemAvailable:"));
+  return Number(line.split(/\s+/)[1]) * 1024;
+}
+
+async function startBurrow(stateDir, instance, subnet, poolSize) {
+  const orchestrator = await LocalOrchestrator.create({
+    config: { stateDir, instance, subnet, pool: { template: "base", size: poolSize } },
+    envd: envdRuntimeFiles(),
+    onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
+  });
+  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, { orchestrator, templates: orchestrator.templateBuilder });
+  const url = `http://127.0.0.1:${server.port}`;
+  const apiKey = readFileSync(join(stateDir, "api-key"), "utf8").trim();
+  return { orchestrator, server, opts: { apiKey, apiUrl: url, sandboxUrl: url } };
+}
+
+async function stopBurrow(burrow) {
+  await burrow.server.close();
+  await burrow.orchestrator.shutdown();
+}
+
+export async function runSandboxBenchmarks() {
+  const stateDir = mkdtempSync("/var/tmp/burrow-bench-");
+  const instance = `b${randomBytes(2).toString("hex")}`;
+  const burrow = await startBurrow(stateDir, instance, "10.222.0.0/16", 0);
+  const { opts } = burrow;
+  try {
+    process.stdout.write("\n== sandboxes (official e2b SDK → Burrow) ==\n");
+    // Baseline: a bare launch of /bin/true in fresh namespaces.
+    const bareNs = await sample(COLD_RUNS, () =>
+      spawnOnce("unshare", ["--user", "--map-root-user", "--pid", "--fork", "--mount", "--net", "--uts", "--ipc", "--cgroup", "/bin/true"]),
+    );
+    const bwrap = await sample(COLD_RUNS, () =>
+      spawnOnce("bwrap", ["--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "/bin/true"]),
+    );
+
+    const cold = [];
+    for (let i = 0; i < COLD_RUNS; i++) {
+      let sandbox;
+      cold.push(await timeMs(async () => (sandbox = await Sandbox.create("base", opts))));
+      await sandbox.kill();
+    }
+    report("create, cold (no pool), p50", median(cold), "ms", median(bareNs), "unshare /bin/true", "≤ 100 ms");
+    report("create, cold (no pool), p95", percentile(cold, 95), "ms", median(bwrap), "bwrap /bin/true");
+
+    const firstCommand = [];
+    for (let i = 0; i < Math.min(COLD_RUNS, 10); i++) {
+      let sandbox;
+      firstCommand.push(
+        await timeMs(async () => {
+          sandbox = await Sandbox.create("base", opts);
+          await sandbox.commands.run("true");
+        }),
+      );
+      await sandbox.kill();
+    }
+    report("time to first command (create + run), p50", median(firstCommand), "ms", median(bareNs), "unshare /bin/true");
+
+    const sandbox = await Sandbox.create("base", opts);
+    const localSpawn = await sample(RTT_RUNS, () => spawnOnce("/bin/true", []));
+    const rtt = await sample(RTT_RUNS, () => sandbox.commands.run("true"));
+    report("commands.run('true') round trip, p50", median(rtt), "ms", median(localSpawn), "local child_process spawn", "≤ 10 ms");
+    report("commands.run('true') round trip, p95", percentile(rtt, 95), "ms", percentile(localSpawn, 95), "local spawn p95");
+
+    const scratch = mkdtempSync("/var/tmp/burrow-bench-fs-");
+    for (const [label, size] of [["1 MB", 1 << 20], ["100 MB", 100 << 20]]) {
+      const data = randomBytes(size);
+      const runs = size > 10 << 20 ? 3 : 10;
+      const remote = await sample(runs, async () => {
+        await sandbox.files.write("/home/user/blob.bin", data);
+        const back = await sandbox.files.read("/home/user/blob.bin", { format: "bytes" });
+        if (back.length !== size) throw new Error("short read");
+      });
+      const local = await sample(runs, () => {
+        writeFileSync(join(scratch, "blob.bin"), data);
+        readFileSync(join(scratch, "blob.bin"));
+      });
+      const mbps = (ms) => (2 * size) / (1 << 20) / (ms / 1000);
+      report(`file write+read ${label}, throughput`, mbps(median(remote)), "MB/s", mbps(median(local)), "local filesystem");
+    }
+    rmSync(scratch, { recursive: true, force: true });
+    await sandbox.kill();
+
+    // Marginal memory per idle sandbox: MemAvailable before and after IDLE_SANDBOXES idle sandboxes.
+    const before = memAvailableBytes();
+    const idle = await Promise.allSettled(Array.from({ length: IDLE_SANDBOXES }, () => Sandbox.create("base", opts)));
+    const created = idle.filter((r) => r.status === "fulfilled").map((r) => r.value);
+    const errors = idle.filter((r) => r.status === "rejected");
+    await new Promise((r) => setTimeout(r, 3000));
+    const after = memAvailableBytes();
+    const nodeIdle = await measureIdleNodeRss();
+    report(
+      `${IDLE_SANDBOXES} concurrent creates: errors`,
+      errors.length,
+      "errors",
+      undefined,
+      undefined,
+      "0",
+    );
+    if (errors.length > 0) process.stdout.write(`  first error: ${errors[0].reason?.message}\n`);
+    report(
+      `memory per idle sandbox (${created.length} running)`,
+      (before - after) / Math.max(1, created.length) / (1 << 20),
+      "MB",
+      nodeIdle / (1 << 20),
+      "one idle node http server RSS",
+      "≤ 20 MB",
+    );
+    await Promise.allSettled(created.map((s) => s.kill()));
+  } finally {
+    await stopBurrow(burrow);
+  }
+
+  // Warm pool: a fresh server with a pool; each create claims a ready sandbox.
+  const warmBurrow = await startBurrow(stateDir, instance, "10.222.0.0/16", POOL_SIZE);
+  try {
+    await warmBurrow.orchestrator.warmPoolReady();
+    const warm = [];
+    for (let i = 0; i < WARM_RUNS; i++) {
+      await warmBurrow.orchestrator.warmPoolReady();
+      let sandbox;
+      warm.push(await timeMs(async () => (sandbox = await Sandbox.create("base", warmBurrow.opts))));
+      await sandbox.kill();
+    }
+    const bareNs = await sample(COLD_RUNS, () =>
+      spawnOnce("unshare", ["--user", "--map-root-user", "--pid", "--fork", "--mount", "--net", "--uts", "--ipc", "--cgroup", "/bin/true"]),
+    );
+    report("create, warm pool, p50", median(warm), "ms", median(bareNs), "unshare /bin/true", "≤ 15 ms");
+    report("create, warm pool, p95", percentile(warm, 95), "ms", percentile(bareNs, 95), "unshare /bin/true p95");
+  } finally {
+    await stopBurrow(warmBurrow);
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** RSS of a bare idle node http server: what any node process costs, for scale. */
+async function measureIdleNodeRss() {
+  const child = spawn(process.execPath, ["-e", "require('http').createServer(()=>{}).listen(0,'127.0.0.1',()=>console.log('up'))"], {
+    stdio: ["ignore", "pipe", "ignore"],
+  });
+  await new Promise((resolve) => child.stdout.once("data", resolve));
+  await new Promise((r) => setTimeout(r, 300));
+  const status = readFileSync(`/proc/${child.pid}/status`, "utf8");
+  child.kill("SIGKILL");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)[1]) * 1024;
+}
+

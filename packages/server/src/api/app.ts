@@ -1,0 +1,71 @@
+// The REST API: E2B's control-plane endpoints on fastify. Errors of every kind leave through one handler that
+// writes E2B's shape `{"code": <status>, "message": "…"}`.
+import type { Server } from "node:http";
+import Fastify, { LogController, type FastifyInstance, type FastifyServerFactory } from "fastify";
+import type { Logger } from "pino";
+import { fromDependencyError, toE2bError } from "../errors.js";
+import { registerAuth } from "./auth.js";
+import type { ApiContext } from "./context.js";
+import { registerHealthRoutes } from "./health.js";
+import { registerConnectRoutes } from "./sandboxes/connect.js";
+import { registerCreateRoutes } from "./sandboxes/create.js";
+import { registerGetRoute } from "./sandboxes/get.js";
+import { registerKillRoute } from "./sandboxes/kill.js";
+import { registerListRoutes } from "./sandboxes/list.js";
+import { registerMetricsRoute } from "./sandboxes/metrics.js";
+import { registerTimeoutRoute } from "./sandboxes/timeout.js";
+import { registerUnsupportedRoutes, registerUnsupportedTemplateRoutes } from "./sandboxes/unsupported.js";
+import { registerTemplateApi, type TemplateBuildService } from "../templates-api/index.js";
+import { sharedSchemas } from "./schemas.js";
+import { registerTemplateAliasRoute } from "./templates/aliases.js";
+
+export interface CreateApiOptions {
+  logger: Logger;
+  /** Builds the HTTP server fastify listens on; the gateway shares it (one port for API and envd traffic). */
+  serverFactory: FastifyServerFactory<Server>;
+  /** Template builds (templates-api/); without it those endpoints answer 501 and only alias lookups work. */
+  templates?: TemplateBuildService | undefined;
+}
+
+export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
+  const app = Fastify({
+    loggerInstance: opts.logger,
+    serverFactory: opts.serverFactory,
+    bodyLimit: ctx.config.bodyLimitBytes,
+    // Sandbox traffic through the gateway is not request-logged either; errors are logged where they happen.
+    logController: new LogController({ disableRequestLogging: true }),
+    // close() must not wait for long-lived proxied streams (watch, pty) to end on their own.
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  }) as unknown as FastifyInstance<Server>;
+
+  for (const schema of sharedSchemas) app.addSchema(schema);
+
+  app.setErrorHandler((err, request, reply) => {
+    const { status, body, unhandled } = toE2bError(fromDependencyError(err));
+    if (unhandled) request.log.error({ err, method: request.method, url: request.url }, "unhandled API error");
+    return reply.code(status).type("application/json").send(body);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).type("application/json").send({ code: 404, message: `route ${request.method} ${request.url.split("?")[0]} not found` }),
+  );
+
+  registerAuth(app, ctx);
+  registerHealthRoutes(app, ctx);
+  registerCreateRoutes(app, ctx);
+  registerListRoutes(app, ctx);
+  registerGetRoute(app, ctx);
+  registerKillRoute(app, ctx);
+  registerTimeoutRoute(app, ctx);
+  registerConnectRoutes(app, ctx);
+  registerMetricsRoute(app, ctx);
+  if (opts.templates) {
+    registerTemplateApi(app, { builder: opts.templates, resolveTemplate: (ref) => ctx.orchestrator.resolveTemplate(ref) });
+  } else {
+    registerTemplateAliasRoute(app, ctx);
+    registerUnsupportedTemplateRoutes(app);
+  }
+  registerUnsupportedRoutes(app, ctx);
+  await app.ready();
+  return app;
+}

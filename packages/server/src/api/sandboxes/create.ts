@@ -1,0 +1,74 @@
+// POST /v2/sandboxes (SDK 2.50+) and POST /sandboxes (SDK 2.6–2.49): create a sandbox.
+import type { FastifyInstance, FastifyReply } from "fastify";
+import { Code, ServerError } from "../../errors.js";
+import type { ApiContext } from "../context.js";
+import { errorResponses, newSandboxSchema } from "../schemas.js";
+import { toSandbox } from "./serialize.js";
+
+interface NewSandboxBody {
+  templateID: string;
+  timeout?: number;
+  metadata?: Record<string, string>;
+  envVars?: Record<string, string>;
+  allow_internet_access?: boolean;
+  mcp?: object | null;
+  network?: { allowOut?: unknown[]; denyOut?: unknown[]; rules?: object; egressProxy?: unknown };
+  autoPause?: boolean;
+  autoResume?: { enabled?: boolean };
+  volumeMounts?: unknown[];
+}
+
+/**
+ * Features a request may ask for that Burrow cannot honour yet. Refusing is better than a sandbox that silently
+ * lacks what the caller relies on (an egress rule, a volume…).
+ */
+function unsupportedFeature(body: NewSandboxBody): string | undefined {
+  if (body.mcp) return "MCP gateway sandboxes are not supported yet";
+  if (body.autoPause) return "auto-pause on timeout is not supported yet";
+  if (body.autoResume?.enabled) return "auto-resume is not supported yet";
+  if (body.volumeMounts?.length) return "volume mounts are not supported yet";
+  const n = body.network;
+  if (n && (n.allowOut?.length || n.denyOut?.length || (n.rules && Object.keys(n.rules).length) || n.egressProxy)) {
+    return "egress network rules are not supported yet; use allow_internet_access";
+  }
+  return undefined;
+}
+
+/** Aborts when the client disconnects before the response is written, so a slow create is not wasted work. */
+function clientGoneSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
+}
+
+export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  for (const url of ["/v2/sandboxes", "/sandboxes"]) {
+    app.post<{ Body: NewSandboxBody }>(
+      url,
+      {
+        schema: {
+          summary: "Create a sandbox from a template",
+          body: newSandboxSchema,
+          response: { 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 500, 501) },
+        },
+      },
+      async (request, reply) => {
+        const body = request.body;
+        const unsupported = unsupportedFeature(body);
+        if (unsupported) throw new ServerError(Code.Unimplemented, unsupported);
+        const row = await ctx.sandboxes.create({
+          template: body.templateID,
+          ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),
+          metadata: body.metadata ?? {},
+          envVars: body.envVars ?? {},
+          ...(body.allow_internet_access !== undefined ? { allowInternetAccess: body.allow_internet_access } : {}),
+          apiKeyId: request.apiKeyId,
+          signal: clientGoneSignal(reply),
+        });
+        return reply.code(201).send(toSandbox(row, ctx.config));
+      },
+    );
+  }
+}

@@ -1,0 +1,143 @@
+// The sandbox gateway: sits in front of the REST API on the same port, takes every request addressed to a
+// sandbox (route.ts) and proxies it to `<sandbox address>:<port>`; everything else falls through to the API.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import type { SandboxRecord } from "@burrow/orchestrator";
+import type { SandboxService } from "../lifecycle/sandbox-service.js";
+import type { ServerMetrics } from "../metrics/prometheus.js";
+import { SandboxConnections } from "./connections.js";
+import { proxyHttp, type Upstream } from "./proxy-http.js";
+import { proxyUpgrade } from "./proxy-upgrade.js";
+import { goneBody, sendJson, sendRawJson } from "./responses.js";
+import { routeRequest, type GatewayRoute, type SandboxToken } from "./route.js";
+
+/**
+ * Where a sandbox port is reachable from the host. The default is the sandbox's own address and the same port;
+ * a driver that forwards ports (or a test stub) can map it elsewhere.
+ */
+export type UpstreamResolver = (record: SandboxRecord, port: number) => Upstream;
+
+export const defaultUpstream: UpstreamResolver = (record, port) => ({ host: record.address, port });
+
+export interface GatewayDeps {
+  sandboxes: SandboxService;
+  metrics: ServerMetrics;
+  logger: Logger;
+  upstream?: UpstreamResolver;
+}
+
+function portClosedBody(sandboxId: string, port: number): string {
+  return JSON.stringify({ sandboxId, message: "The sandbox is running but port is not open", port, code: 502 });
+}
+
+export class Gateway {
+  readonly #d: GatewayDeps;
+  readonly #connections = new SandboxConnections();
+  readonly #upstream: UpstreamResolver;
+  readonly #unsubscribe: () => void;
+
+  constructor(deps: GatewayDeps) {
+    this.#d = deps;
+    this.#upstream = deps.upstream ?? defaultUpstream;
+    this.#unsubscribe = deps.sandboxes.onRemoved((id) => this.#connections.drop(id));
+  }
+
+  /** In-flight proxied exchanges of a sandbox (for tests and diagnostics). */
+  inflight(sandboxId: string): number {
+    return this.#connections.inflight(sandboxId);
+  }
+
+  /** Handle a request addressed to a sandbox; false when it belongs to the REST API. Never throws. */
+  handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
+    const route = this.#route(req);
+    if (route.kind === "api") return false;
+    try {
+      this.#serve(req, res, route);
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url }, "gateway request failed");
+      sendJson(res, 500, JSON.stringify({ code: 500, message: "internal gateway error" }));
+    }
+    return true;
+  }
+
+  /** Handle an upgrade request; upgrades are only meaningful for sandboxes, so API ones get a 404. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    socket.on("error", () => socket.destroy());
+    try {
+      const route = this.#route(req);
+      if (route.kind === "api") {
+        sendRawJson(socket, 404, JSON.stringify({ code: 404, message: "no upgrade route here" }));
+      } else if (route.kind === "invalid") {
+        this.#count("upgrade", undefined, "invalid");
+        sendRawJson(socket, 400, JSON.stringify({ code: 400, message: route.message }));
+      } else if (route.kind === "unmatched") {
+        this.#count("upgrade", route.via, "not_found");
+        sendRawJson(socket, 502, goneBody(""));
+      } else {
+        const live = this.#d.sandboxes.live(route.sandboxId);
+        if (!live) {
+          this.#count("upgrade", route.via, "not_found");
+          sendRawJson(socket, 502, goneBody(route.sandboxId));
+          return;
+        }
+        this.#count("upgrade", route.via, "proxied");
+        proxyUpgrade(req, socket, head, {
+          target: this.#upstream(live.record, route.port),
+          track: (...items) => this.#connections.track(route.sandboxId, ...items),
+          unreachableBody: () => portClosedBody(route.sandboxId, route.port),
+        });
+      }
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url }, "gateway upgrade failed");
+      socket.destroy();
+    }
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    this.#connections.close();
+  }
+
+  #route(req: IncomingMessage): GatewayRoute {
+    return routeRequest(req, () => this.#liveTokens());
+  }
+
+  *#liveTokens(): Iterable<SandboxToken> {
+    for (const row of this.#d.sandboxes.list()) {
+      if (row.state === "running") yield { sandboxId: row.sandboxId, envdAccessToken: row.envdAccessToken };
+    }
+  }
+
+  #serve(req: IncomingMessage, res: ServerResponse, route: Exclude<GatewayRoute, { kind: "api" }>): void {
+    if (route.kind === "invalid") {
+      this.#count("http", undefined, "invalid");
+      sendJson(res, 400, JSON.stringify({ code: 400, message: route.message }));
+      return;
+    }
+    if (route.kind === "unmatched") {
+      this.#count("http", route.via, "not_found");
+      sendJson(res, 502, goneBody(""));
+      return;
+    }
+    const live = this.#d.sandboxes.live(route.sandboxId);
+    if (!live) {
+      this.#count("http", route.via, "not_found");
+      // Drain what the client sends so that its keep-alive connection stays usable.
+      req.resume();
+      sendJson(res, 502, goneBody(route.sandboxId));
+      return;
+    }
+    this.#count("http", route.via, "proxied");
+    proxyHttp(req, res, {
+      target: this.#upstream(live.record, route.port),
+      agent: this.#connections.agent(route.sandboxId),
+      track: (...items) => this.#connections.track(route.sandboxId, ...items),
+      unreachableBody: () => portClosedBody(route.sandboxId, route.port),
+    });
+  }
+
+  #count(kind: "http" | "upgrade", route: string | undefined, outcome: string): void {
+    this.#d.metrics.gatewayRequests.inc({ kind, route: route ?? "none", outcome });
+  }
+}

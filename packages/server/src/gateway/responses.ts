@@ -1,0 +1,27 @@
+// Answers the gateway itself gives, in the shapes the SDK expects.
+import type { ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import { STATUS_CODES } from "node:http";
+
+/** E2B's proxy answer for a killed, paused or unknown sandbox; the SDK's isRunning() is false only on 502. */
+export function goneBody(sandboxId: string): string {
+  return JSON.stringify({ sandboxId, message: "The sandbox was not found", code: 502 });
+}
+
+export function sendJson(res: ServerResponse, status: number, body: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  res.writeHead(status, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/** Write a complete HTTP/1.1 response on a raw socket (upgrade requests have no ServerResponse) and close it. */
+export function sendRawJson(socket: Duplex, status: number, body: string): void {
+  if (socket.destroyed) return;
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ""}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}

@@ -1,0 +1,143 @@
+// startServer: the control plane in one call — store, lifecycle, REST API and gateway on one port.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Orchestrator } from "@burrow/orchestrator";
+import { pino, type Logger } from "pino";
+import { Registry } from "prom-client";
+import { createApi } from "./api/app.js";
+import { ensureApiKey, type EnsureApiKeyResult } from "./auth/ensure-api-key.js";
+import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
+import { Gateway, type UpstreamResolver } from "./gateway/gateway.js";
+import type { TemplateBuildService } from "./templates-api/index.js";
+import { SandboxEvents } from "./lifecycle/events.js";
+import { SandboxService } from "./lifecycle/sandbox-service.js";
+import { createServerMetrics } from "./metrics/prometheus.js";
+import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
+import { openStore, type Store } from "./store/store.js";
+
+export interface ServerDeps {
+  orchestrator: Orchestrator;
+  /** @default pino at level `info` */
+  logger?: Logger;
+  /** Aborting it closes the server (like calling close()). */
+  signal?: AbortSignal;
+  /** Prometheus registry for the server's metrics. @default a fresh Registry (never the global one) */
+  registry?: Registry;
+  /** Where sandbox ports are reachable. @default the sandbox's address, same port */
+  upstream?: UpstreamResolver;
+  /** Template builder behind E2B's Template API; without it template builds answer 501. */
+  templates?: TemplateBuildService;
+}
+
+export interface RunningServer {
+  /** Base URL for clients, e.g. `http://127.0.0.1:3000` (E2B_API_URL and E2B_SANDBOX_URL alike). */
+  readonly url: string;
+  readonly port: number;
+  readonly config: ServerConfig;
+  readonly store: Store;
+  readonly sandboxes: SandboxService;
+  /** Lifecycle events (created, killed, timed_out) for the bus and other observers. */
+  readonly events: SandboxEvents;
+  readonly gateway: Gateway;
+  readonly registry: Registry;
+  /** What ensureApiKey did at start: the plaintext key when one was created or registered now. */
+  readonly apiKey: EnsureApiKeyResult;
+  /** Stop listening, drop proxied connections, close the store. Sandboxes keep running. Idempotent. */
+  close(): Promise<void>;
+}
+
+export async function startServer(config: ServerConfigInput, deps: ServerDeps): Promise<RunningServer> {
+  const cfg = resolveServerConfig(config);
+  const logger = deps.logger ?? pino({ name: "burrow-server" });
+  const registry = deps.registry ?? new Registry();
+  const store = openStore(cfg.stateDir);
+  const cleanups: Array<() => void | Promise<void>> = [() => store.close()];
+  const runCleanups = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      try {
+        await cleanup();
+      } catch (err) {
+        logger.error({ err }, "error while closing server");
+      }
+    }
+  };
+
+  try {
+    const apiKey = ensureApiKey(store.apiKeys, cfg.stateDir, cfg.apiKey);
+    if (apiKey.keyFile && apiKey.created) logger.info({ keyFile: apiKey.keyFile }, "generated API key");
+
+    const events = new SandboxEvents(logger);
+    const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
+    const sandboxMetrics = new SandboxMetrics(deps.orchestrator, {
+      intervalMs: cfg.metricsIntervalMs,
+      retention: cfg.metricsRetention,
+      logger,
+    });
+    cleanups.push(() => sandboxMetrics.close());
+    const sandboxes = new SandboxService({
+      config: cfg,
+      store: store.sandboxes,
+      orchestrator: deps.orchestrator,
+      events,
+      metrics,
+      sandboxMetrics,
+      logger,
+    });
+    cleanups.push(() => sandboxes.close());
+    await sandboxes.reconcile();
+
+    const gateway = new Gateway({
+      sandboxes,
+      metrics,
+      logger,
+      ...(deps.upstream ? { upstream: deps.upstream } : {}),
+    });
+    cleanups.push(() => gateway.close());
+
+    const serverFactory = (apiHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
+      const server = createServer((req, res) => {
+        if (!gateway.handleRequest(req, res)) apiHandler(req, res);
+      });
+      server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => gateway.handleUpgrade(req, socket, head));
+      // Uploads through the gateway may take longer than Node's default 5-minute request timeout.
+      server.requestTimeout = 0;
+      return server;
+    };
+    const app = await createApi(
+      { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry },
+      { logger, serverFactory, templates: deps.templates },
+    );
+    // The gateway goes first: upgraded (WebSocket) sockets are invisible to fastify's close and would hold it open.
+    cleanups.push(async () => {
+      gateway.close();
+      await app.close();
+    });
+    await app.listen({ host: cfg.host, port: cfg.port });
+    sandboxMetrics.start();
+
+    const address = app.server.address();
+    const port = typeof address === "object" && address ? address.port : cfg.port;
+    const urlHost = cfg.host === "0.0.0.0" || cfg.host === "::" ? "127.0.0.1" : cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host;
+    logger.info({ host: cfg.host, port }, "burrow server listening");
+
+    let closing: Promise<void> | undefined;
+    const close = () => (closing ??= runCleanups());
+    deps.signal?.addEventListener("abort", () => void close(), { once: true });
+    if (deps.signal?.aborted) await close();
+
+    return {
+      url: `http://${urlHost}:${port}`,
+      port,
+      config: cfg,
+      store,
+      sandboxes,
+      events,
+      gateway,
+      registry,
+      apiKey,
+      close,
+    };
+  } catch (err) {
+    await runCleanups();
+    throw err;
+  }
+}

@@ -1,0 +1,50 @@
+// Connection settings for the official-SDK conformance suite. The global setup (test/setup/global-server.ts)
+// starts a real Burrow server with the real orchestrator and provides them under the key "burrow".
+import { inject, test } from "vitest";
+import { Sandbox } from "e2b";
+
+export interface BurrowTestEnv {
+  /** REST base URL (E2B_API_URL). */
+  apiUrl: string;
+  /** envd gateway base URL (E2B_SANDBOX_URL); the same server and port as apiUrl. */
+  sandboxUrl: string;
+  /** An API key the server accepts (E2B_API_KEY). */
+  apiKey: string;
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    burrow: BurrowTestEnv;
+  }
+}
+
+export function burrowEnv(): BurrowTestEnv {
+  return inject("burrow");
+}
+
+/** Options for every SDK call: explicit, so that a stray E2B_* variable in the environment cannot redirect tests. */
+export function sdkOpts(): { apiKey: string; apiUrl: string; sandboxUrl: string; debug: false } {
+  const env = burrowEnv();
+  return { apiKey: env.apiKey, apiUrl: env.apiUrl, sandboxUrl: env.sandboxUrl, debug: false };
+}
+
+/** The template the SDK's own tests use. */
+export const TEMPLATE = "base";
+
+/** Whether a global setup provided a server; without one (a plain `vitest run`) the suite is skipped. */
+export const hasBurrowEnv = (inject("burrow") as BurrowTestEnv | undefined) !== undefined;
+
+/** A test with a fresh `base` sandbox that is killed afterwards, like the SDK suite's `sandboxTest`. */
+const withSandbox = test.extend<{ sandbox: Sandbox }>({
+  // eslint-disable-next-line no-empty-pattern
+  sandbox: async ({}, use) => {
+    const sandbox = await Sandbox.create(TEMPLATE, { ...sdkOpts(), timeoutMs: 120_000 });
+    try {
+      await use(sandbox);
+    } finally {
+      await sandbox.kill().catch(() => undefined);
+    }
+  },
+});
+
+export const sandboxTest = hasBurrowEnv ? withSandbox : withSandbox.skip;
