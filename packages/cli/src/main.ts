@@ -7,6 +7,7 @@ import { sandboxKill } from "./commands/sandbox/kill.js";
 import { sandboxList } from "./commands/sandbox/list.js";
 import { sandboxShell } from "./commands/sandbox/shell.js";
 import { down } from "./commands/down.js";
+import { TEMPLATE_COMMANDS } from "./commands/template/index.js";
 import { up } from "./commands/up.js";
 import { resolveConnection } from "./connection.js";
 import { USAGE } from "./usage.js";
@@ -28,6 +29,12 @@ async function main(argv: string[]): Promise<void> {
     const [verb, ...args] = rest;
     const handler = SANDBOX_COMMANDS[verb as keyof typeof SANDBOX_COMMANDS];
     if (!handler) throw new CliError(`unknown sandbox command '${verb ?? ""}'\n\n${USAGE}`, 2);
+    return handler(args, resolveConnection());
+  }
+  if (command === "template" || command === "tpl") {
+    const [verb, ...args] = rest;
+    const handler = TEMPLATE_COMMANDS[verb as keyof typeof TEMPLATE_COMMANDS];
+    if (!handler) throw new CliError(`unknown template command '${verb ?? ""}'\n\n${USAGE}`, 2);
     return handler(args, resolveConnection());
   }
   if (command === undefined || command === "help" || command === "--help" || command === "-h") {

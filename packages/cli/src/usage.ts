@@ -1,3 +1,5 @@
+import { TEMPLATE_USAGE } from "./commands/template/index.js";
+
 export const USAGE = `burrow — self-hosted, E2B-compatible sandboxes for AI agents
 
 Usage:
@@ -9,7 +11,7 @@ Usage:
   burrow sandbox kill ID...
   burrow sandbox exec ID [--user U] [--cwd DIR] [--timeout SECONDS] -- COMMAND...
   burrow sandbox shell ID [--user U]
-
+${TEMPLATE_USAGE}
 Every sandbox command takes --json for machine-readable output.
 Connection: E2B_API_URL (default http://localhost:3000), E2B_SANDBOX_URL (default: the API URL),
 E2B_API_KEY (default: the key in <state-dir>/api-key).
