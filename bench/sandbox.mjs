@@ -8,6 +8,7 @@ import { Sandbox } from "e2b";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { startServer } from "@burrow/server";
+import { pino } from "pino";
 import { median, percentile, report, sample, timeMs } from "./lib/stats.mjs";
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 20);
@@ -35,7 +36,7 @@ async function startBurrow(stateDir, instance, subnet, poolSize) {
     envd: envdRuntimeFiles(),
     onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
   });
-  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, { orchestrator, templates: orchestrator.templateBuilder });
+  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, { orchestrator, templates: orchestrator.templateBuilder, logger: pino({ level: "warn" }) });
   const url = `http://127.0.0.1:${server.port}`;
   const apiKey = readFileSync(join(stateDir, "api-key"), "utf8").trim();
   return { orchestrator, server, opts: { apiKey, apiUrl: url, sandboxUrl: url } };

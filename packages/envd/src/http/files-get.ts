@@ -15,14 +15,19 @@ function contentDisposition(name: string): string {
   return `inline; filename*=utf-8''${encodeURIComponent(name)}`;
 }
 
+/**
+ * Gzip only when the client asks for gzip and nothing else, as the SDK does for `files.read(…, {gzip: true})`.
+ * HTTP clients such as undici's fetch send `gzip, deflate` on every request by default; compressing every
+ * download on the fly would cut read throughput several times over for data that is often incompressible.
+ */
 function acceptsGzip(header: string | undefined): boolean {
   if (!header) return false;
-  return header.split(",").some((part) => {
-    const [enc, ...params] = part.trim().split(";");
-    if (enc?.trim().toLowerCase() !== "gzip") return false;
-    const q = params.map((p) => /^\s*q=([\d.]+)/.exec(p)?.[1]).find(Boolean);
-    return q === undefined || Number(q) > 0;
-  });
+  const codings = header
+    .split(",")
+    .map((part) => part.trim().split(";"))
+    .filter(([, ...params]) => !params.some((p) => /^\s*q=0(\.0*)?\s*$/.test(p)))
+    .map(([coding]) => coding?.trim().toLowerCase());
+  return codings.length === 1 && codings[0] === "gzip";
 }
 
 /** GET /files: the file's bytes, with Range and (when accepted, for whole files) gzip. */
