@@ -1,0 +1,84 @@
+// The `burrow` command against the real server: every sandbox verb, with --json for scripts, and `shell`
+// driving a real PTY through envd.
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { describe, expect, inject, it } from "vitest";
+
+const env = inject("burrow");
+const CLI = join(import.meta.dirname, "..", "..", "packages", "cli", "dist", "main.js");
+
+interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function burrow(args: string[], input?: string): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], {
+      env: { ...process.env, E2B_API_URL: env.apiUrl, E2B_SANDBOX_URL: env.sandboxUrl, E2B_API_KEY: env.apiKey },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    if (input !== undefined) child.stdin.end(input);
+    else child.stdin.end();
+  });
+}
+
+describe("burrow CLI", () => {
+  it("creates, lists, execs in and kills a sandbox with --json output", async () => {
+    const created = await burrow(["sandbox", "create", "--json", "--metadata", "suite=cli", "--env", "GREETING=hello"]);
+    expect(created.code, created.stderr).toBe(0);
+    const { sandboxId } = JSON.parse(created.stdout) as { sandboxId: string };
+    expect(sandboxId).toMatch(/^[a-z0-9]{20}$/);
+    try {
+      const listed = await burrow(["sandbox", "list", "--json", "--metadata", "suite=cli"]);
+      expect(listed.code, listed.stderr).toBe(0);
+      const rows = JSON.parse(listed.stdout) as { sandboxId: string; metadata: Record<string, string> }[];
+      expect(rows.map((r) => r.sandboxId)).toEqual([sandboxId]);
+      expect(rows[0]?.metadata).toEqual({ suite: "cli" });
+
+      const exec = await burrow(["sandbox", "exec", sandboxId, "--json", "--", "sh", "-c", 'echo "$GREETING from $(whoami)"; exit 3']);
+      expect(exec.code).toBe(3);
+      expect(JSON.parse(exec.stdout)).toMatchObject({ exitCode: 3, stdout: "hello from user\n" });
+
+      const streamed = await burrow(["sandbox", "exec", sandboxId, "--user", "root", "--", "whoami"]);
+      expect(streamed.code).toBe(0);
+      expect(streamed.stdout).toBe("root\n");
+    } finally {
+      const killed = await burrow(["sandbox", "kill", "--json", sandboxId]);
+      expect(killed.code, killed.stderr).toBe(0);
+      expect(JSON.parse(killed.stdout)).toEqual([{ sandboxId, killed: true }]);
+    }
+    const again = await burrow(["sandbox", "kill", sandboxId]);
+    expect(again.code).toBe(1);
+    expect(again.stdout).toContain("not found");
+  });
+
+  it("opens an interactive shell over the PTY API", async () => {
+    const created = await burrow(["sandbox", "create", "--json"]);
+    const { sandboxId } = JSON.parse(created.stdout) as { sandboxId: string };
+    try {
+      const shell = await burrow(["sandbox", "shell", sandboxId], "echo shell-$((6*7)) && tty && exit 5\n");
+      expect(shell.stdout).toContain("shell-42");
+      expect(shell.stdout).toMatch(/\/dev\/pts\/\d+/);
+      expect(shell.code).toBe(5);
+    } finally {
+      await burrow(["sandbox", "kill", sandboxId]);
+    }
+  });
+
+  it("fails with one clear line on bad usage and unknown sandboxes", async () => {
+    const usage = await burrow(["sandbox", "frobnicate"]);
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/^burrow: unknown sandbox command 'frobnicate'/);
+    const missing = await burrow(["sandbox", "exec", "doesnotexist000000000", "--", "true"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^burrow: /);
+    expect(missing.stderr).not.toContain("    at ");
+  });
+});
