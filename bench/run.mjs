@@ -13,3 +13,4 @@ if (!only || only === "bus") {
   const { runBusBenchmarks } = await import("./bus.mjs");
   await runBusBenchmarks();
 }
+if (!only || only === "templates") await (await import("./templates.mjs")).runTemplateBenchmarks();

@@ -66,24 +66,79 @@ describe("Template.build through the official SDK", () => {
     const cached = (logs: string[]) => logs.filter((l) => /^CACHED \[\d+\/\d+\]/.test(l)).length;
     expect(ran(again.logs)).toBe(0);
     expect(cached(again.logs)).toBe(3);
+    // The builder's own counters, reported in the build log the status API serves.
+    expect(again.logs).toContainEqual(expect.stringMatching(/ready \(0 steps run, 3 cached\)$/));
     // MARKER is set before the last RUN only: the RUN before it and the COPY stay cached.
     const changed = await build(appTemplate("2"), name);
-    expect(cached(changed.logs)).toBe(2);
-    expect(ran(changed.logs)).toBe(1);
+    expect(changed.logs.filter((l) => /^CACHED /.test(l))).toEqual([
+      expect.stringMatching(/^CACHED \[1\/6\] RUN mkdir -p \/opt\/tool/),
+      expect.stringMatching(/^CACHED \[3\/6\] COPY app\.txt/),
+    ]);
+    expect(changed.logs.filter((l) => /^\[\d+\/\d+\] (RUN|COPY)/.test(l))).toEqual([expect.stringMatching(/^\[6\/6\] RUN echo "\$GREETING/)]);
+    expect(changed.logs).toContainEqual(expect.stringMatching(/ready \(1 steps run, 2 cached\)$/));
+    const sandbox = await Sandbox.create(name, conn);
+    try {
+      expect((await sandbox.commands.run("echo $MARKER")).stdout.trim()).toBe("2");
+    } finally {
+      await sandbox.kill();
+    }
+    // skipCache: every step runs again.
+    const forced = await Template.build(appTemplate("2"), name, { ...conn, skipCache: true, onBuildLogs: () => undefined });
+    const status = await Template.getBuildStatus(forced, { ...conn });
+    const messages = status.logEntries.map((e) => e.message);
+    expect(ran(messages)).toBe(3);
+    expect(cached(messages)).toBe(0);
   });
 
-  it("a failing step ends the build with its step number and log", { timeout: 600_000 }, async () => {
-    const failing = Template().fromTemplate("base").runCmd("echo fine").runCmd("echo about to fail && exit 3");
+  it("a failing step ends the build with status error, its step number and log", { timeout: 600_000 }, async () => {
+    const failing = Template().fromTemplate("base").runCmd("echo fine").runCmd("echo about to fail && exit 3").runCmd("echo never");
+    const failName = `fail-${suffix}`;
+    // Through the status API, the way buildInBackground users see it.
+    const started = await Template.buildInBackground(failing, failName, conn);
+    let status = await Template.getBuildStatus(started, conn);
+    const entries = [...status.logEntries];
+    for (let i = 0; (status.status === "building" || status.status === "waiting") && i < 1500; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      status = await Template.getBuildStatus(started, { ...conn, logsOffset: entries.length });
+      entries.push(...status.logEntries);
+    }
+    expect(status.status).toBe("error");
+    expect(status.reason?.step).toBe("2");
+    expect(status.reason?.message).toMatch(/step 2: command failed with exit code 3/);
+    expect(entries.some((e) => e.message === "about to fail")).toBe(true);
+    expect(entries.some((e) => /echo never/.test(e.message))).toBe(false);
+    // The wire entries carry the step each line belongs to (the SDK's LogEntry drops it).
+    const raw = (await (
+      await fetch(`${env.apiUrl}/templates/${started.templateId}/builds/${started.buildId}/status?logsOffset=0`, {
+        headers: { "x-api-key": env.apiKey },
+      })
+    ).json()) as { status: string; logEntries: { message: string; step?: string; level: string }[]; reason: { step: string } };
+    expect(raw.logEntries.find((e) => e.message === "about to fail")?.step).toBe("2");
+    expect(raw.logEntries.find((e) => e.level === "error")).toMatchObject({ step: "2" });
+    expect(await Template.exists(failName, conn)).toBe(false);
+
+    // And through Template.build: a BuildError with the same message, the step's output in the logs.
     const logs: string[] = [];
-    const error = await Template.build(failing, `fail-${suffix}`, { ...conn, onBuildLogs: (e) => logs.push(e.message) }).catch((e: unknown) => e);
+    const error = await Template.build(failing, failName, { ...conn, onBuildLogs: (e) => logs.push(e.message) }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect((error as Error).message).toMatch(/step 2: command failed with exit code 3/);
     expect(logs).toContain("about to fail");
-    expect(await Template.exists(`fail-${suffix}`, conn)).toBe(false);
+    expect(await Template.exists(failName, conn)).toBe(false);
   });
 
-  it("refuses a registry image with the bases that work", { timeout: 120_000 }, async () => {
+  it("refuses a registry image, naming the bases that work", { timeout: 120_000 }, async () => {
     const error = await Template.build(Template().fromImage("ubuntu:22.04"), `ubuntu-${suffix}`, conn).catch((e: unknown) => e);
-    expect((error as Error).message).toMatch(/debian:<suite>/);
+    expect(error).toBeInstanceOf(Error);
+    const message = (error as Error).message;
+    expect(message).toMatch(/image 'ubuntu:22\.04' cannot be used/);
+    expect(message).toMatch(/debian:<suite>/);
+    expect(message).toMatch(/fromTemplate/);
+    expect(message).toMatch(/OCI/);
+    expect(await Template.exists(`ubuntu-${suffix}`, conn)).toBe(false);
+  });
+
+  it("refuses an unknown base template", { timeout: 120_000 }, async () => {
+    const error = await Template.build(Template().fromTemplate(`nope-${suffix}`), `nope-child-${suffix}`, conn).catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(new RegExp(`base template 'nope-${suffix}' not found`));
   });
 });

@@ -78,6 +78,8 @@ export class LocalOrchestrator implements Orchestrator {
       logger,
       isTemplateInUse: (templateId) => this.listSandboxes().some((s) => s.templateId === templateId),
     });
+    // Layers of a deleted template stay while its sandboxes run; the last one ending frees them.
+    this.onSandboxExit(() => void this.templateBuilder.sandboxEnded());
   }
 
   static async create(opts: LocalOrchestratorOptions): Promise<LocalOrchestrator> {
@@ -114,6 +116,8 @@ export class LocalOrchestrator implements Orchestrator {
     });
     const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, logger);
     await orchestrator.adoptOrReap();
+    // What a killed build or a deleted template left in the layers directory goes before anything builds.
+    await orchestrator.templateBuilder.requestGarbageCollection();
     orchestrator.startPool();
     orchestrator.livenessTimer = setInterval(() => orchestrator.checkLiveness(), LIVENESS_INTERVAL_MS);
     orchestrator.livenessTimer.unref();

@@ -5,6 +5,7 @@ import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { RootfsError } from "../../rootfs/rootfs-error.js";
 import { runCommand } from "../../rootfs/run-command.js";
 import { shiftOwnership } from "../../rootfs/shift-ownership.js";
 import { commitLayerDir, layerExists, makeTmpLayerDir } from "../builder/commit-layer.js";
@@ -106,6 +107,15 @@ async function importLayer(file: string, layerId: string, opts: ImportOptions): 
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
     if (error instanceof TemplateBuildError) throw error;
+    if (error instanceof RootfsError && error.code === "unmappable_owner") {
+      // Name the path inside the image, not the temporary directory it was unpacked to.
+      const inImage = error.message.replace(`[${error.code}] `, "").replaceAll(dir, "") || "/";
+      throw new TemplateBuildError(
+        "invalid_argument",
+        `image layer ${file} cannot be used: ${inImage.startsWith(" ") ? `/${inImage}` : inImage} (sandboxes map ids 0..${opts.uidCount - 1})`,
+        { step: "base", cause: error },
+      );
+    }
     throw new TemplateBuildError("invalid_argument", `cannot import image layer ${file}: ${(error as Error).message}`, {
       step: "base",
       cause: error,

@@ -111,6 +111,9 @@ export class TemplateBuilder {
   /** Names of templates whose first build has not finished: the id is reserved but nothing is published. */
   private readonly pendingNames = new Map<string, string>();
   private readonly saveLocks = new Map<string, Promise<unknown>>();
+  /** Garbage collections run one at a time; one asked for while builds run waits until none does. */
+  private gcChain: Promise<unknown> = Promise.resolve();
+  private gcPending = false;
   private readonly uploadsDir: string;
   private readonly deletedDir: string;
 
@@ -182,7 +185,9 @@ export class TemplateBuilder {
     }
     const spec = parseBuildSpec(body);
     record.status = "building";
-    record.done = this.run(record, spec).finally(() => {
+    // A collection in progress finishes first: it must not remove a layer this build is about to reuse.
+    record.done = this.gcChain.then(() => this.run(record, spec)).finally(() => {
+      if (this.gcPending && this.activeBuilds() === 0) void this.requestGarbageCollection();
       if (this.pendingNames.get(record.name) === record.templateId && this.deps.store.get(record.templateId) === undefined) {
         // A failed first build publishes nothing; the name is free again once no other build of it waits.
         const other = [...this.builds.values()].some((b) => b.name === record.name && b !== record && (b.status === "waiting" || b.status === "building"));
@@ -322,7 +327,35 @@ export class TemplateBuilder {
     await mkdir(this.deletedDir, { recursive: true });
     const stored = this.deps.store.get(manifest.templateId) ?? manifest;
     await writeFile(join(this.deletedDir, `${manifest.templateId}.json`), JSON.stringify(stored));
-    return this.deps.store.remove(manifest.templateId);
+    const removed = await this.deps.store.remove(manifest.templateId);
+    // In the background: removing large layers should not hold up the reply.
+    void this.requestGarbageCollection();
+    return removed;
+  }
+
+  /**
+   * Collect garbage now, or once the builds running now have ended (a build's base import and its temporary
+   * directories are not all registered until it finishes). Failures are logged, never thrown: a later
+   * collection retries.
+   */
+  async requestGarbageCollection(): Promise<void> {
+    if (this.activeBuilds() > 0) {
+      this.gcPending = true;
+      return;
+    }
+    this.gcPending = false;
+    const run = this.gcChain.then(async () => {
+      const { removedLayers } = await this.collectGarbage();
+      if (removedLayers.length > 0) this.deps.logger.info({ removedLayers }, "template layers garbage-collected");
+    });
+    this.gcChain = run.catch((error: unknown) => this.deps.logger.warn({ err: error }, "template garbage collection failed"));
+    await this.gcChain;
+  }
+
+  /** A sandbox ended: layers of deleted templates it kept alive may be free now. */
+  async sandboxEnded(): Promise<void> {
+    const tombstones = await readdir(this.deletedDir).catch(() => [] as string[]);
+    if (tombstones.length > 0) await this.requestGarbageCollection();
   }
 
   /**
@@ -333,6 +366,8 @@ export class TemplateBuilder {
     const keep = new Set<string>(extraReferenced);
     for (const manifest of this.deps.store.list()) addManifestLayers(keep, manifest);
     const liveTmp = new Set<string>();
+    // Base imports and bootstraps of a running build work in temporary directories it does not register.
+    const building = this.activeBuilds() > 0;
     for (const record of this.builds.values()) {
       if (record.status !== "building" && record.status !== "waiting") continue;
       for (const layer of record.layers) keep.add(layer);
@@ -348,7 +383,7 @@ export class TemplateBuilder {
     const root = this.deps.store.layersRoot;
     for (const name of await readdir(root)) {
       const path = join(root, name);
-      if (name.startsWith(TMP_LAYER_PREFIX) ? liveTmp.has(path) : keep.has(name)) continue;
+      if (name.startsWith(TMP_LAYER_PREFIX) ? building || liveTmp.has(path) : keep.has(name)) continue;
       await rm(path, { recursive: true, force: true });
       if (!name.startsWith(TMP_LAYER_PREFIX)) removed.push(name);
     }
@@ -360,6 +395,12 @@ export class TemplateBuilder {
     const running = [...this.builds.values()].filter((b) => b.status === "building");
     for (const record of running) record.controller.abort(new Error("builder closing"));
     await Promise.allSettled(running.map((b) => b.done));
+  }
+
+  private activeBuilds(): number {
+    let n = 0;
+    for (const record of this.builds.values()) if (record.status === "building") n++;
+    return n;
   }
 
   private uploadPath(hash: string): string {
