@@ -26,6 +26,7 @@ const DEBIAN_PACKAGES = [
   ["nats-server", "/usr/sbin/nats-server"], // bus backend and its tests
   ["bubblewrap", "/usr/bin/bwrap"], // benchmark baseline
   ["procps", "/usr/bin/pgrep"],
+  ["btrfs-progs", "/usr/bin/btrfs"], // sandbox disk limits (qgroups) and cheap snapshots
 ];
 
 function log(message) {

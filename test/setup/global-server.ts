@@ -14,7 +14,14 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const test = newTestInstance("test");
   const progress = (line: string) => process.stderr.write(`[burrow test server] ${line}\n`);
   const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir: test.stateDir, instance: test.instance, subnet: test.subnet, pool: { template: "base", size: 2 } },
+    config: {
+      stateDir: test.stateDir,
+      instance: test.instance,
+      subnet: test.subnet,
+      pool: { template: "base", size: 2 },
+      // Small disks so the quota tests fill one in a moment.
+      defaultLimits: { cpuCount: 2, memoryMB: 512, diskMB: 1024, pids: 1024 },
+    },
     envd: envdRuntimeFiles(),
     onProgress: progress,
   });

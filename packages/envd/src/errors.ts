@@ -31,8 +31,13 @@ const errnoCodes: Record<string, Code> = {
   ENOTSUP: Code.Unimplemented,
 };
 
+/** Linux's EDQUOT. */
+const EDQUOT_ERRNO = 122;
+
 export function errnoOf(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
+  const { code, errno } = (err as { code?: unknown; errno?: unknown } | null) ?? {};
+  // libuv has no name for EDQUOT (a sandbox over its disk quota): Node reports "Unknown system error -122".
+  if (errno === -EDQUOT_ERRNO) return "EDQUOT";
   return typeof code === "string" ? code : undefined;
 }
 

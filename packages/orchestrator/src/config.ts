@@ -25,6 +25,11 @@ export interface OrchestratorConfig {
   defaultLimits: SandboxLimits;
   /** How long to wait for envd in a new sandbox before giving up. */
   envdReadyTimeoutMs: number;
+  /**
+   * Where layers and writable layers live: "btrfs" (a loop-mounted btrfs image in the state directory, with a
+   * hard disk limit per sandbox and cheap snapshots) or "directory" (plain directories, no disk limits).
+   */
+  storage: "btrfs" | "directory";
   /** Sets no_new_privs in sandboxes. Off by default because the base template promises passwordless sudo. */
   noNewPrivileges: boolean;
 }
@@ -52,6 +57,7 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
     defaultLimits: Object.freeze({ ...DEFAULT_LIMITS, ...input.defaultLimits }),
     envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,
     noNewPrivileges: input.noNewPrivileges ?? false,
+    storage: input.storage ?? "btrfs",
   });
 }
 

@@ -21,6 +21,7 @@ import type {
 } from "./orchestrator-api.js";
 import { ensureRuntime, type EnvdRuntimeSource } from "./runtime.js";
 import { SandboxHost, type HostedSandbox } from "./sandbox-host.js";
+import { openSandboxStorage, type SandboxStorage } from "./storage/disk-storage.js";
 import { readRecord, writeRecord } from "./sandbox-record.js";
 import { ensureBaseTemplate } from "./templates/base-template.js";
 import {
@@ -69,6 +70,7 @@ export class LocalOrchestrator implements Orchestrator {
     private readonly host: SandboxHost,
     private readonly cgroups: CgroupManager,
     private readonly network: NetworkManager,
+    private readonly storage: SandboxStorage,
     private readonly logger: Logger,
   ) {
     this.templateBuilder = new TemplateBuilder({
@@ -86,6 +88,8 @@ export class LocalOrchestrator implements Orchestrator {
     const config = resolveOrchestratorConfig(opts.config);
     const logger = opts.logger ?? silentLogger;
     const paths = statePaths(config.stateDir);
+    await mkdir(config.stateDir, { recursive: true });
+    const storage = await openSandboxStorage({ stateDir: config.stateDir, preferred: config.storage, logger });
     await mkdir(paths.sandboxes, { recursive: true });
     const templates = new TemplateStore(paths.templates, paths.layers);
     await templates.load();
@@ -107,6 +111,7 @@ export class LocalOrchestrator implements Orchestrator {
     const host = new SandboxHost({
       config,
       reaper,
+      storage,
       cgroups,
       network,
       runtimeDir: runtime.dir,
@@ -114,7 +119,7 @@ export class LocalOrchestrator implements Orchestrator {
       layerPath: (layerId) => templates.layerPath(layerId),
       logger,
     });
-    const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, logger);
+    const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, storage, logger);
     await orchestrator.adoptOrReap();
     // What a killed build or a deleted template left in the layers directory goes before anything builds.
     await orchestrator.templateBuilder.requestGarbageCollection();
@@ -221,6 +226,7 @@ export class LocalOrchestrator implements Orchestrator {
     await this.network.teardown();
     await this.cgroups.close();
     stopReaper(reaperPaths(this.config.stateDir));
+    await this.storage.unmount();
   }
 
   /** The template a create names; the shipped `code-interpreter` is built the first time it is asked for. */
@@ -241,6 +247,7 @@ export class LocalOrchestrator implements Orchestrator {
   ): Promise<void> {
     const { record } = sandbox;
     if (!sameLimits(record.limits, limits)) await sandbox.cgroup.setLimits(limits);
+    if (record.limits.diskMB !== limits.diskMB) await this.host.setDiskLimit(sandbox, limits.diskMB);
     if (record.allowInternetAccess !== opts.allowInternetAccess) {
       await sandbox.network.setInternetAccess(opts.allowInternetAccess);
     }

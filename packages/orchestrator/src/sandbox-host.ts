@@ -13,6 +13,7 @@ import { randomId } from "./ids.js";
 import { launchSandbox } from "./launcher/index.js";
 import type { Logger } from "./logger.js";
 import type { ReaperPaths } from "./reaper/reaper.js";
+import type { SandboxStorage } from "./storage/disk-storage.js";
 import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
 import type { TemplateManifest } from "./templates/template-store.js";
 import type { CgroupManager, NetworkManager, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
@@ -34,6 +35,7 @@ export interface SandboxHostDeps {
   layerPath: (layerId: string) => string;
   /** The burrow-reaper that parents sandbox inits. */
   reaper: ReaperPaths;
+  storage: SandboxStorage;
   logger: Logger;
 }
 
@@ -57,6 +59,8 @@ export class SandboxHost {
     let net: SandboxNetwork | undefined;
     let pid: number | undefined;
     try {
+      await this.deps.storage.createWritableDir(dir);
+      await this.deps.storage.applyQuota(dir, limits.diskMB);
       await this.prepareWritableLayer(dir, upper);
       cgroup = await cgroups.open(sandboxId);
       await cgroup.setLimits(limits);
@@ -111,6 +115,11 @@ export class SandboxHost {
         cause: error,
       });
     }
+  }
+
+  /** Change the disk limit of a running sandbox (a pooled one claimed with other limits). */
+  async setDiskLimit(sandbox: HostedSandbox, diskMB: number): Promise<void> {
+    await this.deps.storage.applyQuota(sandbox.dir, diskMB);
   }
 
   /** Kill every process of the sandbox and remove its cgroups, network and writable layer. */

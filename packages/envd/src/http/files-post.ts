@@ -1,5 +1,5 @@
 import { createWriteStream } from "node:fs";
-import { chown, stat } from "node:fs/promises";
+import { chown, rm, stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { basename, dirname } from "node:path";
 import { Readable } from "node:stream";
@@ -9,7 +9,7 @@ import { errnoOf, HttpError } from "../errors.js";
 import { replaceMetadata } from "../filesystem/metadata.js";
 import { mkdirAllOwned } from "../filesystem/owned-mkdir.js";
 import type { SandboxUser } from "../users/user-db.js";
-import { decodedBody } from "./body.js";
+import { decodedBody, drainRequest } from "./body.js";
 import { authorizeFileRequest, resolveFilePath } from "./file-request.js";
 import { multipartBoundary, readMultipart } from "./multipart.js";
 import { sendJson } from "./respond.js";
@@ -37,8 +37,16 @@ function metadataFromHeaders(req: IncomingMessage): Record<string, string> {
   return out;
 }
 
+/** A request body that is not what its Content-Encoding says (zlib reports `Z_DATA_ERROR`, `Z_BUF_ERROR`…). */
+function badEncodingError(err: unknown): HttpError | undefined {
+  const code = errnoOf(err);
+  return code?.startsWith("Z_") ? new HttpError(400, `request body is not valid gzip: ${(err as Error).message}`) : undefined;
+}
+
 function writeError(err: unknown, path: string): HttpError {
   if (err instanceof HttpError) return err;
+  const encoding = badEncodingError(err);
+  if (encoding) return encoding;
   const code = errnoOf(err);
   if (code === "ENOSPC" || code === "EDQUOT") return new HttpError(507, `not enough disk space to write '${path}'`);
   if (code === "EACCES" || code === "EPERM" || code === "EROFS") return new HttpError(403, `permission denied writing '${path}'`);
@@ -53,14 +61,18 @@ async function writeOne(
   user: SandboxUser,
   metadata: Record<string, string>,
 ): Promise<WrittenFile> {
+  let existing: Awaited<ReturnType<typeof stat>> | undefined;
   try {
-    const existing = await stat(path).catch(() => undefined);
+    existing = await stat(path).catch(() => undefined);
     if (existing?.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`);
     await mkdirAllOwned(dirname(path), user);
     await pipeline(body instanceof Readable ? body : Readable.from(body), createWriteStream(path, { mode: 0o644 }));
     await chown(path, user.uid, user.gid);
     replaceMetadata(path, metadata);
   } catch (err) {
+    // A body that broke off (truncated multipart, bad gzip, client gone) must not leave a half-written new
+    // file behind. (An existing file is overwritten in place, as upstream does, so that watchers see a write.)
+    if (existing === undefined) await rm(path, { force: true }).catch(() => undefined);
     throw writeError(err, path);
   }
   const out: WrittenFile = { path, name: basename(path), type: "file" };
@@ -76,6 +88,25 @@ export async function postFiles(env: EnvdContext, req: IncomingMessage, res: Ser
   const body = decodedBody(req);
   const written: WrittenFile[] = [];
 
+  try {
+    await writeAll(env, body, contentType, rawPath, user, metadata, written);
+  } catch (err) {
+    await drainRequest(req);
+    throw badEncodingError(err) ?? err;
+  }
+  env.log.info("files written", { count: written.length, user: user.name });
+  sendJson(res, 200, written);
+}
+
+async function writeAll(
+  env: EnvdContext,
+  body: Readable,
+  contentType: string,
+  rawPath: string | null,
+  user: SandboxUser,
+  metadata: Record<string, string>,
+  written: WrittenFile[],
+): Promise<void> {
   if (/^multipart\/form-data/i.test(contentType)) {
     const seen = new Set<string>();
     for await (const part of readMultipart(body, multipartBoundary(contentType))) {
@@ -92,6 +123,4 @@ export async function postFiles(env: EnvdContext, req: IncomingMessage, res: Ser
     if (rawPath === null) throw new HttpError(400, "the path query parameter is required for a raw upload");
     written.push(await writeOne(resolveFilePath(env, user, rawPath), body, user, metadata));
   }
-  env.log.info("files written", { count: written.length, user: user.name });
-  sendJson(res, 200, written);
 }

@@ -2,7 +2,7 @@
 // stacked on the layers so far; when it succeeds, the sandbox's writable upper directory becomes the step's
 // layer. The sandbox is always destroyed, and the upper is moved out first so destroy does not delete it.
 import { randomBytes } from "node:crypto";
-import { rename } from "node:fs/promises";
+import { moveDir } from "../../storage/move-dir.js";
 import { join } from "node:path";
 import { initEnvd } from "../../envd-client.js";
 import { runEnvdCommand, type EnvdTarget } from "../../envd-rpc/index.js";
@@ -93,7 +93,7 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
     }
     // Every process must be gone before the upper is taken: nothing may write to it once it is a layer.
     await sandbox.cgroup.killAll(AbortSignal.timeout(10_000));
-    await rename(join(sandbox.dir, "upper"), input.resultDir);
+    await moveDir(join(sandbox.dir, "upper"), input.resultDir);
     await input.host.destroy(sandbox);
     destroyed = true;
   } catch (error) {
