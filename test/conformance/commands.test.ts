@@ -1,7 +1,7 @@
 // Processes through envd via the gateway (SDK tests sandbox/commands/*).
 import { describe, expect } from "vitest";
 import { CommandExitError, Sandbox, TimeoutError } from "e2b";
-import { sandboxTest, sdkOpts, TEMPLATE } from "./env.js";
+import { sandboxTest, sdkOpts } from "./env.js";
 
 describe("commands", () => {
   sandboxTest("run returns stdout, stderr and exit code", async ({ sandbox }) => {
@@ -23,8 +23,8 @@ describe("commands", () => {
     expect((await sandbox.commands.run("whoami", { user: "root" })).stdout.trim()).toBe("root");
   });
 
-  sandboxTest("sandbox-wide envs from create", async () => {
-    const sbx = await Sandbox.create(TEMPLATE, { ...sdkOpts(), envs: { SANDBOX_VAR: "yes" } });
+  sandboxTest("sandbox-wide envs from create", async ({ spawn }) => {
+    const sbx = await spawn({ envs: { SANDBOX_VAR: "yes" } });
     try {
       expect((await sbx.commands.run("echo $SANDBOX_VAR")).stdout.trim()).toBe("yes");
     } finally {
@@ -68,8 +68,8 @@ describe("commands", () => {
     await expect(sandbox.commands.run("sleep 10", { timeoutMs: 1_000 })).rejects.toBeInstanceOf(TimeoutError);
   });
 
-  sandboxTest("killing the sandbox mid-run drops the stream (sandboxKilledDuringRun)", async () => {
-    const sbx = await Sandbox.create(TEMPLATE, sdkOpts());
+  sandboxTest("killing the sandbox mid-run drops the stream (sandboxKilledDuringRun)", async ({ spawn }) => {
+    const sbx = await spawn();
     // Catch at once: the rejection arrives while the kill is in flight, before anything awaits `run`.
     const run = sbx.commands.run("sleep 60").catch((e: unknown) => e);
     await new Promise((r) => setTimeout(r, 1_000));

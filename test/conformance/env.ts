@@ -34,8 +34,14 @@ export const TEMPLATE = "base";
 /** Whether a global setup provided a server; without one (a plain `vitest run`) the suite is skipped. */
 export const hasBurrowEnv = (inject("burrow") as BurrowTestEnv | undefined) !== undefined;
 
-/** A test with a fresh `base` sandbox that is killed afterwards, like the SDK suite's `sandboxTest`. */
-const withSandbox = test.extend<{ sandbox: Sandbox }>({
+/** Creates further `base` sandboxes for one test; all of them are killed when the test ends. */
+export type Spawn = (opts?: Parameters<typeof Sandbox.create>[1]) => Promise<Sandbox>;
+
+/**
+ * A test with a fresh `base` sandbox that is killed afterwards, like the SDK suite's `sandboxTest`, and `spawn`
+ * for tests that need more (or differently created) sandboxes. Fixtures are lazy: unused ones create nothing.
+ */
+const withSandbox = test.extend<{ sandbox: Sandbox; spawn: Spawn }>({
   // eslint-disable-next-line no-empty-pattern
   sandbox: async ({}, use) => {
     const sandbox = await Sandbox.create(TEMPLATE, { ...sdkOpts(), timeoutMs: 120_000 });
@@ -43,6 +49,19 @@ const withSandbox = test.extend<{ sandbox: Sandbox }>({
       await use(sandbox);
     } finally {
       await sandbox.kill().catch(() => undefined);
+    }
+  },
+  // eslint-disable-next-line no-empty-pattern
+  spawn: async ({}, use) => {
+    const created: Sandbox[] = [];
+    try {
+      await use(async (opts) => {
+        const sandbox = await Sandbox.create(TEMPLATE, { timeoutMs: 120_000, ...opts, ...sdkOpts() });
+        created.push(sandbox);
+        return sandbox;
+      });
+    } finally {
+      await Promise.all(created.map((s) => s.kill().catch(() => undefined)));
     }
   },
 });

@@ -15,9 +15,9 @@ describe("sandbox lifecycle", () => {
     expect(info.endAt.getTime()).toBeGreaterThan(info.startedAt.getTime());
   });
 
-  sandboxTest("metadata is kept and filterable", async () => {
+  sandboxTest("metadata is kept and filterable", async ({ spawn }) => {
     const marker = `m${Date.now()}`;
-    const sbx = await Sandbox.create(TEMPLATE, { ...sdkOpts(), metadata: { marker, "odd key&=": "v/= x" } });
+    const sbx = await spawn({ metadata: { marker, "odd key&=": "v/= x" } });
     try {
       expect((await sbx.getInfo()).metadata).toEqual({ marker, "odd key&=": "v/= x" });
       const listed = await Sandbox.list({ ...sdkOpts(), query: { metadata: { "odd key&=": "v/= x", marker } } }).nextItems();
@@ -27,10 +27,10 @@ describe("sandbox lifecycle", () => {
     }
   });
 
-  sandboxTest("list paginates newest first", async () => {
+  sandboxTest("list paginates newest first", async ({ spawn }) => {
     const marker = `p${Date.now()}`;
-    const a = await Sandbox.create(TEMPLATE, { ...sdkOpts(), metadata: { marker } });
-    const b = await Sandbox.create(TEMPLATE, { ...sdkOpts(), metadata: { marker } });
+    const a = await spawn({ metadata: { marker } });
+    const b = await spawn({ metadata: { marker } });
     try {
       const paginator = Sandbox.list({ ...sdkOpts(), limit: 1, query: { metadata: { marker } } });
       const first = await paginator.nextItems();
@@ -44,16 +44,16 @@ describe("sandbox lifecycle", () => {
     }
   });
 
-  sandboxTest("kill, then kill again returns false, getInfo throws not found", async () => {
-    const sbx = await Sandbox.create(TEMPLATE, sdkOpts());
+  sandboxTest("kill, then kill again returns false, getInfo throws not found", async ({ spawn }) => {
+    const sbx = await spawn();
     await sbx.kill();
     expect(await sbx.isRunning()).toBe(false);
     expect(await Sandbox.kill(sbx.sandboxId, sdkOpts())).toBe(false);
     await expect(Sandbox.getInfo(sbx.sandboxId, sdkOpts())).rejects.toBeInstanceOf(SandboxNotFoundError);
   });
 
-  sandboxTest("setTimeout shortens: the sandbox is gone after it", async () => {
-    const sbx = await Sandbox.create(TEMPLATE, sdkOpts());
+  sandboxTest("setTimeout shortens: the sandbox is gone after it", async ({ spawn }) => {
+    const sbx = await spawn();
     await sbx.setTimeout(3_000);
     await new Promise((r) => setTimeout(r, 6_000));
     expect(await sbx.isRunning()).toBe(false);
@@ -86,5 +86,69 @@ describe("sandbox lifecycle", () => {
 
   sandboxTest("unknown template fails with the template named", async () => {
     await expect(Sandbox.create("no-such-template-xyz", sdkOpts())).rejects.toThrow(/no-such-template-xyz/);
+  });
+});
+
+describe("sandbox lifecycle: more", () => {
+  sandboxTest("getInfo fields match the create response and the sandbox itself", async ({ sandbox }) => {
+    const info = await Sandbox.getInfo(sandbox.sandboxId, sdkOpts());
+    expect(info).toMatchObject({ sandboxId: sandbox.sandboxId, state: "running", metadata: {} });
+    expect(info.templateId).toMatch(/\S/);
+    expect(info.cpuCount).toBeGreaterThan(0);
+    expect(info.memoryMB).toBeGreaterThan(0);
+    expect(info.envdVersion).toMatch(/^\d+\.\d+\.\d+/);
+    expect(info.startedAt.getTime()).toBeLessThanOrEqual(Date.now());
+    expect((await sandbox.commands.run("nproc")).stdout.trim()).toBe(String(info.cpuCount));
+  });
+
+  sandboxTest("create timeoutMs sets endAt; setTimeout lengthens and shortens it", async ({ spawn }) => {
+    const sbx = await spawn({ timeoutMs: 60_000 });
+    try {
+      const first = await sbx.getInfo();
+      expect(first.endAt.getTime() - first.startedAt.getTime()).toBeGreaterThanOrEqual(59_000);
+      expect(first.endAt.getTime() - first.startedAt.getTime()).toBeLessThanOrEqual(61_000);
+      await sbx.setTimeout(600_000);
+      expect((await sbx.getInfo()).endAt.getTime()).toBeGreaterThan(Date.now() + 590_000);
+      await Sandbox.setTimeout(sbx.sandboxId, 30_000, sdkOpts());
+      const shorter = (await sbx.getInfo()).endAt.getTime();
+      expect(shorter).toBeLessThan(Date.now() + 31_000);
+      expect(await sbx.isRunning()).toBe(true);
+    } finally {
+      await sbx.kill();
+    }
+  });
+
+  sandboxTest("setTimeout, connect and getInfo of a missing sandbox say not found", async () => {
+    await expect(Sandbox.setTimeout("nosuchsandbox0000000", 10_000, sdkOpts())).rejects.toThrow(/not found/i);
+    await expect(Sandbox.connect("nosuchsandbox0000000", sdkOpts())).rejects.toThrow(/not found/i);
+    await expect(Sandbox.getInfo("nosuchsandbox0000000", sdkOpts())).rejects.toBeInstanceOf(SandboxNotFoundError);
+  });
+
+  sandboxTest("connect does not shorten a longer timeout", async ({ sandbox }) => {
+    await sandbox.setTimeout(600_000);
+    await Sandbox.connect(sandbox.sandboxId, { ...sdkOpts(), timeoutMs: 10_000 });
+    expect((await sandbox.getInfo()).endAt.getTime()).toBeGreaterThan(Date.now() + 500_000);
+  });
+
+  sandboxTest("isRunning follows kill, and the static kill works", async ({ spawn }) => {
+    const sbx = await spawn();
+    expect(await sbx.isRunning()).toBe(true);
+    expect(await Sandbox.kill(sbx.sandboxId, sdkOpts())).toBe(true);
+    expect(await sbx.isRunning()).toBe(false);
+    expect(await sbx.kill()).toBe(false);
+  });
+
+  sandboxTest("sandboxes are separate computers: files and processes are not shared", async ({ sandbox, spawn }) => {
+    const other = await spawn();
+    try {
+      await sandbox.files.write("/tmp/only-here", "1");
+      expect(await other.files.exists("/tmp/only-here")).toBe(false);
+      const bg = await sandbox.commands.run("sleep 77", { background: true });
+      expect((await other.commands.list()).map((p) => p.pid)).not.toContain(bg.pid);
+      expect((await sandbox.commands.run("pgrep -f 'slee[p] 77'")).stdout.trim()).toBe(String(bg.pid));
+      expect((await other.commands.run("pgrep -f 'slee[p] 77' || echo none")).stdout.trim()).toBe("none");
+    } finally {
+      await other.kill();
+    }
   });
 });

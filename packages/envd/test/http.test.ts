@@ -135,7 +135,10 @@ describe("/files details", () => {
     const badGzip = await fetch(`${url}/files?path=bad.gz`, {
       method: "POST", headers: { ...auth(), "content-type": "application/octet-stream", "content-encoding": "gzip" }, body: "not gzip",
     });
-    expect(badGzip.status).toBeGreaterThanOrEqual(400);
+    expect(badGzip.status).toBe(400);
+    expect(await badGzip.json()).toEqual({ code: 400, message: expect.stringMatching(/not valid gzip/) });
+    // Nothing half-written is left behind.
+    expect((await fetch(`${url}/files?path=bad.gz`, { headers: auth() })).status).toBe(404);
     const badMultipart = await fetch(`${url}/files`, {
       method: "POST", headers: { ...auth(), "content-type": "multipart/form-data; boundary=xyz" }, body: "--xyz\r\ngarbage",
     });

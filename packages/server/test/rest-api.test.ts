@@ -128,6 +128,34 @@ describe("errors", () => {
     expect(timeout.status).toBe(404);
   });
 
+  it("router-level failures (bad percent-escape, over-long id) answer in E2B's shape", async () => {
+    for (const path of ["/sandboxes/%E0%A4%A", `/sandboxes/${"a".repeat(300)}`]) {
+      const res = await t.api(path);
+      expect(res.status, path).toBeGreaterThanOrEqual(400);
+      expect(res.status, path).toBeLessThan(500);
+      expect(await res.json()).toEqual({ code: res.status, message: expect.any(String) });
+    }
+  });
+
+  it("JSON bodies are not type-coerced: wrong types are 400", async () => {
+    for (const body of [
+      { templateID: 5 },
+      { templateID: "base", timeout: "30" },
+      { templateID: "base", metadata: { a: 1 } },
+      { templateID: "base", secure: 1 },
+    ]) {
+      const { res, body: answer } = await create(body as object);
+      expect(res.status, JSON.stringify(body)).toBe(400);
+      expect(answer).toEqual({ code: 400, message: expect.stringMatching(/must be/) });
+    }
+    const timeout = await t.api("/sandboxes/nope/timeout", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: '{"timeout":"5"}',
+    });
+    expect(timeout.status).toBe(400);
+  });
+
   it("unsupported endpoints answer 501 (404 first for unknown sandboxes)", async () => {
     const { body } = await create();
     const id = body["sandboxID"] as string;

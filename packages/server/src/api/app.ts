@@ -1,7 +1,7 @@
 // The REST API: E2B's control-plane endpoints on fastify. Errors of every kind leave through one handler that
 // writes E2B's shape `{"code": <status>, "message": "…"}`.
 import type { Server } from "node:http";
-import Fastify, { LogController, type FastifyInstance, type FastifyServerFactory } from "fastify";
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerFactory } from "fastify";
 import type { Logger } from "pino";
 import { fromDependencyError, toE2bError } from "../errors.js";
 import { registerAuth } from "./auth.js";
@@ -37,6 +37,12 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     // close() must not wait for long-lived proxied streams (watch, pty) to end on their own.
     forceCloseConnections: true,
     return503OnClosing: true,
+    // Router-level failures (a malformed percent-escape, an over-long path parameter) skip the error handler;
+    // without this they would answer in fastify's own shape instead of E2B's.
+    frameworkErrors: (err, _request, reply) => {
+      const { status, body } = toE2bError(err);
+      void (reply as FastifyReply).code(status).type("application/json").send(body);
+    },
   }) as unknown as FastifyInstance<Server>;
 
   for (const schema of sharedSchemas) app.addSchema(schema);

@@ -4,6 +4,7 @@ import type { FastifyInstance } from "fastify";
 import { Code, ServerError } from "../../errors.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
+import { strictJsonBody } from "../strict-json.js";
 import { toSandbox } from "./serialize.js";
 
 const connectBody = {
@@ -19,6 +20,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
     app.post<{ Params: { sandboxID: string }; Body: { timeout?: number } | undefined }>(
       url,
       {
+        preValidation: strictJsonBody,
         schema: {
           summary: "Connect to a sandbox (200 when running)",
           params: sandboxIdParams,

@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyReply } from "fastify";
 import { Code, ServerError } from "../../errors.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, newSandboxSchema } from "../schemas.js";
+import { strictJsonBody } from "../strict-json.js";
 import { toSandbox } from "./serialize.js";
 
 interface NewSandboxBody {
@@ -48,6 +49,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
     app.post<{ Body: NewSandboxBody }>(
       url,
       {
+        preValidation: strictJsonBody,
         schema: {
           summary: "Create a sandbox from a template",
           body: newSandboxSchema,

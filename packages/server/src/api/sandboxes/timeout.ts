@@ -2,11 +2,13 @@
 import type { FastifyInstance } from "fastify";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
+import { strictJsonBody } from "../strict-json.js";
 
 export function registerTimeoutRoute(app: FastifyInstance, ctx: ApiContext): void {
   app.post<{ Params: { sandboxID: string }; Body: { timeout: number } }>(
     "/sandboxes/:sandboxID/timeout",
     {
+      preValidation: strictJsonBody,
       schema: {
         summary: "Set a sandbox's remaining lifetime",
         params: sandboxIdParams,
