@@ -10,3 +10,4 @@ export {
   SANDBOX_ID_PATTERN,
   RUNTIME_MOUNT,
 } from "./constants.js";
+export * as envelopePb from "./gen/bus/envelope_pb.js";

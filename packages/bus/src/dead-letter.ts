@@ -1,0 +1,40 @@
+import { encodeToken } from "./subject.js";
+
+/** Every backend moves dead letters to this stream, subject `dlq.<stream>.<durable>`. */
+export const DLQ_STREAM = "BURROW_DLQ";
+export const DLQ_SUBJECTS = ["dlq.>"];
+
+export const DLQ_HEADER = {
+  reason: "burrow-dlq-reason",
+  stream: "burrow-dlq-stream",
+  durable: "burrow-dlq-durable",
+  subject: "burrow-dlq-subject",
+  seq: "burrow-dlq-seq",
+  deliveries: "burrow-dlq-deliveries",
+} as const;
+
+export type DeadLetterReason = "max_deliver" | "terminated";
+
+export function deadLetterSubject(stream: string, durable: string): string {
+  return `dlq.${encodeToken(stream)}.${encodeToken(durable)}`;
+}
+
+/** Msg-id for the dead-letter copy, so two movers racing on the same message store it once. */
+export function deadLetterMsgId(stream: string, seq: number): string {
+  return `dlq:${stream}:${seq}`;
+}
+
+export function deadLetterHeaders(
+  original: Readonly<Record<string, string>>,
+  info: { reason: DeadLetterReason; stream: string; durable: string; subject: string; seq: number; deliveries: number },
+): Record<string, string> {
+  const h: Record<string, string> = {};
+  for (const [k, v] of Object.entries(original)) if (!k.startsWith("nats-")) h[k] = v;
+  h[DLQ_HEADER.reason] = info.reason;
+  h[DLQ_HEADER.stream] = info.stream;
+  h[DLQ_HEADER.durable] = info.durable;
+  h[DLQ_HEADER.subject] = info.subject;
+  h[DLQ_HEADER.seq] = String(info.seq);
+  h[DLQ_HEADER.deliveries] = String(info.deliveries);
+  return h;
+}

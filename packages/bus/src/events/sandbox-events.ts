@@ -1,0 +1,151 @@
+import { decodeToken, encodeToken } from "../subject.js";
+import type { Bus, BusMsg, PubAck } from "../types.js";
+
+/**
+ * Sandbox events on subjects `sbx.<templateId>.<sandboxId>.<category>.<type>`, each id escaped into one token.
+ * Address by sandbox with `sbx.*.<sandboxId>.>`, by template with `sbx.<templateId>.>`, by kind with
+ * `sbx.*.*.fs.write`. Metadata cannot live in a subject (unbounded keys); it travels in the payload and in
+ * `burrow-meta-<key>` headers, and `matchesSandboxEvent` filters on it after the subject match.
+ */
+export const SANDBOX_EVENT_STREAM = "BURROW_SANDBOX_EVENTS";
+export const SANDBOX_EVENT_SUBJECTS = ["sbx.>"];
+
+export type LifecycleEventType = "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed";
+export type ProcessEventType = "started" | "output" | "exited";
+export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod";
+
+interface EventBase {
+  sandboxId: string;
+  templateId: string;
+  metadata?: Record<string, string>;
+  /** Unix ms; set by publishSandboxEvent when absent. */
+  atMs?: number;
+}
+
+export interface LifecycleEvent extends EventBase {
+  category: "lifecycle";
+  type: LifecycleEventType;
+  /** snapshotted: the new snapshot/checkpoint id. */
+  snapshotId?: string;
+  /** forked: ids of the new sandboxes. */
+  children?: string[];
+  /** forked/resumed from this sandbox or snapshot. */
+  parentId?: string;
+}
+
+export interface ProcessEvent extends EventBase {
+  category: "proc";
+  type: ProcessEventType;
+  pid: number;
+  /** started: the command line. */
+  cmd?: string;
+  /** output (only published when the process was started with output events on). */
+  stream?: "stdout" | "stderr" | "pty";
+  /** output: base64 of the chunk. */
+  dataBase64?: string;
+  /** exited: the exit code (signal deaths are 128 + signal, as shells report). */
+  exitCode?: number;
+  error?: string;
+}
+
+export interface FilesystemEvent extends EventBase {
+  category: "fs";
+  type: FilesystemEventType;
+  path: string;
+  /** rename: the previous path. */
+  oldPath?: string;
+  /** chmod: the new mode. */
+  mode?: number;
+}
+
+export type SandboxEvent = LifecycleEvent | ProcessEvent | FilesystemEvent;
+export type SandboxEventCategory = SandboxEvent["category"];
+
+export function sandboxEventSubject(e: Pick<SandboxEvent, "templateId" | "sandboxId" | "category" | "type">): string {
+  return `sbx.${encodeToken(e.templateId)}.${encodeToken(e.sandboxId)}.${e.category}.${e.type}`;
+}
+
+export interface SandboxEventFilter {
+  sandboxId?: string;
+  templateId?: string;
+  category?: SandboxEventCategory;
+  type?: string;
+  /** Every listed key must have exactly this value. */
+  metadata?: Record<string, string>;
+  /** fs events: path prefix the event's path must start with. */
+  pathPrefix?: string;
+}
+
+/** The narrowest subject pattern covering a filter (metadata and path are checked afterwards). */
+export function sandboxEventPattern(f: SandboxEventFilter): string {
+  const t = (v: string | undefined) => (v === undefined ? "*" : encodeToken(v));
+  if (f.category === undefined && f.type === undefined) return `sbx.${t(f.templateId)}.${t(f.sandboxId)}.>`;
+  return `sbx.${t(f.templateId)}.${t(f.sandboxId)}.${f.category ?? "*"}.${f.type ?? "*"}`;
+}
+
+export function matchesSandboxEvent(f: SandboxEventFilter, e: SandboxEvent): boolean {
+  if (f.sandboxId !== undefined && f.sandboxId !== e.sandboxId) return false;
+  if (f.templateId !== undefined && f.templateId !== e.templateId) return false;
+  if (f.category !== undefined && f.category !== e.category) return false;
+  if (f.type !== undefined && f.type !== e.type) return false;
+  if (f.metadata) for (const [k, v] of Object.entries(f.metadata)) if (e.metadata?.[k] !== v) return false;
+  if (f.pathPrefix !== undefined && (e.category !== "fs" || !e.path.startsWith(f.pathPrefix))) return false;
+  return true;
+}
+
+/** Parses a subject back into its parts; undefined for subjects outside the scheme. */
+export function parseSandboxEventSubject(subject: string): { templateId: string; sandboxId: string; category: string; type: string } | undefined {
+  const t = subject.split(".");
+  if (t.length !== 5 || t[0] !== "sbx") return undefined;
+  return { templateId: decodeToken(t[1]!), sandboxId: decodeToken(t[2]!), category: t[3]!, type: t[4]! };
+}
+
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+export function encodeSandboxEvent(e: SandboxEvent): Uint8Array {
+  return enc.encode(JSON.stringify(e));
+}
+
+export function decodeSandboxEvent(m: Pick<BusMsg, "data">): SandboxEvent {
+  return JSON.parse(dec.decode(m.data)) as SandboxEvent;
+}
+
+/** Creates the stream that keeps sandbox events for durable consumers such as triggers. */
+export async function ensureSandboxEventStream(bus: Bus, opts: { maxAgeMs?: number } = {}): Promise<void> {
+  await bus.ensureStream({ name: SANDBOX_EVENT_STREAM, subjects: SANDBOX_EVENT_SUBJECTS, retention: "limits", maxAgeMs: opts.maxAgeMs ?? 86_400_000 });
+}
+
+/**
+ * Publishes one sandbox event. Durable by default (the event stream must exist): a trigger that is down when a file
+ * is written still sees the write. Process output is usually published with `durable: false`.
+ */
+export async function publishSandboxEvent(bus: Bus, event: SandboxEvent, opts: { durable?: boolean; msgId?: string; signal?: AbortSignal } = {}): Promise<PubAck | undefined> {
+  const e = { ...event, atMs: event.atMs ?? Date.now() };
+  const headers: Record<string, string> = { "content-type": "application/json", "burrow-event": `${e.category}.${e.type}` };
+  for (const [k, v] of Object.entries(e.metadata ?? {})) headers[`burrow-meta-${k.toLowerCase()}`] = v;
+  const subject = sandboxEventSubject(e);
+  if (opts.durable === false) {
+    await bus.publish(subject, encodeSandboxEvent(e), { headers });
+    return undefined;
+  }
+  return bus.publishDurable(subject, encodeSandboxEvent(e), { headers, msgId: opts.msgId, signal: opts.signal });
+}
+
+/** Live sandbox events matching a filter (at-most-once; use a durable consumer on the event stream to miss none). */
+export async function* subscribeSandboxEvents(bus: Bus, f: SandboxEventFilter, opts: { signal?: AbortSignal } = {}): AsyncIterable<SandboxEvent> {
+  const sub = bus.subscribe(sandboxEventPattern(f), { signal: opts.signal });
+  try {
+    for await (const m of sub) {
+      let e: SandboxEvent;
+      try {
+        e = decodeSandboxEvent(m);
+      } catch {
+        continue;
+      }
+      if (matchesSandboxEvent(f, e)) yield e;
+    }
+  } finally {
+    await sub.close();
+  }
+}

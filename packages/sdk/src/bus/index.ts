@@ -1,0 +1,2 @@
+export { BusClient, type BusMessage, type PublishResult, type QueueMessage, type AgentStatus } from "./bus-client.js";
+export { BurrowApiError, type BusClientOptions, type CallOptions, type Payload } from "./http.js";

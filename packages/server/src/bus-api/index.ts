@@ -1,0 +1,2 @@
+export { registerBusApi, type BusApiOptions } from "./register-bus-api.js";
+export type { QueueApiDefaults } from "./queue-routes.js";

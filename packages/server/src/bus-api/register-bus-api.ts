@@ -1,0 +1,42 @@
+// Burrow's bus over HTTP under /burrow/v1: publish, subscribe (server-sent events), queues, agent keys and heartbeats.
+// Errors leave through the app's error handler as `{"code": <status>, "message": "…"}`.
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { BusKeyRegistry, LivenessMonitor, type Bus, type KeyRegistry } from "@burrow/bus";
+import { registerAgentRoutes } from "./agent-routes.js";
+import { registerPublishRoutes } from "./publish-routes.js";
+import { QueueGateway, registerQueueRoutes, type QueueApiDefaults } from "./queue-routes.js";
+
+export interface BusApiOptions {
+  bus: Bus;
+  /** Runs before every route; throw (e.g. a ServerError with Code.Unauthenticated) to refuse. */
+  authenticate(request: FastifyRequest): Promise<void>;
+  /** Where agent public keys live. @default a BusKeyRegistry on `bus` */
+  registry?: KeyRegistry;
+  /** Heartbeat window for agents' up/down state. @default 5000 */
+  livenessWindowMs?: number;
+  queueDefaults?: QueueApiDefaults;
+  /** @default "/burrow/v1" */
+  prefix?: string;
+}
+
+export function registerBusApi(app: FastifyInstance, opts: BusApiOptions): void {
+  const prefix = opts.prefix ?? "/burrow/v1";
+  const auth = (r: FastifyRequest) => opts.authenticate(r);
+  let registry: Promise<KeyRegistry> | undefined = opts.registry ? Promise.resolve(opts.registry) : undefined;
+  let monitor: Promise<LivenessMonitor> | undefined;
+  const gateway = new QueueGateway(opts.bus, opts.queueDefaults ?? {});
+  registerPublishRoutes(app, opts.bus, prefix, auth);
+  registerQueueRoutes(app, gateway, prefix, auth);
+  registerAgentRoutes(
+    app,
+    opts.bus,
+    () => (registry ??= BusKeyRegistry.open(opts.bus)),
+    () => (monitor ??= LivenessMonitor.open(opts.bus, { windowMs: opts.livenessWindowMs ?? 5000 })),
+    prefix,
+    auth,
+  );
+  app.addHook("onClose", async () => {
+    await gateway.close();
+    if (monitor) await (await monitor).close();
+  });
+}
