@@ -268,4 +268,8 @@ async function main() {
   }
 }
 
-await main();
+/** For bench/run.mjs. */
+export const runBusBenchmarks = main;
+
+// Run directly (`node bench/bus.mjs`), not when imported by bench/run.mjs.
+if (process.argv[1] && import.meta.url === new URL(`file://${process.argv[1]}`).href) await main();

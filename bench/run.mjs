@@ -10,6 +10,7 @@ process.stdout.write(
 const only = process.argv[2];
 if (!only || only === "sandbox") await runSandboxBenchmarks();
 if (!only || only === "bus") {
+  process.stdout.write("\n== agent bus ==\n");
   const { runBusBenchmarks } = await import("./bus.mjs");
   await runBusBenchmarks();
 }

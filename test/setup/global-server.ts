@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { LocalOrchestrator } from "@burrow/orchestrator";
+import { createBus } from "@burrow/bus";
 import { startServer } from "@burrow/server";
 import { pino } from "pino";
 import { newTestInstance } from "../helpers/test-instance.js";
@@ -25,15 +26,17 @@ export default async function setup(project: TestProject): Promise<() => Promise
     envd: envdRuntimeFiles(),
     onProgress: progress,
   });
+  const bus = await createBus({ kind: "embedded", path: join(test.stateDir, "bus.db") });
   const server = await startServer(
     { host: "127.0.0.1", port: 0, stateDir: test.stateDir },
-    { orchestrator, templates: orchestrator.templateBuilder, logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }) },
+    { orchestrator, templates: orchestrator.templateBuilder, bus, logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }) },
   );
   const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();
   const url = `http://127.0.0.1:${server.port}`;
   project.provide("burrow", { apiUrl: url, sandboxUrl: url, apiKey, ...test });
   return async () => {
     await server.close();
+    await bus.close();
     await orchestrator.shutdown();
     await rm(test.stateDir, { recursive: true, force: true });
   };

@@ -4,7 +4,8 @@ export const USAGE = `burrow — self-hosted, E2B-compatible sandboxes for AI ag
 
 Usage:
   burrow up [--port 3000] [--host 127.0.0.1] [--state-dir /var/lib/burrow] [--pool-size N]
-            [--instance main] [--subnet 10.213.0.0/16] [--domain localhost]
+            [--instance main] [--subnet 10.213.0.0/16] [--domain localhost:3000]
+            [--bus embedded|nats://HOST:4222]
   burrow down [--state-dir DIR] [--instance main] [--subnet CIDR]   (kill all sandboxes, remove network and cgroups)
   burrow sandbox create [--template base] [--timeout SECONDS] [--metadata k=v ...] [--env K=V ...] [--no-internet]
   burrow sandbox list [--state running,paused] [--metadata k=v ...]

@@ -13,6 +13,8 @@ import { SandboxService } from "./lifecycle/sandbox-service.js";
 import { createServerMetrics } from "./metrics/prometheus.js";
 import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
 import { openStore, type Store } from "./store/store.js";
+import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
+import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -26,6 +28,11 @@ export interface ServerDeps {
   upstream?: UpstreamResolver;
   /** Template builder behind E2B's Template API; without it template builds answer 501. */
   templates?: TemplateBuildService;
+  /**
+   * The agent bus: serves /burrow/v1 (publish, subscribe, queues, agents) and receives sandbox lifecycle events.
+   * The caller owns it (creates and closes it).
+   */
+  bus?: Bus;
 }
 
 export interface RunningServer {
@@ -66,6 +73,10 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     if (apiKey.keyFile && apiKey.created) logger.info({ keyFile: apiKey.keyFile }, "generated API key");
 
     const events = new SandboxEvents(logger);
+    if (deps.bus) {
+      await ensureSandboxEventStream(deps.bus);
+      cleanups.push(publishLifecycleEvents(events, deps.bus, logger));
+    }
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
     const sandboxMetrics = new SandboxMetrics(deps.orchestrator, {
       intervalMs: cfg.metricsIntervalMs,
@@ -104,7 +115,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     };
     const app = await createApi(
       { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry },
-      { logger, serverFactory, templates: deps.templates },
+      { logger, serverFactory, templates: deps.templates, bus: deps.bus },
     );
     // The gateway goes first: upgraded (WebSocket) sockets are invisible to fastify's close and would hold it open.
     cleanups.push(async () => {

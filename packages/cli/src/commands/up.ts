@@ -6,7 +6,9 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { DEFAULT_STATE_DIR, DEFAULT_SUBNET, LocalOrchestrator } from "@burrow/orchestrator";
+import { createBus, type Bus } from "@burrow/bus";
 import { startServer } from "@burrow/server";
+import { CliError } from "../cli-error.js";
 import { pino } from "pino";
 
 export async function up(argv: string[]): Promise<void> {
@@ -21,6 +23,7 @@ export async function up(argv: string[]): Promise<void> {
       instance: { type: "string", default: env.BURROW_INSTANCE ?? "main" },
       subnet: { type: "string", default: env.BURROW_SUBNET ?? DEFAULT_SUBNET },
       domain: { type: "string", default: env.BURROW_DOMAIN },
+      bus: { type: "string", default: env.BURROW_BUS ?? "embedded" },
     },
   });
   const logger = pino({ level: env.BURROW_LOG_LEVEL ?? "info" });
@@ -41,9 +44,10 @@ export async function up(argv: string[]): Promise<void> {
   // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those
   // host names reach the gateway (*.localhost resolves to loopback in browsers and curl).
   const domain = values.domain ?? `localhost:${port}`;
+  const bus = await openBus(values.bus, stateDir);
   const server = await startServer(
     { host: values.host, port, stateDir, domain },
-    { orchestrator, templates: orchestrator.templateBuilder, logger: logger.child({ component: "server" }) },
+    { orchestrator, templates: orchestrator.templateBuilder, bus, logger: logger.child({ component: "server" }) },
   );
   const apiKey = env.BURROW_API_KEY ?? (await readFile(join(stateDir, "api-key"), "utf8")).trim();
   const url = `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${server.port}`;
@@ -64,5 +68,13 @@ export async function up(argv: string[]): Promise<void> {
   });
   progress("stopping (running sandboxes keep running and are re-adopted by the next 'burrow up')");
   await server.close();
+  await bus.close();
   await orchestrator.close();
+}
+
+/** `embedded` (SQLite in the state directory, the default) or a NATS URL (`nats://host:4222`) for JetStream. */
+function openBus(spec: string, stateDir: string): Promise<Bus> {
+  if (spec === "embedded") return createBus({ kind: "embedded", path: join(stateDir, "bus.db") });
+  if (/^(nats|tls):\/\//.test(spec)) return createBus({ kind: "nats", servers: spec.split(",") });
+  throw new CliError(`--bus must be 'embedded' or a nats:// URL, got '${spec}'`, 2);
 }

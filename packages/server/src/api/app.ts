@@ -18,6 +18,8 @@ import { registerUnsupportedRoutes, registerUnsupportedTemplateRoutes } from "./
 import { registerTemplateApi, type TemplateBuildService } from "../templates-api/index.js";
 import { sharedSchemas } from "./schemas.js";
 import { registerTemplateAliasRoute } from "./templates/aliases.js";
+import type { Bus } from "@burrow/bus";
+import { registerBusApi } from "../bus-api/index.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -25,6 +27,8 @@ export interface CreateApiOptions {
   serverFactory: FastifyServerFactory<Server>;
   /** Template builds (templates-api/); without it those endpoints answer 501 and only alias lookups work. */
   templates?: TemplateBuildService | undefined;
+  /** The agent bus behind /burrow/v1; without it those routes do not exist. */
+  bus?: Bus | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -71,6 +75,8 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     registerTemplateAliasRoute(app, ctx);
     registerUnsupportedTemplateRoutes(app);
   }
+  // The API-key hook registered above already guards these routes.
+  if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {} });
   registerUnsupportedRoutes(app, ctx);
   await app.ready();
   return app;
