@@ -20,8 +20,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
       instance: test.instance,
       subnet: test.subnet,
       pool: { template: "base", size: 2 },
-      // Small disks so the quota tests fill one in a moment.
-      defaultLimits: { cpuCount: 2, memoryMB: 512, diskMB: 1024, pids: 1024 },
     },
     envd: envdRuntimeFiles(),
     onProgress: progress,
