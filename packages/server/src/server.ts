@@ -15,6 +15,10 @@ import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
 import { openStore, type Store } from "./store/store.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
+import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
+import { TriggerService } from "./bus/trigger-service.js";
+import { WatchBridge } from "./bus/watch-bridge.js";
+import type { SandboxBusServices } from "./bus-api/index.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -96,6 +100,17 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => sandboxes.close());
     await sandboxes.reconcile();
 
+    // With a bus: fs watches, and triggers and tasks run by a real runner (rules resume from the bus's KV).
+    let busServices: SandboxBusServices | undefined;
+    if (deps.bus) {
+      const runner = new ServerSandboxRunner({ sandboxes, bus: deps.bus, logger });
+      const watches = new WatchBridge({ bus: deps.bus, sandboxes, events, logger });
+      cleanups.push(() => watches.close());
+      const triggers = await TriggerService.open({ bus: deps.bus, runner, logger });
+      cleanups.push(() => triggers.close());
+      busServices = { watches, triggers, runner };
+    }
+
     const gateway = new Gateway({
       sandboxes,
       metrics,
@@ -115,7 +130,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     };
     const app = await createApi(
       { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry },
-      { logger, serverFactory, templates: deps.templates, bus: deps.bus },
+      { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices },
     );
     // The gateway goes first: upgraded (WebSocket) sockets are invisible to fastify's close and would hold it open.
     cleanups.push(async () => {

@@ -1,5 +1,23 @@
 import { fromBody, Http, toBody, type BusClientOptions, type CallOptions, type Payload } from "./http.js";
 import { readSse } from "./sse.js";
+import type { SandboxEvent, SandboxEventFilter, TaskSpec, TaskStatus, Trigger, TriggerRule, Watch } from "./automation.js";
+
+/** The narrowest subject pattern for a filter (metadata and pathPrefix are checked on each event). */
+function eventPattern(f: SandboxEventFilter): string {
+  const t = (v: string | undefined) => (v === undefined ? "*" : v.replace(/[.*>%\s]/g, (c) => "%" + c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")));
+  if (f.category === undefined && f.type === undefined) return `sbx.${t(f.templateId)}.${t(f.sandboxId)}.>`;
+  return `sbx.${t(f.templateId)}.${t(f.sandboxId)}.${f.category ?? "*"}.${f.type ?? "*"}`;
+}
+
+function eventMatches(f: SandboxEventFilter, e: SandboxEvent): boolean {
+  if (f.sandboxId !== undefined && f.sandboxId !== e.sandboxId) return false;
+  if (f.templateId !== undefined && f.templateId !== e.templateId) return false;
+  if (f.category !== undefined && f.category !== e.category) return false;
+  if (f.type !== undefined && f.type !== e.type) return false;
+  if (f.metadata) for (const [k, v] of Object.entries(f.metadata)) if (e.metadata?.[k] !== v) return false;
+  if (f.pathPrefix !== undefined && !(e.path ?? "").startsWith(f.pathPrefix)) return false;
+  return true;
+}
 
 export interface BusMessage {
   subject: string;
@@ -88,6 +106,73 @@ export class BusClient {
           },
         }),
       };
+    },
+  };
+
+  /** Sandbox events (lifecycle, proc, fs) on their subjects, decoded and filtered. */
+  readonly events = {
+    /** Live events matching the filter; resolves once subscribed. `close()` or `break` ends it. */
+    subscribe: async (filter: SandboxEventFilter, opts: CallOptions = {}): Promise<AsyncIterable<SandboxEvent> & { close(): void }> => {
+      const sub = await this.bus.subscribe(eventPattern(filter), opts);
+      return {
+        close: () => sub.close(),
+        async *[Symbol.asyncIterator]() {
+          for await (const m of sub) {
+            let e: SandboxEvent;
+            try {
+              e = JSON.parse(m.text ?? "") as SandboxEvent;
+            } catch {
+              continue;
+            }
+            if (eventMatches(filter, e)) yield e;
+          }
+        },
+      };
+    },
+  };
+
+  /** Filesystem watches: the server publishes a sandbox's file changes under a path as `fs` events. */
+  readonly watches = {
+    /** Resolves once the sandbox's envd watches, so every change after it is published. */
+    create: async (sandboxId: string, path: string, opts: CallOptions & { recursive?: boolean; user?: string } = {}): Promise<Watch> => {
+      const r = await this.http.json<Watch>(`/sandboxes/${encodeURIComponent(sandboxId)}/watches`, "POST", {
+        path, ...(opts.recursive !== undefined ? { recursive: opts.recursive } : {}), ...(opts.user ? { user: opts.user } : {}),
+      }, opts);
+      return r.body!;
+    },
+    list: async (sandboxId: string, opts: CallOptions = {}): Promise<Watch[]> =>
+      (await this.http.json<Watch[]>(`/sandboxes/${encodeURIComponent(sandboxId)}/watches`, "GET", undefined, opts)).body ?? [],
+    delete: async (sandboxId: string, watchId: string, opts: CallOptions = {}): Promise<void> => {
+      await this.http.json(`/sandboxes/${encodeURIComponent(sandboxId)}/watches/${encodeURIComponent(watchId)}`, "DELETE", undefined, opts);
+    },
+  };
+
+  /** Rules "on an event matching X, run a command or code in a sandbox"; persisted by the server. */
+  readonly triggers = {
+    create: async (rule: TriggerRule, opts: CallOptions = {}): Promise<Trigger> => (await this.http.json<Trigger>("/triggers", "POST", rule, opts)).body!,
+    list: async (opts: CallOptions = {}): Promise<Trigger[]> => (await this.http.json<Trigger[]>("/triggers", "GET", undefined, opts)).body ?? [],
+    get: async (id: string, opts: CallOptions = {}): Promise<Trigger> => (await this.http.json<Trigger>(`/triggers/${encodeURIComponent(id)}`, "GET", undefined, opts)).body!,
+    delete: async (id: string, opts: CallOptions = {}): Promise<void> => {
+      await this.http.json(`/triggers/${encodeURIComponent(id)}`, "DELETE", undefined, opts);
+    },
+  };
+
+  /** Commands or code run in sandboxes with retries (a queue shared by the server's workers). */
+  readonly tasks = {
+    submit: async (spec: TaskSpec, opts: CallOptions = {}): Promise<{ id: string; duplicate: boolean }> =>
+      (await this.http.json<{ id: string; duplicate: boolean }>("/tasks", "POST", spec, opts)).body!,
+    get: async (id: string, opts: CallOptions = {}): Promise<TaskStatus> => (await this.http.json<TaskStatus>(`/tasks/${encodeURIComponent(id)}`, "GET", undefined, opts)).body!,
+    /** Resolves with the final status (succeeded or dead); rejects when `timeoutMs` (default 300000) passes first. */
+    wait: async (id: string, opts: CallOptions & { timeoutMs?: number } = {}): Promise<TaskStatus> => {
+      const deadline = Date.now() + (opts.timeoutMs ?? 300_000);
+      for (;;) {
+        const left = deadline - Date.now();
+        if (left <= 0) throw new Error(`task ${id} did not finish in time`);
+        const waitMs = Math.min(left, 25_000);
+        const r = await this.http.json<TaskStatus>(`/tasks/${encodeURIComponent(id)}?waitMs=${waitMs}`, "GET", undefined, opts);
+        const s = r.body!;
+        if (s.state === "succeeded" || s.state === "dead") return s;
+      }
     },
   };
 

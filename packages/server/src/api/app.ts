@@ -19,7 +19,7 @@ import { registerTemplateApi, type TemplateBuildService } from "../templates-api
 import { sharedSchemas } from "./schemas.js";
 import { registerTemplateAliasRoute } from "./templates/aliases.js";
 import type { Bus } from "@burrow/bus";
-import { registerBusApi } from "../bus-api/index.js";
+import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -29,6 +29,8 @@ export interface CreateApiOptions {
   templates?: TemplateBuildService | undefined;
   /** The agent bus behind /burrow/v1; without it those routes do not exist. */
   bus?: Bus | undefined;
+  /** Sandbox watches, triggers and tasks under /burrow/v1 (with a bus only). */
+  busServices?: SandboxBusServices | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -76,7 +78,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     registerUnsupportedTemplateRoutes(app);
   }
   // The API-key hook registered above already guards these routes.
-  if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {} });
+  if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices });
   registerUnsupportedRoutes(app, ctx);
   await app.ready();
   return app;

@@ -5,6 +5,7 @@ import { BusKeyRegistry, LivenessMonitor, type Bus, type KeyRegistry } from "@bu
 import { registerAgentRoutes } from "./agent-routes.js";
 import { registerPublishRoutes } from "./publish-routes.js";
 import { QueueGateway, registerQueueRoutes, type QueueApiDefaults } from "./queue-routes.js";
+import { registerTriggerRoutes, type SandboxBusServices } from "./trigger-routes.js";
 
 export interface BusApiOptions {
   bus: Bus;
@@ -17,6 +18,8 @@ export interface BusApiOptions {
   queueDefaults?: QueueApiDefaults;
   /** @default "/burrow/v1" */
   prefix?: string;
+  /** Sandbox watches, triggers and tasks; without them those routes do not exist. */
+  services?: SandboxBusServices | undefined;
 }
 
 export function registerBusApi(app: FastifyInstance, opts: BusApiOptions): void {
@@ -35,6 +38,7 @@ export function registerBusApi(app: FastifyInstance, opts: BusApiOptions): void 
     prefix,
     auth,
   );
+  if (opts.services) registerTriggerRoutes(app, opts.services, prefix, auth);
   app.addHook("onClose", async () => {
     await gateway.close();
     if (monitor) await (await monitor).close();

@@ -1,0 +1,103 @@
+// Sandbox watches, triggers and tasks over HTTP under /burrow/v1.
+//   POST   /sandboxes/:id/watches {path, recursive?, user?}  → 201 {watchId, …}   (fs events on the bus)
+//   GET    /sandboxes/:id/watches                            → 200 [watch]
+//   DELETE /sandboxes/:id/watches/:watchId                   → 204
+//   POST   /triggers {id?, on, in, cmd|code, …}              → 201 trigger
+//   GET    /triggers, GET /triggers/:id, DELETE /triggers/:id
+//   POST   /tasks {target, cmd|code, process?, terminal?, category?, maxAttempts?, …} → 201 {id, duplicate}
+//   GET    /tasks/:id[?waitMs=…]                             → 200 status (waits for a final state up to waitMs)
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { BusError, Code as BusCode } from "@burrow/bus";
+import { Code, ServerError } from "../errors.js";
+import type { ServerSandboxRunner } from "../bus/sandbox-runner.js";
+import type { TriggerService } from "../bus/trigger-service.js";
+import type { WatchBridge } from "../bus/watch-bridge.js";
+import { busCall } from "./bus-errors.js";
+import { namedSandboxes, parseTaskSpec, parseTriggerRule } from "./run-spec-validation.js";
+
+/** What the server adds to the bus API when it runs sandboxes: fs watches, triggers and tasks. */
+export interface SandboxBusServices {
+  watches: WatchBridge;
+  triggers: TriggerService;
+  runner: ServerSandboxRunner;
+}
+
+const sandboxParams = { type: "object", required: ["sandboxId"], properties: { sandboxId: { type: "string", maxLength: 128 } } } as const;
+const triggerParams = { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 64 } } } as const;
+const taskParams = { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 256 } } } as const;
+
+export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusServices, prefix: string, auth: (r: FastifyRequest) => Promise<void>): void {
+  const requireSandbox = (id: string) => void s.runner.target(id);
+
+  app.post<{ Params: { sandboxId: string }; Body: unknown }>(`${prefix}/sandboxes/:sandboxId/watches`, { onRequest: auth, schema: { params: sandboxParams } }, async (req, reply) => {
+    const b = req.body;
+    if (typeof b !== "object" || b === null || Array.isArray(b)) throw new ServerError(Code.InvalidArgument, "body must be an object {path, recursive?, user?}");
+    const { path, recursive, user, ...rest } = b as Record<string, unknown>;
+    if (Object.keys(rest).length) throw new ServerError(Code.InvalidArgument, `${Object.keys(rest)[0]} is not a known field`);
+    if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) throw new ServerError(Code.InvalidArgument, "path must be an absolute path");
+    if (recursive !== undefined && typeof recursive !== "boolean") throw new ServerError(Code.InvalidArgument, "recursive must be a boolean");
+    if (user !== undefined && (typeof user !== "string" || !/^[a-z_][a-z0-9_-]{0,63}$/.test(user))) throw new ServerError(Code.InvalidArgument, "user must be a user name");
+    requireSandbox(req.params.sandboxId);
+    const w = await s.watches.start(req.params.sandboxId, { path, recursive: recursive ?? false, user: user as string | undefined });
+    return reply.code(201).send(w);
+  });
+
+  app.get<{ Params: { sandboxId: string } }>(`${prefix}/sandboxes/:sandboxId/watches`, { onRequest: auth, schema: { params: sandboxParams } }, async (req) => {
+    requireSandbox(req.params.sandboxId);
+    return s.watches.list(req.params.sandboxId);
+  });
+
+  app.delete<{ Params: { sandboxId: string; watchId: string } }>(`${prefix}/sandboxes/:sandboxId/watches/:watchId`, {
+    onRequest: auth,
+    schema: { params: { type: "object", required: ["sandboxId", "watchId"], properties: { sandboxId: sandboxParams.properties.sandboxId, watchId: { type: "string", maxLength: 64 } } } },
+  }, async (req, reply) => {
+    if (!s.watches.stop(req.params.sandboxId, req.params.watchId)) throw new ServerError(Code.NotFound, `watch "${req.params.watchId}" not found on sandbox "${req.params.sandboxId}"`);
+    return reply.code(204).send();
+  });
+
+  app.post<{ Body: unknown }>(`${prefix}/triggers`, { onRequest: auth }, async (req, reply) => {
+    const rule = parseTriggerRule(req.body);
+    for (const id of namedSandboxes(rule)) requireSandbox(id);
+    const t = await busCall(() => s.triggers.create(rule));
+    return reply.code(201).send(t);
+  });
+
+  app.get(`${prefix}/triggers`, { onRequest: auth }, async () => busCall(() => s.triggers.list()));
+
+  app.get<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req) => {
+    const t = await busCall(() => s.triggers.get(req.params.id));
+    if (!t) throw new ServerError(Code.NotFound, `trigger "${req.params.id}" not found`);
+    return { ...t, fired: s.triggers.fired(t.id) };
+  });
+
+  app.delete<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req, reply) => {
+    if (!(await busCall(() => s.triggers.delete(req.params.id)))) throw new ServerError(Code.NotFound, `trigger "${req.params.id}" not found`);
+    return reply.code(204).send();
+  });
+
+  app.post<{ Body: unknown }>(`${prefix}/tasks`, { onRequest: auth }, async (req, reply) => {
+    const spec = parseTaskSpec(req.body);
+    for (const id of namedSandboxes(spec)) requireSandbox(id);
+    const r = await busCall(() => s.triggers.submitTask(spec));
+    return reply.code(r.duplicate ? 200 : 201).send(r);
+  });
+
+  app.get<{ Params: { id: string }; Querystring: { waitMs?: number } }>(`${prefix}/tasks/:id`, {
+    onRequest: auth,
+    schema: { params: taskParams, querystring: { type: "object", properties: { waitMs: { type: "integer", minimum: 0, maximum: 60_000 } } } },
+  }, async (req) => {
+    const id = req.params.id;
+    const first = await busCall(() => s.triggers.getTask(id));
+    if (!first) throw new ServerError(Code.NotFound, `task "${id}" not found`);
+    const waitMs = req.query.waitMs ?? 0;
+    if (waitMs === 0 || first.state === "succeeded" || first.state === "dead") return first;
+    const ac = new AbortController();
+    req.raw.once("close", () => ac.abort());
+    try {
+      return await s.triggers.tasks.wait(id, { timeoutMs: waitMs, signal: ac.signal });
+    } catch (err) {
+      if (err instanceof BusError && (err.code === BusCode.DeadlineExceeded || err.code === BusCode.Canceled)) return (await busCall(() => s.triggers.getTask(id))) ?? first;
+      throw err;
+    }
+  });
+}

@@ -1,0 +1,177 @@
+// Triggers and tasks inside the server: rules persisted in the bus's KV (so they survive a restart and resume from
+// their durable consumer's position), one TriggerEngine per rule, a TaskService and a TaskWorker running tasks with
+// the server's real SandboxRunner.
+import { randomBytes, randomUUID } from "node:crypto";
+import {
+  BusError, Code as BusCode, TaskService, TriggerEngine,
+  type Bus, type CodeSpec, type KV, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TaskSpec, type TaskStatus, type TaskWorker, type TerminalSettings, type TriggerRule,
+} from "@burrow/bus";
+import type { Logger } from "pino";
+import { Code, ServerError } from "../errors.js";
+import type { FileInput, ServerRunExtensions, ServerSandboxRunner } from "./sandbox-runner.js";
+
+/** A trigger rule as clients send it: JSON only (no functions), plus Burrow's run extensions. */
+export interface TriggerRuleInput extends ServerRunExtensions {
+  /** [A-Za-z0-9_-]{1,48}. @default a random id */
+  id?: string;
+  on: SandboxEventFilter;
+  /** "source": the sandbox the event came from; `{sandboxId}`; or `{template}` for a fresh sandbox per event. */
+  in: "source" | RunTarget;
+  /** May use {{sandboxId}}, {{templateId}}, {{type}}, {{path}}, {{oldPath}} (replaced shell-quoted). */
+  cmd?: string;
+  code?: CodeSpec;
+  process?: ProcessSettings;
+  terminal?: TerminalSettings;
+  category?: string;
+  priority?: number;
+  maxAttempts?: number;
+}
+
+export interface StoredTrigger extends TriggerRuleInput {
+  id: string;
+  createdAtMs: number;
+  /** Names the rule's durable consumer: a rule deleted and re-created with the same id starts afresh. */
+  generation: string;
+}
+
+/** A task as clients send it, plus Burrow's run extensions (folded into `process` for the runner). */
+export interface TaskInput extends TaskSpec, ServerRunExtensions {}
+
+export interface TriggerServiceOptions {
+  bus: Bus;
+  runner: ServerSandboxRunner;
+  logger: Logger;
+  /** Tasks run at once by this server. @default 4 */
+  concurrency?: number;
+  /** Task queue settings. */
+  maxAttempts?: number;
+  backoffMs?: number[];
+}
+
+export const TRIGGER_BUCKET = "burrow_triggers";
+const enc = new TextEncoder();
+const dec = new TextDecoder();
+
+/** Folds the run extensions into process settings (how they reach the runner through the bus's TaskWorker). */
+export function withExtensions(process: ProcessSettings | undefined, x: ServerRunExtensions): (ProcessSettings & ServerRunExtensions) | undefined {
+  const ext: ServerRunExtensions = {
+    ...(x.keepSandbox !== undefined ? { keepSandbox: x.keepSandbox } : {}),
+    ...(x.outputEvents !== undefined ? { outputEvents: x.outputEvents } : {}),
+    ...(x.inputs !== undefined ? { inputs: x.inputs } : {}),
+  };
+  if (!process && Object.keys(ext).length === 0) return undefined;
+  return { ...(process ?? {}), ...ext };
+}
+
+function toEngineRule(t: StoredTrigger): TriggerRule {
+  const process = withExtensions(t.process, t);
+  return {
+    id: `${t.id}_${t.generation}`,
+    on: t.on,
+    in: t.in,
+    ...(t.cmd !== undefined ? { cmd: t.cmd } : {}),
+    ...(t.code !== undefined ? { code: t.code } : {}),
+    ...(process ? { process } : {}),
+    ...(t.terminal ? { terminal: t.terminal } : {}),
+    category: t.category ?? `trigger.${t.id}`,
+    ...(t.priority !== undefined ? { priority: t.priority } : {}),
+    ...(t.maxAttempts !== undefined ? { maxAttempts: t.maxAttempts } : {}),
+  };
+}
+
+export class TriggerService {
+  readonly #engines = new Map<string, TriggerEngine>();
+  #closed = false;
+
+  private constructor(
+    private readonly o: TriggerServiceOptions,
+    readonly tasks: TaskService,
+    private readonly worker: TaskWorker,
+    private readonly kv: KV,
+  ) {}
+
+  /** Opens the task queue, starts a worker, and restarts every persisted rule. */
+  static async open(o: TriggerServiceOptions): Promise<TriggerService> {
+    const tasks = await TaskService.open(o.bus, { maxAttempts: o.maxAttempts ?? 3, backoffMs: o.backoffMs ?? [1000, 5000, 15_000] });
+    const kv = await o.bus.kv(TRIGGER_BUCKET);
+    const worker = tasks.startWorker(o.runner, { workerId: `server-${process.pid}-${randomUUID().slice(0, 8)}`, concurrency: o.concurrency ?? 4 });
+    const svc = new TriggerService(o, tasks, worker, kv);
+    for (const t of await svc.list()) {
+      try {
+        svc.#engines.set(t.id, await TriggerEngine.start({ bus: o.bus, tasks, rules: [toEngineRule(t)] }));
+      } catch (err) {
+        o.logger.error({ err, triggerId: t.id }, "could not restart a persisted trigger");
+      }
+    }
+    return svc;
+  }
+
+  async create(input: TriggerRuleInput): Promise<StoredTrigger> {
+    if (this.#closed) throw new ServerError(Code.Unavailable, "the server is shutting down");
+    const t: StoredTrigger = { ...input, id: input.id ?? randomUUID(), createdAtMs: Date.now(), generation: randomBytes(4).toString("hex") };
+    try {
+      await this.kv.create(t.id, enc.encode(JSON.stringify(t)));
+    } catch (err) {
+      if (err instanceof BusError && err.code === BusCode.AlreadyExists) throw new ServerError(Code.AlreadyExists, `trigger "${t.id}" already exists`);
+      throw err;
+    }
+    try {
+      this.#engines.set(t.id, await TriggerEngine.start({ bus: this.o.bus, tasks: this.tasks, rules: [toEngineRule(t)] }));
+    } catch (err) {
+      await this.kv.delete(t.id).catch(() => undefined);
+      throw err;
+    }
+    return t;
+  }
+
+  async list(): Promise<StoredTrigger[]> {
+    const out: StoredTrigger[] = [];
+    for (const k of await this.kv.keys()) {
+      const t = await this.get(k);
+      if (t) out.push(t);
+    }
+    return out.sort((a, b) => a.createdAtMs - b.createdAtMs);
+  }
+
+  async get(id: string): Promise<StoredTrigger | null> {
+    const e = await this.kv.get(id);
+    return e ? (JSON.parse(dec.decode(e.value)) as StoredTrigger) : null;
+  }
+
+  /** False when there was no such trigger. Tasks it already submitted still run. */
+  async delete(id: string): Promise<boolean> {
+    const existing = await this.get(id);
+    if (!existing) return false;
+    await this.kv.delete(id);
+    const engine = this.#engines.get(id);
+    this.#engines.delete(id);
+    await engine?.close();
+    return true;
+  }
+
+  /** How many tasks the rule has submitted since this server started it. */
+  fired(id: string): number {
+    return this.#engines.get(id)?.fired ?? 0;
+  }
+
+  async submitTask(input: TaskInput): Promise<{ id: string; duplicate: boolean }> {
+    if (this.#closed) throw new ServerError(Code.Unavailable, "the server is shutting down");
+    const { keepSandbox, outputEvents, inputs, ...spec } = input;
+    const proc = withExtensions(spec.process, { ...(keepSandbox !== undefined ? { keepSandbox } : {}), ...(outputEvents !== undefined ? { outputEvents } : {}), ...(inputs ? { inputs } : {}) });
+    return this.tasks.submit({ ...spec, ...(proc ? { process: proc } : {}) });
+  }
+
+  getTask(id: string): Promise<TaskStatus | null> {
+    return this.tasks.get(id);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const engines = [...this.#engines.values()];
+    this.#engines.clear();
+    await Promise.allSettled(engines.map((e) => e.close()));
+    await this.worker.close();
+  }
+}
+
+export type { FileInput };
