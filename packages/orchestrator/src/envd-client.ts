@@ -40,6 +40,7 @@ function httpCall(
 }
 
 const ENVD_POLL_INTERVAL_MS = 3;
+const HEALTH_ATTEMPT_TIMEOUT_MS = 100;
 
 /** Poll envd's /health until it answers 2xx. Connection refusals are expected while node starts. */
 export async function waitForEnvd(address: string, timeoutMs: number, signal?: AbortSignal): Promise<void> {
@@ -48,7 +49,9 @@ export async function waitForEnvd(address: string, timeoutMs: number, signal?: A
   while (Date.now() < deadline) {
     signal?.throwIfAborted();
     try {
-      const res = await httpCall(address, "GET", "/health", { signal, timeoutMs: 1000 });
+      // A short per-attempt timeout: a SYN lost while the veth settles would otherwise wait for the kernel's
+      // one-second retransmission; a fresh connection attempt is cheaper.
+      const res = await httpCall(address, "GET", "/health", { signal, timeoutMs: HEALTH_ATTEMPT_TIMEOUT_MS });
       if (res.status >= 200 && res.status < 300) return;
       lastError = new Error(`status ${res.status}`);
     } catch (error) {

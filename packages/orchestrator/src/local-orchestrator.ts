@@ -284,8 +284,10 @@ export class LocalOrchestrator implements Orchestrator {
     this.pool = new WarmPool({
       templateId: template.templateId,
       size: pool.size,
+      // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
+      // claiming one then needs no firewall change. Nothing runs in them until they are claimed.
       launch: (signal) =>
-        this.host.launch(template, template.defaults, { allowInternetAccess: false, pooled: true, signal }),
+        this.host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, signal }),
       destroy: (sandbox) => this.host.destroy(sandbox),
       logger: this.logger,
     });

@@ -59,11 +59,22 @@ export class SandboxHost {
     let net: SandboxNetwork | undefined;
     let pid: number | undefined;
     try {
-      await this.deps.storage.createWritableDir(dir);
-      await this.deps.storage.applyQuota(dir, limits.diskMB);
-      await this.prepareWritableLayer(dir, upper);
-      cgroup = await cgroups.open(sandboxId);
-      await cgroup.setLimits(limits);
+      const started = performance.now();
+      // The writable layer and the cgroups are independent: prepare them side by side.
+      const prepared = await Promise.allSettled([
+        (async () => {
+          await this.deps.storage.createWritableDir(dir);
+          await Promise.all([this.deps.storage.applyQuota(dir, limits.diskMB), this.prepareWritableLayer(dir, upper)]);
+        })(),
+        (async () => {
+          cgroup = await cgroups.open(sandboxId);
+          await cgroup.setLimits(limits);
+        })(),
+      ]);
+      for (const result of prepared) if (result.status === "rejected") throw result.reason;
+      const sandboxCgroup = cgroup as SandboxCgroup | undefined;
+      if (!sandboxCgroup) throw new OrchestratorError("internal", "cgroup was not created");
+      const preparedAt = performance.now();
       const launched = await launchSandbox(
         {
           lower: template.layers.map((layerId) => this.deps.layerPath(layerId)),
@@ -74,7 +85,7 @@ export class SandboxHost {
           hostname: SANDBOX_HOSTNAME,
           uidBase: config.uidBase,
           uidCount: config.uidCount,
-          cgroups: [...cgroup.procsPaths],
+          cgroups: [...sandboxCgroup.procsPaths],
           log: join(dir, "envd.log"),
           noNewPrivileges: config.noNewPrivileges,
           env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: initToken },
@@ -101,9 +112,19 @@ export class SandboxHost {
         initToken,
         pooled: opts.pooled,
       };
+      const attachedAt = performance.now();
       await writeRecord(dir, record);
       await waitForEnvd(net.ip, config.envdReadyTimeoutMs, opts.signal);
-      return { record, dir, cgroup, network: net };
+      this.deps.logger.debug(
+        {
+          sandboxId,
+          prepareMs: Math.round(preparedAt - started),
+          launchAndAttachMs: Math.round(attachedAt - preparedAt),
+          envdReadyMs: Math.round(performance.now() - attachedAt),
+        },
+        "sandbox launched",
+      );
+      return { record, dir, cgroup: sandboxCgroup, network: net };
     } catch (error) {
       this.deps.logger.warn({ sandboxId, err: error }, "sandbox launch failed; cleaning up");
       await this.teardown({ sandboxId, dir, cgroup, network: net, pid }).catch((cleanupError: unknown) =>
