@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+
 /** One line per notable event, on stderr, so the orchestrator can collect it from the sandbox's init. */
 export interface Logger {
   info(msg: string, fields?: Record<string, unknown>): void;
@@ -10,11 +12,29 @@ function line(level: string, msg: string, fields?: Record<string, unknown>): str
   return JSON.stringify(rec, (_k, v: unknown) => (v instanceof Error ? v.message : v)) + "\n";
 }
 
+/**
+ * Best effort: a line that cannot be written is dropped, and logging never throws. In a sandbox stderr is a file
+ * on the sandbox's own quota-limited disk, so once the disk is full every write fails (EDQUOT). Through
+ * `process.stderr` that failure destroys the stream and surfaces as an uncaught 'error'; logging it fails again,
+ * and the storm of uncaught exceptions lands in whatever callback runs, e.g. the HTTP parser of an upload in
+ * flight, which then answers a bare "400 Bad Request" and drops the connection instead of envd's 507. Plain
+ * synchronous writes to fd 2 fail one line at a time, and logging resumes once space is freed.
+ */
+function writeStderr(text: string): void {
+  const buf = Buffer.from(text);
+  let off = 0;
+  try {
+    while (off < buf.length) off += writeSync(2, buf, off);
+  } catch {
+    // dropped (disk full, closed or non-blocking pipe that is full)
+  }
+}
+
 export function createStderrLogger(): Logger {
   return {
-    info: (msg, fields) => void process.stderr.write(line("info", msg, fields)),
-    warn: (msg, fields) => void process.stderr.write(line("warn", msg, fields)),
-    error: (msg, fields) => void process.stderr.write(line("error", msg, fields)),
+    info: (msg, fields) => writeStderr(line("info", msg, fields)),
+    warn: (msg, fields) => writeStderr(line("warn", msg, fields)),
+    error: (msg, fields) => writeStderr(line("error", msg, fields)),
   };
 }
 

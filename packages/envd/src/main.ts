@@ -8,6 +8,9 @@ const log = createStderrLogger();
 const config = resolveEnvdConfigFromEnv();
 const envd = createEnvdServer({ initToken: config.initToken, logger: log });
 
+// The logger never throws (see log.ts); a write that Node itself makes to stderr (a warning) and that fails, the
+// sandbox disk being full, must not become an uncaught exception either.
+process.stderr.on("error", () => {});
 process.on("uncaughtException", (err) => log.error("uncaught exception", { err, stack: err.stack }));
 process.on("unhandledRejection", (err) => log.error("unhandled rejection", { err }));
 

@@ -50,13 +50,11 @@ function discardBody(req: IncomingMessage): void {
   req.unpipe();
   req.on("data", (chunk: Buffer) => {
     seen += chunk.length;
-    if (seen > MAX_DISCARD_BYTES) { DBG("discardBody destroy", seen); req.destroy(); }
+    if (seen > MAX_DISCARD_BYTES) req.destroy();
   });
   req.resume();
 }
 
-import { appendFileSync } from "node:fs";
-export const DBG = (...a: unknown[]) => { try { appendFileSync("/dev/shm/envd-debug.log", `${Date.now()} ${a.map((x) => (typeof x === "string" ? x : JSON.stringify(x))).join(" ")}\n`); } catch {} };
 /** Builds envd: Connect-RPC (process, filesystem) and the plain-HTTP endpoints on one node:http server. */
 export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
   const log = opts.logger ?? createStderrLogger();
@@ -137,13 +135,7 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
     } catch {
       return sendError(res, 400, "malformed request URL");
     }
-    DBG("req", req.method, req.url, req.socket.remotePort, req.headers["content-length"], req.headers["transfer-encoding"]);
-    const origPush = req.push.bind(req);
-    (req as any).push = (c: any, e?: any) => { try { return origPush(c, e); } catch (x) { DBG("PUSH THREW", String(x), (x as Error)?.stack); throw x; } };
-    req.on("close", () => DBG("req close", req.url, "complete", req.complete));
-    res.on("finish", () => DBG("res finish", req.url, res.statusCode, "req.complete", req.complete));
     route(req, res, url).catch((err: unknown) => {
-      DBG("route rejected", String(err), (err as any)?.status, "req.complete", req.complete, "destroyed", req.destroyed);
       if (!(err instanceof HttpError)) {
         log.error("request failed", { method: req.method, path: url.pathname, err });
       }
@@ -153,10 +145,7 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
     });
   });
   server.on("clientError", (_err, socket) => {
-    log.error("CLIENTERROR", { code: (_err as any).code, msg: _err.message, raw: (_err as any).rawPacket?.subarray(0, 80).toString("latin1"), reason: (_err as any).reason, bytesParsed: (_err as any).bytesParsed });
-    DBG("CLIENTERROR", { code: (_err as any).code, msg: _err.message, raw: (_err as any).rawPacket?.subarray(0, 200).toString("latin1"), len: (_err as any).rawPacket?.length, reason: (_err as any).reason, bytesParsed: (_err as any).bytesParsed });
-    const dbg = encodeURIComponent(JSON.stringify({ code: (_err as any).code, msg: _err.message, raw: (_err as any).rawPacket?.subarray(0, 120).toString("latin1"), len: (_err as any).rawPacket?.length, reason: (_err as any).reason, bytesParsed: (_err as any).bytesParsed }));
-    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nX-Debug: " + dbg + "\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
     else socket.destroy();
   });
 

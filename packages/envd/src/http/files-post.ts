@@ -91,10 +91,7 @@ export async function postFiles(env: EnvdContext, req: IncomingMessage, res: Ser
   try {
     await writeAll(env, body, contentType, rawPath, user, metadata, written);
   } catch (err) {
-    const { DBG } = await import("../server.js");
-    DBG("postFiles catch", String(err), (err as any)?.cause ? String((err as any).cause) : "", "complete", req.complete, "destroyed", req.destroyed, "readableFlowing", req.readableFlowing, "buffered", req.readableLength);
     await drainRequest(req);
-    DBG("drained", "complete", req.complete, "destroyed", req.destroyed);
     throw badEncodingError(err) ?? err;
   }
   env.log.info("files written", { count: written.length, user: user.name });
