@@ -132,7 +132,8 @@ export class LocalOrchestrator implements Orchestrator {
   async createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
     const template = await this.templateFor(opts.template, opts.signal);
     const limits = validateLimits({ ...template.defaults, ...definedOnly(opts.limits ?? {}) });
-    let sandbox = this.pool?.templateId === template.templateId ? this.pool.take() : undefined;
+    const pool = this.pool?.templateId === template.templateId ? this.pool : undefined;
+    let sandbox = pool?.take();
     if (!sandbox) {
       sandbox = await this.host.launch(template, limits, {
         allowInternetAccess: opts.allowInternetAccess,
@@ -145,6 +146,8 @@ export class LocalOrchestrator implements Orchestrator {
     } catch (error) {
       await this.host.destroy(sandbox).catch(() => undefined);
       throw error;
+    } finally {
+      pool?.fill();
     }
     this.sandboxes.set(sandbox.record.sandboxId, sandbox);
     return toRecord(sandbox);

@@ -126,7 +126,8 @@ export class SandboxHost {
       );
       return { record, dir, cgroup: sandboxCgroup, network: net };
     } catch (error) {
-      this.deps.logger.warn({ sandboxId, err: error }, "sandbox launch failed; cleaning up");
+      if (opts.signal?.aborted) this.deps.logger.debug({ sandboxId }, "sandbox launch canceled; cleaning up");
+      else this.deps.logger.warn({ sandboxId, err: error }, "sandbox launch failed; cleaning up");
       await this.teardown({ sandboxId, dir, cgroup, network: net, pid }).catch((cleanupError: unknown) =>
         this.deps.logger.error({ sandboxId, err: cleanupError }, "cleanup after failed launch failed"),
       );

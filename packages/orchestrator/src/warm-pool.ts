@@ -28,11 +28,12 @@ export class WarmPool {
     return this.ready.length;
   }
 
-  /** Take a ready sandbox, or undefined when none is ready. Triggers a refill. */
+  /**
+   * Take a ready sandbox, or undefined when none is ready. The caller calls fill() once it has finished with the
+   * claim: a refill started right away would compete with the claim for the CPU on a small machine.
+   */
   take(): HostedSandbox | undefined {
-    const sandbox = this.ready.shift();
-    this.fill();
-    return sandbox;
+    return this.ready.shift();
   }
 
   /** Start filling up to the configured size (no-op when already filling). */

@@ -31,12 +31,13 @@ export class SandboxMetrics {
     this.#timer.unref();
   }
 
-  /** Start keeping samples for a sandbox and take the first one now. */
+  /**
+   * Start keeping samples for a sandbox. The first sample is taken when someone first asks for samples (or at
+   * the next sweep), not here: sampling forks `du`, which would slow every create down.
+   */
   track(sandboxId: string): void {
     if (this.#rings.has(sandboxId)) return;
     this.#rings.set(sandboxId, []);
-    const first = this.#sample(sandboxId).finally(() => this.#first.delete(sandboxId));
-    this.#first.set(sandboxId, first);
   }
 
   untrack(sandboxId: string): void {
@@ -46,7 +47,14 @@ export class SandboxMetrics {
 
   /** Samples with `start ≤ timestamp ≤ end` (either bound optional), oldest first. */
   async samples(sandboxId: string, range: { start?: Date; end?: Date } = {}): Promise<SandboxMetricSample[]> {
-    await this.#first.get(sandboxId);
+    if (this.#rings.get(sandboxId)?.length === 0) {
+      let first = this.#first.get(sandboxId);
+      if (!first) {
+        first = this.#sample(sandboxId).finally(() => this.#first.delete(sandboxId));
+        this.#first.set(sandboxId, first);
+      }
+      await first;
+    }
     const ring = this.#rings.get(sandboxId) ?? [];
     const start = range.start?.getTime() ?? -Infinity;
     const end = range.end?.getTime() ?? Infinity;
