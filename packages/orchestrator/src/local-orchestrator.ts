@@ -1,7 +1,6 @@
 // The orchestrator of one machine: composes templates, the sandbox host, the warm pool, re-adoption after a
 // restart and liveness monitoring behind the control plane's Orchestrator interface.
 import { mkdir, readdir, rm } from "node:fs/promises";
-import { join } from "node:path";
 import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "./config.js";
 import { createCgroupManager } from "./cgroups/index.js";
 import { diskUsageBytes } from "./disk-usage.js";
@@ -101,7 +100,6 @@ export class LocalOrchestrator implements Orchestrator {
     const network = createNetworkManager({
       instance: config.instance,
       subnet: config.subnet,
-      stateFile: join(config.stateDir, "network.json"),
       logger,
     });
     await network.setup(opts.signal);

@@ -119,7 +119,6 @@ function primaryAddress(): string | undefined {
 describe("network manager (real kernel)", () => {
   const before = { links: [] as string[], tables: [] as string[], netns: [] as string[], ipForward: "" };
   const stateDir = mkdtempSync(join(tmpdir(), "burrow-net-"));
-  const stateFile = join(stateDir, "network.json");
   let nm: BurrowNetworkManager;
   let hostServer: Server;
   let hostPort = 0;
@@ -149,7 +148,7 @@ describe("network manager (real kernel)", () => {
     });
     await new Promise<void>((r) => hostServer.listen(0, "0.0.0.0", r));
     hostPort = (hostServer.address() as { port: number }).port;
-    nm = createNetworkManager({ instance, subnet, stateFile });
+    nm = createNetworkManager({ instance, subnet });
   });
 
   afterAll(async () => {
@@ -188,7 +187,9 @@ describe("network manager (real kernel)", () => {
     expect(existsSync(`/sys/class/net/${nm.bridge}`)).toBe(true);
     expect(tables()).toEqual(expect.arrayContaining([`table inet burrow_${instance}`, `table bridge burrow_${instance}`]));
     expect(readFileSync(ip_forward, "utf8").trim()).toBe("1");
-    expect(JSON.parse(readFileSync(stateFile, "utf8"))).toEqual({ ipForwardBefore: before.ipForward });
+    const registry = JSON.parse(readFileSync("/run/burrow/ip-forward.json", "utf8")) as { original: string; holders: string[] };
+    expect(registry.holders).toContain(instance);
+    expect(["0", "1"]).toContain(registry.original);
   });
 
   it("lets the host reach a sandbox, and nothing else reach the host or another sandbox", async () => {
@@ -266,7 +267,7 @@ describe("network manager (real kernel)", () => {
     const nb = await nm.attach("lost", b, { allowInternetAccess: true });
 
     // A new manager for the same instance, as after a restart: setup keeps running sandboxes connected.
-    const restarted = createNetworkManager({ instance, subnet, stateFile });
+    const restarted = createNetworkManager({ instance, subnet });
     await restarted.setup();
     expect(await connectFrom(nsOf(a), EXT_SERVER, 8080)).toBe(`ok ${EXT_HOST}`);
     const adopted = restarted.adopt("keep", na.ip, na.hostVeth, true);
@@ -308,6 +309,9 @@ describe("network manager (real kernel)", () => {
     expect(tables()).not.toContain(`table inet burrow_${instance}`);
     expect(tables()).not.toContain(`table bridge burrow_${instance}`);
     expect(readFileSync(ip_forward, "utf8").trim()).toBe(before.ipForward);
-    expect(existsSync(stateFile)).toBe(false);
+    const registry = existsSync("/run/burrow/ip-forward.json")
+      ? (JSON.parse(readFileSync("/run/burrow/ip-forward.json", "utf8")) as { holders: string[] })
+      : { holders: [] };
+    expect(registry.holders).not.toContain(instance);
   });
 });

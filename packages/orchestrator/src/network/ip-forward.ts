@@ -1,47 +1,87 @@
-// Sandboxes with internet access need the host to route. ip_forward is host-wide, so setup remembers the
-// value it found and teardown puts it back. With a state file the remembered value survives a restart of
-// the orchestrator; without one, a restarted orchestrator would take its own "1" for the original.
-import { readFile, rm, writeFile } from "node:fs/promises";
+// Sandboxes with internet access need the host to route. ip_forward is host-wide while several Burrow instances
+// (a server, a test run, a benchmark) may run at once, so the instances that need it are registered in one
+// host-wide file under /run (cleared at boot, like ip_forward itself): the first one records the value it found,
+// the last one to leave puts it back. An instance that crashed stays registered until its next teardown.
+import { mkdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
 
 const IP_FORWARD = "/proc/sys/net/ipv4/ip_forward";
+const REGISTRY_DIR = "/run/burrow";
+const REGISTRY = join(REGISTRY_DIR, "ip-forward.json");
+const LOCK = join(REGISTRY_DIR, "ip-forward.lock");
+/** A lock older than this was left by a process that died holding it. */
+const STALE_LOCK_MS = 10_000;
 
-interface ForwardState {
-  ipForwardBefore: string;
+interface ForwardRegistry {
+  /** ip_forward before the first instance turned it on. */
+  original: "0" | "1";
+  /** Instances that need forwarding now. */
+  holders: string[];
 }
 
 export async function readIpForward(): Promise<string> {
   return (await readFile(IP_FORWARD, "utf8")).trim();
 }
 
-/** Turn forwarding on; returns the value to restore later (from the state file when it has one). */
-export async function enableIpForward(stateFile: string | undefined): Promise<string> {
-  let before = await readIpForward();
-  if (stateFile !== undefined) {
-    const saved = await readState(stateFile);
-    if (saved !== undefined) before = saved.ipForwardBefore;
-    else await writeFile(stateFile, `${JSON.stringify({ ipForwardBefore: before } satisfies ForwardState)}\n`);
+async function withLock<T>(fn: () => Promise<T>): Promise<T> {
+  await mkdir(REGISTRY_DIR, { recursive: true });
+  for (let attempt = 0; ; attempt++) {
+    try {
+      await mkdir(LOCK);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const age = Date.now() - (await stat(LOCK).then((s) => s.mtimeMs, () => Date.now()));
+      if (age > STALE_LOCK_MS) await rmdir(LOCK).catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, Math.min(50, 2 + attempt)));
+    }
   }
-  if ((await readIpForward()) !== "1") await writeFile(IP_FORWARD, "1\n");
-  return before;
-}
-
-/** Put back the value from before setup: `before` when this process ran setup, else the state file's. */
-export async function restoreIpForward(before: string | undefined, stateFile: string | undefined): Promise<void> {
-  const value = before ?? (stateFile !== undefined ? (await readState(stateFile))?.ipForwardBefore : undefined);
-  if (value !== undefined && (await readIpForward()) !== value) await writeFile(IP_FORWARD, `${value}\n`);
-  if (stateFile !== undefined) await rm(stateFile, { force: true });
-}
-
-async function readState(path: string): Promise<ForwardState | undefined> {
-  let text: string;
   try {
-    text = await readFile(path, "utf8");
-  } catch (e) {
-    if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw e;
+    return await fn();
+  } finally {
+    await rmdir(LOCK).catch(() => undefined);
   }
-  const parsed = JSON.parse(text) as Partial<ForwardState>;
-  return parsed.ipForwardBefore === "0" || parsed.ipForwardBefore === "1"
-    ? { ipForwardBefore: parsed.ipForwardBefore }
-    : undefined;
+}
+
+async function readRegistry(): Promise<ForwardRegistry | undefined> {
+  try {
+    const parsed = JSON.parse(await readFile(REGISTRY, "utf8")) as Partial<ForwardRegistry>;
+    if ((parsed.original === "0" || parsed.original === "1") && Array.isArray(parsed.holders)) {
+      return { original: parsed.original, holders: parsed.holders.filter((h) => typeof h === "string") };
+    }
+  } catch {
+    // Missing or unreadable: no instance holds forwarding.
+  }
+  return undefined;
+}
+
+async function writeRegistry(registry: ForwardRegistry): Promise<void> {
+  await writeFile(`${REGISTRY}.tmp`, `${JSON.stringify(registry)}\n`);
+  await rename(`${REGISTRY}.tmp`, REGISTRY);
+}
+
+/** Register `holder` and turn forwarding on. */
+export async function enableIpForward(holder: string): Promise<void> {
+  await withLock(async () => {
+    const current = await readIpForward();
+    const registry = (await readRegistry()) ?? { original: current === "1" ? "1" : "0", holders: [] };
+    if (!registry.holders.includes(holder)) registry.holders.push(holder);
+    await writeRegistry(registry);
+    if (current !== "1") await writeFile(IP_FORWARD, "1\n");
+  });
+}
+
+/** Unregister `holder`; the last holder puts ip_forward back to what the first one found. */
+export async function restoreIpForward(holder: string): Promise<void> {
+  await withLock(async () => {
+    const registry = await readRegistry();
+    if (!registry) return;
+    registry.holders = registry.holders.filter((h) => h !== holder);
+    if (registry.holders.length > 0) {
+      await writeRegistry(registry);
+      return;
+    }
+    if ((await readIpForward()) !== registry.original) await writeFile(IP_FORWARD, `${registry.original}\n`);
+    await rm(REGISTRY, { force: true });
+  });
 }

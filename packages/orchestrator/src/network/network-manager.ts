@@ -24,8 +24,6 @@ export interface NetworkManagerOptions {
   bridge?: string;
   /** IPv4 subnet of the sandboxes, CIDR (/12 … /30). The bridge takes the first address. */
   subnet: string;
-  /** File that remembers the host's ip_forward value across orchestrator restarts. @default none */
-  stateFile?: string;
   /** Extra destinations (CIDR) sandboxes may not reach even with internet access. 169.254.0.0/16 is always denied. */
   denyDestinations?: readonly string[];
   /** MTU of the bridge and veths. @default the MTU of the default route's interface, else 1500 */
@@ -83,7 +81,6 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   readonly #pool: LeasePool;
   readonly #attachments = new Map<string, Attachment>();
   #mtu: number | undefined;
-  #ipForwardBefore: string | undefined;
 
   constructor(names: NetworkNames, subnet: Ipv4Prefix, deny: readonly string[], opts: NetworkManagerOptions) {
     this.#names = names;
@@ -120,7 +117,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     await exec("ip", ["-batch", "-"], { input: `${batch.join("\n")}\n`, signal });
     // The host needs no IPv6 on the bridge; sandboxes get none either (attach).
     await writeFile(`/proc/sys/net/ipv6/conf/${br}/disable_ipv6`, "1\n").catch(ignoreMissing);
-    this.#ipForwardBefore = await enableIpForward(this.#opts.stateFile);
+    await enableIpForward(this.#opts.instance);
     this.#mtu = mtu;
     this.#opts.logger?.info(`network ${br} ${formatIpv4(gw)}/${this.#subnet.length} ready (mtu ${mtu})`);
   }
@@ -208,8 +205,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     const veths = (await readdir(SYS_NET)).filter((n) => leaseOfVeth(this.#names, n) !== undefined);
     await deleteLinks([...veths, this.#names.bridge]);
     await exec("nft", ["-f", "-"], { input: teardownScript(this.#names) });
-    await restoreIpForward(this.#ipForwardBefore, this.#opts.stateFile);
-    this.#ipForwardBefore = undefined;
+    await restoreIpForward(this.#opts.instance);
     this.#mtu = undefined;
     this.#opts.logger?.info(`network ${this.#names.bridge} torn down`);
   }
