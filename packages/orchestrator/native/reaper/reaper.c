@@ -109,10 +109,11 @@ int main(int argc, char **argv) {
   umask(old_mask);
   if (listen(listener, 128) < 0) die("listen");
 
-  /* Detach: the caller (a server that may be killed) must not be our parent for long. */
-  pid_t child = fork();
-  if (child < 0) die("fork");
-  if (child > 0) _exit(0);
+  /*
+   * No daemonizing fork: the reaper stays the child of the server that started it, so stopping it in an orderly
+   * shutdown leaves no zombie behind even on hosts whose PID 1 does not reap. Its own session keeps a terminal's
+   * Ctrl-C (sent to the server's process group) from reaching it; if the server dies, it carries on.
+   */
   setsid();
   if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0) die("PR_SET_CHILD_SUBREAPER");
   if (chdir("/") < 0) die("chdir");

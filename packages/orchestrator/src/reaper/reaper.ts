@@ -2,7 +2,7 @@
 // asks it to run the launcher, so that every sandbox init becomes the reaper's child and is reaped when it
 // exits, even while no server runs and whatever the host's PID 1 does.
 import { spawn } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { OrchestratorError } from "../errors.js";
@@ -35,23 +35,24 @@ function reaperPid(paths: ReaperPaths): number | undefined {
 export async function ensureReaper(paths: ReaperPaths, binaries: { reaper: string; launcher: string }): Promise<number> {
   const running = reaperPid(paths);
   if (running && existsSync(paths.socket)) return running;
+  rmSync(paths.pidfile, { force: true });
+  // The reaper stays our child (and is reaped by Node when it exits); unref so it never keeps Node alive.
   const child = spawn(binaries.reaper, ["--socket", paths.socket, "--pidfile", paths.pidfile, "--launcher", binaries.launcher], {
     stdio: ["ignore", "ignore", "pipe"],
   });
+  child.unref();
   let stderr = "";
   child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  // The reaper forks and its first process exits once the socket listens.
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  const pid = reaperPid(paths);
-  for (let i = 0; pid === undefined && i < 100; i++) {
+  (child.stderr as { unref?: () => void } | null)?.unref?.();
+  let exited: number | null | undefined;
+  child.once("exit", (code) => (exited = code));
+  for (let i = 0; i < 500; i++) {
+    const pid = reaperPid(paths);
+    if (pid && existsSync(paths.socket)) return pid;
+    if (exited !== undefined) break;
     await new Promise((resolve) => setTimeout(resolve, 10));
-    const again = reaperPid(paths);
-    if (again) return again;
   }
-  if (code !== 0 || pid === undefined) {
-    throw new OrchestratorError("internal", `burrow-reaper did not start (exit ${code}): ${stderr.trim()}`);
-  }
-  return pid;
+  throw new OrchestratorError("internal", `burrow-reaper did not start (exit ${String(exited)}): ${stderr.trim()}`);
 }
 
 /** Stop the reaper (after every sandbox is gone). */
