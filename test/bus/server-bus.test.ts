@@ -19,6 +19,15 @@ async function nextMatching(sub: AsyncIterable<BusMessage>, pred: (m: BusMessage
   throw new Error("no matching message");
 }
 
+/** Sum of a counter's samples on /metrics. */
+async function busCounter(name: string): Promise<number> {
+  const text = await (await fetch(`${env.apiUrl}/metrics`)).text();
+  return text
+    .split("\n")
+    .filter((line) => line.startsWith(name))
+    .reduce((sum, line) => sum + Number(line.split(" ").pop()), 0);
+}
+
 describe("bus in the server", () => {
   const client = new BusClient({ baseUrl: env.apiUrl, apiKey: env.apiKey });
 
@@ -53,6 +62,12 @@ describe("bus in the server", () => {
     const first = await client.queue.next(queue, { timeoutMs: 5000 });
     expect(first && new TextDecoder().decode(first.data)).toBe("high");
     await first?.ack();
+  });
+
+  it("counts bus traffic on the server's /metrics", async () => {
+    const before = await busCounter("burrow_bus_published_total");
+    await client.bus.publish("agents.metrics.one", new TextEncoder().encode("x"));
+    expect(await busCounter("burrow_bus_published_total")).toBeGreaterThan(before);
   });
 
   it("refuses requests without an API key in E2B's error shape", async () => {

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { LocalOrchestrator } from "@burrow/orchestrator";
-import { createBus } from "@burrow/bus";
+import { createBus, createBusMetrics } from "@burrow/bus";
+import { Registry } from "prom-client";
 import { startServer } from "@burrow/server";
 import { pino } from "pino";
 import { newTestInstance } from "../helpers/test-instance.js";
@@ -24,10 +25,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
     envd: envdRuntimeFiles(),
     onProgress: progress,
   });
-  const bus = await createBus({ kind: "embedded", path: join(test.stateDir, "bus.db") });
+  const registry = new Registry();
+  const bus = await createBus({ kind: "embedded", path: join(test.stateDir, "bus.db"), metrics: createBusMetrics(registry) });
   const server = await startServer(
     { host: "127.0.0.1", port: 0, stateDir: test.stateDir },
-    { orchestrator, templates: orchestrator.templateBuilder, bus, logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }) },
+    { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }) },
   );
   const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();
   const url = `http://127.0.0.1:${server.port}`;

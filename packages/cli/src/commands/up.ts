@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { DEFAULT_STATE_DIR, DEFAULT_SUBNET, LocalOrchestrator } from "@burrow/orchestrator";
-import { createBus, type Bus } from "@burrow/bus";
+import { createBus, createBusMetrics, type Bus, type BusMetrics } from "@burrow/bus";
+import { Registry } from "prom-client";
 import { startServer } from "@burrow/server";
 import { CliError } from "../cli-error.js";
 import { pino } from "pino";
@@ -44,10 +45,12 @@ export async function up(argv: string[]): Promise<void> {
   // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those
   // host names reach the gateway (*.localhost resolves to loopback in browsers and curl).
   const domain = values.domain ?? `localhost:${port}`;
-  const bus = await openBus(values.bus, stateDir);
+  // One Prometheus registry for the server's and the bus's metrics, both served on /metrics.
+  const registry = new Registry();
+  const bus = await openBus(values.bus, stateDir, createBusMetrics(registry));
   const server = await startServer(
     { host: values.host, port, stateDir, domain },
-    { orchestrator, templates: orchestrator.templateBuilder, bus, logger: logger.child({ component: "server" }) },
+    { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: logger.child({ component: "server" }) },
   );
   const apiKey = env.BURROW_API_KEY ?? (await readFile(join(stateDir, "api-key"), "utf8")).trim();
   const url = `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${server.port}`;
@@ -73,8 +76,8 @@ export async function up(argv: string[]): Promise<void> {
 }
 
 /** `embedded` (SQLite in the state directory, the default) or a NATS URL (`nats://host:4222`) for JetStream. */
-function openBus(spec: string, stateDir: string): Promise<Bus> {
-  if (spec === "embedded") return createBus({ kind: "embedded", path: join(stateDir, "bus.db") });
-  if (/^(nats|tls):\/\//.test(spec)) return createBus({ kind: "nats", servers: spec.split(",") });
+function openBus(spec: string, stateDir: string, metrics: BusMetrics): Promise<Bus> {
+  if (spec === "embedded") return createBus({ kind: "embedded", path: join(stateDir, "bus.db"), metrics });
+  if (/^(nats|tls):\/\//.test(spec)) return createBus({ kind: "nats", servers: spec.split(","), metrics });
   throw new CliError(`--bus must be 'embedded' or a nats:// URL, got '${spec}'`, 2);
 }
