@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { AsyncQueue } from "../async-queue.js";
 import { BusError, Code, abortError } from "../errors.js";
 import { DLQ_STREAM, DLQ_SUBJECTS } from "../dead-letter.js";
+import { queueSubscription } from "../subscription.js";
 import type { BusMetrics } from "../metrics.js";
 import { assertName, DEFAULT_MAX_PENDING, DEFAULT_REQUEST_TIMEOUT_MS, validateConsumerConfig } from "../names.js";
 import { Notifier } from "../signals.js";
@@ -114,20 +115,7 @@ export class EmbeddedBus implements Bus {
     let id = 0;
     const sink = new AsyncQueue<BusMsg>(opts.maxPending ?? DEFAULT_MAX_PENDING, () => this.router.remove(id));
     id = this.router.add(pattern, opts.queue, sink);
-    const close = () => {
-      this.router.remove(id);
-      sink.end();
-      return Promise.resolve();
-    };
-    opts.signal?.addEventListener("abort", () => void close(), { once: true });
-    return {
-      pattern,
-      get dropped() {
-        return sink.dropped;
-      },
-      close,
-      [Symbol.asyncIterator]: () => sink[Symbol.asyncIterator](),
-    };
+    return queueSubscription(pattern, sink, () => this.router.remove(id), opts.signal);
   }
 
   async request(subject: string, data: Uint8Array, opts: CallOptions & { headers?: Record<string, string>; context?: PublishOptions["context"] } = {}): Promise<BusMsg> {

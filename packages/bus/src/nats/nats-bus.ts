@@ -4,6 +4,7 @@ import { Kvm } from "@nats-io/kv";
 import { AsyncQueue } from "../async-queue.js";
 import { BusError, Code, abortError } from "../errors.js";
 import { DLQ_STREAM, DLQ_SUBJECTS, deadLetterHeaders, deadLetterMsgId, deadLetterSubject, type DeadLetterReason } from "../dead-letter.js";
+import { queueSubscription } from "../subscription.js";
 import type { BusMetrics } from "../metrics.js";
 import { assertName, DEFAULT_MAX_PENDING, DEFAULT_REQUEST_TIMEOUT_MS, validateConsumerConfig } from "../names.js";
 import { assertLiteralSubject, assertSubject } from "../subject.js";
@@ -122,20 +123,7 @@ export class NatsBus implements Bus {
         if (sink.push(new NatsMsg(this.nc, m))) metrics?.delivered.inc({ backend: "nats", mode: "core" });
       },
     });
-    const close = () => {
-      sub?.unsubscribe();
-      sink.end();
-      return Promise.resolve();
-    };
-    opts.signal?.addEventListener("abort", () => void close(), { once: true });
-    return {
-      pattern,
-      get dropped() {
-        return sink.dropped;
-      },
-      close,
-      [Symbol.asyncIterator]: () => sink[Symbol.asyncIterator](),
-    };
+    return queueSubscription(pattern, sink, () => sub?.unsubscribe(), opts.signal);
   }
 
   async request(subject: string, data: Uint8Array, opts: CallOptions & { headers?: Record<string, string>; context?: PublishOptions["context"] } = {}): Promise<BusMsg> {
