@@ -11,3 +11,4 @@ export {
   RUNTIME_MOUNT,
 } from "./constants.js";
 export * as envelopePb from "./gen/bus/envelope_pb.js";
+export type { SandboxEventFilter, RunTarget, ProcessSettings, TerminalSettings, CodeSpec } from "./automation.js";

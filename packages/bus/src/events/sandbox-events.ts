@@ -1,3 +1,4 @@
+import type { SandboxEventFilter } from "@burrow/protocol";
 import { decodeToken, encodeToken } from "../subject.js";
 import type { Bus, BusMsg, PubAck } from "../types.js";
 
@@ -65,16 +66,7 @@ export function sandboxEventSubject(e: Pick<SandboxEvent, "templateId" | "sandbo
   return `sbx.${encodeToken(e.templateId)}.${encodeToken(e.sandboxId)}.${e.category}.${e.type}`;
 }
 
-export interface SandboxEventFilter {
-  sandboxId?: string;
-  templateId?: string;
-  category?: SandboxEventCategory;
-  type?: string;
-  /** Every listed key must have exactly this value. */
-  metadata?: Record<string, string>;
-  /** fs events: path prefix the event's path must start with. */
-  pathPrefix?: string;
-}
+export type { SandboxEventFilter };
 
 /** The narrowest subject pattern covering a filter (metadata and path are checked afterwards). */
 export function sandboxEventPattern(f: SandboxEventFilter): string {

@@ -1,20 +1,6 @@
-/** Where a command runs: an existing sandbox, or a fresh one from a template. */
-export type RunTarget = { sandboxId: string } | { template: string };
+import type { CodeSpec, ProcessSettings, RunTarget, TerminalSettings } from "@burrow/protocol";
 
-export interface ProcessSettings {
-  env?: Record<string, string>;
-  cwd?: string;
-  user?: string;
-  /** @default 60000 */
-  timeoutMs?: number;
-}
-
-export interface TerminalSettings {
-  /** Run under a pseudo-terminal. */
-  pty: boolean;
-  cols?: number;
-  rows?: number;
-}
+export type { CodeSpec, ProcessSettings, RunTarget, TerminalSettings };
 
 export interface RunOptions extends ProcessSettings {
   terminal?: TerminalSettings;
@@ -29,11 +15,6 @@ export interface RunResult {
   sandboxId?: string;
 }
 
-export interface CodeSpec {
-  /** e.g. "python", "javascript", "bash". */
-  language: string;
-  code: string;
-}
 
 /**
  * What the trigger engine and task workers need from sandboxes; the server injects an implementation backed by

@@ -1,39 +1,8 @@
 // Types of the trigger, task and watch endpoints (mirrors of the server's JSON; the SDK does not depend on the bus).
 
-/** Which sandbox events a rule reacts to; every field given must match. */
-export interface SandboxEventFilter {
-  sandboxId?: string;
-  templateId?: string;
-  category?: "lifecycle" | "proc" | "fs";
-  /** lifecycle: created, killed, timed_out, …; proc: started, output, exited; fs: create, write, remove, rename, chmod. */
-  type?: string;
-  metadata?: Record<string, string>;
-  /** fs events: the path must start with this. */
-  pathPrefix?: string;
-}
+import type { CodeSpec, ProcessSettings, RunTarget, SandboxEventFilter, TerminalSettings } from "@burrow/protocol";
 
-/** Where a command runs: an existing sandbox, or a fresh one from a template (killed afterwards unless kept). */
-export type RunTarget = { sandboxId: string } | { template: string };
-
-export interface ProcessSettings {
-  env?: Record<string, string>;
-  cwd?: string;
-  user?: string;
-  /** @default 60000; 0: none */
-  timeoutMs?: number;
-}
-
-export interface TerminalSettings {
-  pty: boolean;
-  cols?: number;
-  rows?: number;
-}
-
-export interface CodeSpec {
-  /** python, javascript or bash. */
-  language: string;
-  code: string;
-}
+export type { CodeSpec, ProcessSettings, RunTarget, SandboxEventFilter, TerminalSettings };
 
 /** A file copied into the target sandbox before the command runs. */
 export interface FileInput {
