@@ -5,7 +5,7 @@ import { rmSync } from "node:fs";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { Sandbox } from "e2b";
 import { BurrowApiError, BusClient } from "@burrow/sdk";
-import type { SandboxEvent } from "../../packages/sdk/src/bus/automation.js";
+import type { SandboxEvent } from "@burrow/sdk";
 // A plain ES module (the runnable example), without type declarations.
 import { runPipeline } from "../../examples/pipeline/pipeline.mjs";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
@@ -63,7 +63,7 @@ function mean(xs: number[]): number {
 describe("event-driven pipeline across sandboxes", () => {
   it("runs collect → clean → analyze → visualize, each stage started by the previous stage's file event", async () => {
     const before = await liveIds();
-    const r = (await runPipeline({ ...opts, log: () => undefined })) as {
+    const r = (await runPipeline({ ...opts, log: () => undefined })) as unknown as {
       raw: string; clean: string; stats: Record<string, { count: number; mean: number; min: number; max: number }>; chart: string;
       sandboxIds: Record<string, string>; fired: Record<string, number>;
     };
@@ -312,7 +312,7 @@ describe("triggers across a server restart", () => {
         if (s.state !== "succeeded") continue;
         expect(s.result!.stdout).toBe("fired by /probe.txt\n");
         // The rule ran in a fresh sandbox, which is gone again.
-        expect((await Sandbox.list({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url }).nextItems()).map((x) => x.sandboxId)).not.toContain(s.result!.sandboxId);
+        expect((await Sandbox.list({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url } as Parameters<typeof Sandbox.list>[0]).nextItems()).map((x) => x.sandboxId)).not.toContain(s.result!.sandboxId);
         break;
       }
     } finally {

@@ -1,22 +1,10 @@
 // Connection settings for the official-SDK conformance suite. The global setup (test/setup/global-server.ts)
 // starts a real Burrow server with the real orchestrator and provides them under the key "burrow".
+import type { BurrowTestEnv } from "../helpers/burrow-env.js";
 import { inject, test } from "vitest";
 import { Sandbox } from "e2b";
 
-export interface BurrowTestEnv {
-  /** REST base URL (E2B_API_URL). */
-  apiUrl: string;
-  /** envd gateway base URL (E2B_SANDBOX_URL); the same server and port as apiUrl. */
-  sandboxUrl: string;
-  /** An API key the server accepts (E2B_API_KEY). */
-  apiKey: string;
-}
-
-declare module "vitest" {
-  export interface ProvidedContext {
-    burrow: BurrowTestEnv;
-  }
-}
+export type { BurrowTestEnv };
 
 export function burrowEnv(): BurrowTestEnv {
   return inject("burrow");

@@ -12,16 +12,16 @@ describe("disk quota", () => {
     const sandbox = await Sandbox.create("base", opts);
     try {
       // Within the limit: fine.
-      await sandbox.files.write("/home/user/small.bin", new Uint8Array(1024 * 1024));
+      await sandbox.files.write("/home/user/small.bin", new ArrayBuffer(1024 * 1024));
       // no count: dd writes until the quota stops it, whatever the disk size
       const fill = await sandbox.commands.run("dd if=/dev/zero of=/home/user/fill bs=4M 2>&1; echo rc=$?", { timeoutMs: 120_000 });
       expect(fill.stdout).toMatch(/Disk quota exceeded/);
       expect(fill.stdout).toMatch(/rc=1/);
-      const upload = await sandbox.files.write("/home/user/more.bin", new Uint8Array(8 * 1024 * 1024)).catch((e: unknown) => e);
+      const upload = await sandbox.files.write("/home/user/more.bin", new ArrayBuffer(8 * 1024 * 1024)).catch((e: unknown) => e);
       expect(upload).toBeInstanceOf(NotEnoughSpaceError);
       // Freeing space makes the sandbox writable again.
       await sandbox.commands.run("rm /home/user/fill && sync");
-      await sandbox.files.write("/home/user/more.bin", new Uint8Array(8 * 1024 * 1024));
+      await sandbox.files.write("/home/user/more.bin", new ArrayBuffer(8 * 1024 * 1024));
       expect((await sandbox.files.getInfo("/home/user/more.bin")).size).toBe(8 * 1024 * 1024);
     } finally {
       await sandbox.kill();
