@@ -18,7 +18,13 @@ export { SUPPORTED_BASES_HINT } from "./bases/resolve-base.js";
 export { importImage, type ImportedImage } from "./bases/oci-image.js";
 export { convertWhiteouts } from "./bases/whiteouts.js";
 export { parseDockerfile, DockerfileError, type ParsedDockerfile, type DockerfileStep } from "./dockerfile/parse-dockerfile.js";
-export { startTemplateProcess, START_COMMAND_TAG, type StartTemplateOptions } from "./start-template-process.js";
+export {
+  startTemplateProcess,
+  templateReadyTimeoutMs,
+  START_COMMAND_TAG,
+  READY_TIMEOUT_ENV,
+  type StartTemplateOptions,
+} from "./start-template-process.js";
 export {
   ensureCodeInterpreterTemplate,
   codeInterpreterSpec,

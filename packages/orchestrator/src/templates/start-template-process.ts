@@ -1,12 +1,14 @@
 // A template's start command runs in every sandbox created from it: started in the background through envd,
 // then the ready command is polled until it exits 0. Creation fails with the start command's output when the
-// command dies or readiness does not come in time.
-import { runEnvdCommand, startEnvdCommand, type EnvdTarget } from "../envd-rpc/index.js";
+// command dies or readiness does not come in time. A template sets its own ready timeout with the ENV variable
+// BURROW_READY_TIMEOUT_MS (e.g. `setEnvs({ BURROW_READY_TIMEOUT_MS: "5000" })` or `ENV BURROW_READY_TIMEOUT_MS=5000`).
+import { Code } from "@connectrpc/connect";
+import { EnvdCommandError, runEnvdCommand, startEnvdCommand, type EnvdTarget } from "../envd-rpc/index.js";
 import { OrchestratorError } from "../errors.js";
 import type { TemplateManifest } from "./template-store.js";
 
 export interface StartTemplateOptions {
-  /** How long the ready command may take to succeed. @default 120000 */
+  /** How long the ready command may take to succeed, unless the template sets BURROW_READY_TIMEOUT_MS. @default 120000 */
   readyTimeoutMs?: number;
   /** Pause between ready checks. @default 200 */
   pollIntervalMs?: number;
@@ -15,6 +17,24 @@ export interface StartTemplateOptions {
 
 /** envd tag of the start command's process, so it can be found with `commands.list()`. */
 export const START_COMMAND_TAG = "burrow-start-cmd";
+
+/** Template ENV variable that sets how long (ms) the ready check may take in sandboxes of that template. */
+export const READY_TIMEOUT_ENV = "BURROW_READY_TIMEOUT_MS";
+
+const DEFAULT_READY_TIMEOUT_MS = 120_000;
+/** Longest a single ready-command run may take. */
+const READY_CMD_RUN_LIMIT_MS = 30_000;
+
+/** The ready timeout a template's ENV asks for; undefined when unset. Throws on a value that is not a positive integer. */
+export function templateReadyTimeoutMs(env: Record<string, string> | undefined): number | undefined {
+  const raw = env?.[READY_TIMEOUT_ENV];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const value = Number(raw.trim());
+  if (!Number.isSafeInteger(value) || value <= 0) {
+    throw new OrchestratorError("invalid_argument", `${READY_TIMEOUT_ENV} must be a positive number of milliseconds, got '${raw}'`);
+  }
+  return value;
+}
 
 /**
  * Start `manifest.runtime.startCmd` (if any) in the sandbox and wait for `readyCmd`. Without a ready command the
@@ -28,6 +48,7 @@ export async function startTemplateProcess(
   const runtime = manifest.runtime;
   if (!runtime?.startCmd && !runtime?.readyCmd) return;
   const { signal } = opts;
+  const timeoutMs = templateReadyTimeoutMs(runtime.env) ?? opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
   const user = runtime.user;
   const base = { user, cwd: runtime.workdir, envs: runtime.env };
   const started = runtime.startCmd
@@ -39,7 +60,7 @@ export async function startTemplateProcess(
         },
       )
     : undefined;
-  const deadline = Date.now() + (opts.readyTimeoutMs ?? 120_000);
+  const deadline = Date.now() + timeoutMs;
   const interval = opts.pollIntervalMs ?? 200;
   let lastReady = "";
   let ended: Awaited<NonNullable<typeof started>["ended"]> | undefined;
@@ -50,8 +71,15 @@ export async function startTemplateProcess(
     for (;;) {
       signal?.throwIfAborted();
       if (!runtime.readyCmd) return;
-      const result = await runEnvdCommand(sandbox, { ...base, command: runtime.readyCmd, timeoutMs: 30_000, signal }, (_s, chunk) => {
+      // One run of the ready command never outlasts the deadline (by more than a second, so it can report).
+      const runLimit = Math.min(READY_CMD_RUN_LIMIT_MS, Math.max(1000, deadline - Date.now()));
+      const result = await runEnvdCommand(sandbox, { ...base, command: runtime.readyCmd, timeoutMs: runLimit, signal }, (_s, chunk) => {
         lastReady = (lastReady + Buffer.from(chunk).toString("utf8")).slice(-2000);
+      }).catch((error: unknown) => {
+        // A ready command that hangs counts as "not ready yet"; anything else (envd gone) is a real failure.
+        if (signal?.aborted || !(error instanceof EnvdCommandError) || error.code !== Code.DeadlineExceeded) throw error;
+        lastReady = `${lastReady}(the ready command ran for ${runLimit} ms without finishing)`.slice(-2000);
+        return { exitCode: -1 };
       });
       if (result.exitCode === 0) return;
       if (ended !== undefined) {
@@ -64,7 +92,7 @@ export async function startTemplateProcess(
       if (Date.now() > deadline) {
         throw new OrchestratorError(
           "deadline_exceeded",
-          `ready check '${runtime.readyCmd}' did not pass within ${opts.readyTimeoutMs ?? 120_000} ms` +
+          `ready check '${runtime.readyCmd}' did not pass within ${timeoutMs} ms` +
             `${lastReady ? ` (last output: ${lastReady.trim()})` : ""}; start command output:\n${started?.output() ?? ""}`,
         );
       }

@@ -25,7 +25,7 @@ export async function templateBuild(argv: string[], connection: Connection): Pro
   });
   if (!values.name) throw new CliError("--name is required", 2);
   const source = values.file ?? positionals[0];
-  if (!source) throw new CliError("give a Dockerfile with -f, or a template file (.ts/.mjs exporting an e2b Template)", 2);
+  if (!source) throw new CliError("give a Dockerfile with -f, or a template file (.ts/.mts/.mjs/.js exporting an e2b Template)", 2);
   const path = resolve(source);
   const contextDir = resolve(values.context ?? dirname(path));
   let template: TemplateClass;

@@ -12,7 +12,8 @@ export const TEMPLATE_COMMANDS = {
 } as const;
 
 export const TEMPLATE_USAGE = `  burrow template build -f Dockerfile --name NAME [--context DIR] [--tag T]... [--cpu N] [--memory MB] [--skip-cache] [--ready-cmd CMD]
-  burrow template build FILE.ts|FILE.mjs --name NAME     (a module exporting an e2b Template)
+  burrow template build FILE.ts|FILE.mjs --name NAME     (a module exporting an e2b Template; .ts is compiled with esbuild)
+      A template's ready check may take 120 s by default; set ENV BURROW_READY_TIMEOUT_MS in the template to change it.
   burrow template list [--json]
   burrow template delete NAME|ID...
 `;

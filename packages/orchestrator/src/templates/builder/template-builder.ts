@@ -22,6 +22,7 @@ import { runCopyStep } from "./copy-step.js";
 import { runRunStep } from "./run-step.js";
 import { checkTag, DEFAULT_TAG, parseTemplateName } from "./template-names.js";
 import { TemplateBuildError } from "./template-build-error.js";
+import { templateReadyTimeoutMs } from "../start-template-process.js";
 
 export type BuildStatus = "waiting" | "building" | "ready" | "error";
 
@@ -476,6 +477,12 @@ export class TemplateBuilder {
         startCmd: spec.startCmd,
         readyCmd: spec.readyCmd,
       };
+      // A bad ready timeout fails the build rather than every create from the template.
+      try {
+        templateReadyTimeoutMs(runtime.env);
+      } catch (error) {
+        throw new TemplateBuildError("invalid_argument", (error as Error).message, { step: "finalize" });
+      }
       await this.publish(record, layers, runtime);
       record.status = "ready";
       log.add("info", `Template ${record.name} ready (${record.counters.stepsRun} steps run, ${record.counters.stepsCached} cached)`, "finalize");
