@@ -1,7 +1,8 @@
 // A server killed with SIGKILL loses nothing: on restart it re-adopts the sandboxes that still run and
 // reaps the ones that died meanwhile, leaving no orphaned process, cgroup, veth or writable layer.
 import { execFileSync } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
@@ -57,7 +58,76 @@ describe("restart safety", () => {
     expect(await Sandbox.kill(survivor.sandboxId, opts)).toBe(true);
     expect(processExists(survivorInside.pid)).toBe(false);
   });
+
+  it("keeps a paused sandbox paused across SIGKILL and resumes it after; the store wins over the orchestrator", async () => {
+    const port = await freePort();
+    if (server) await stopServerProcess(server, "SIGTERM");
+    server = await startServerProcess(instance, port, ["--pool-size", "0"]);
+    const opts = { apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url };
+    const paused = await Sandbox.create("base", { ...opts, metadata: { role: "paused" } });
+    const running = await Sandbox.create("base", { ...opts, metadata: { role: "running" } });
+    await paused.commands.run("i=0; while true; do echo $i > /tmp/counter; i=$((i+1)); sleep 0.05; done", { background: true });
+    await paused.files.write("/home/user/kept.txt", "kept while paused");
+    const pausedInside = sandboxInternals(instance.stateDir, paused.sandboxId);
+    await waitFor(() => counterOf(pausedInside.pid) > 0);
+    expect(await paused.pause()).toBe(true);
+    expect(frozen(instance.instance, paused.sandboxId)).toBe(true);
+    const atPause = counterOf(pausedInside.pid);
+
+    await stopServerProcess(server, "SIGKILL");
+    expect(processExists(pausedInside.pid)).toBe(true);
+    expect(frozen(instance.instance, paused.sandboxId)).toBe(true);
+    // A restart that came between the orchestrator writing "paused" and the server recording it: the server's
+    // store says running, so the restarted server must bring the sandbox back to running.
+    const runningDir = sandboxInternals(instance.stateDir, running.sandboxId).dir;
+    const recordFile = join(runningDir, "sandbox.json");
+    writeFileSync(recordFile, JSON.stringify({ ...JSON.parse(readFileSync(recordFile, "utf8")), state: "paused" }));
+
+    server = await startServerProcess(instance, port, ["--pool-size", "0"]);
+    expect(frozen(instance.instance, paused.sandboxId)).toBe(true);
+    expect(counterOf(pausedInside.pid)).toBe(atPause);
+    expect((await Sandbox.getInfo(paused.sandboxId, opts)).state).toBe("paused");
+    const listedPaused = await Sandbox.list({ ...opts, query: { state: ["paused"] } }).nextItems();
+    expect(listedPaused.map((s) => s.sandboxId)).toEqual([paused.sandboxId]);
+    expect(await paused.isRunning()).toBe(false);
+
+    expect((await Sandbox.getInfo(running.sandboxId, opts)).state).toBe("running");
+    expect(frozen(instance.instance, running.sandboxId)).toBe(false);
+    expect((await running.commands.run("echo up")).stdout.trim()).toBe("up");
+
+    const resumed = await Sandbox.connect(paused.sandboxId, opts);
+    expect(frozen(instance.instance, paused.sandboxId)).toBe(false);
+    expect(await resumed.files.read("/home/user/kept.txt")).toBe("kept while paused");
+    await waitFor(() => counterOf(pausedInside.pid) > atPause);
+
+    expect(await Sandbox.kill(paused.sandboxId, opts)).toBe(true);
+    expect(await Sandbox.kill(running.sandboxId, opts)).toBe(true);
+    expect(processExists(pausedInside.pid)).toBe(false);
+  });
 });
+
+/** The sandbox's counter, read from the host through its root (works while frozen or with no server). */
+function counterOf(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/root/tmp/counter`, "utf8").trim() || "0");
+  } catch {
+    return 0;
+  }
+}
+
+/** Whether the sandbox's cgroup2 directory reports itself frozen. */
+function frozen(instanceName: string, sandboxId: string): boolean {
+  for (const dir of leftoverCgroups(instanceName, sandboxId)) {
+    let events: string;
+    try {
+      events = readFileSync(join(dir, "cgroup.events"), "utf8");
+    } catch {
+      continue;
+    }
+    return /^frozen 1$/m.test(events);
+  }
+  throw new Error(`no cgroup2 directory for ${sandboxId}`);
+}
 
 /** Read the survivor's counter from the host, through the sandbox's root (no server is running). */
 async function readCounter(pid: number): Promise<string> {

@@ -58,6 +58,8 @@ export class LocalOrchestrator implements Orchestrator {
   private readonly exitListeners = new Set<(sandboxId: string, reason: SandboxExitReason) => void>();
   private readonly cpuMarks = new Map<string, CpuMark>();
   private readonly diskUsage = new Map<string, { bytes: number; at: number }>();
+  /** The pause/resume in progress per sandbox (settled promise); kill and later pauses/resumes wait for it. */
+  private readonly pending = new Map<string, Promise<void>>();
   private livenessTimer: NodeJS.Timeout | undefined;
   private pool: WarmPool | undefined;
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
@@ -155,9 +157,51 @@ export class LocalOrchestrator implements Orchestrator {
     const sandbox = this.sandboxes.get(sandboxId);
     if (!sandbox) return false;
     this.forget(sandboxId);
+    // A pause or resume under way finishes first, so that nothing freezes or thaws a cgroup being torn down.
+    await this.pending.get(sandboxId);
+    // A paused sandbox needs no thaw first: SIGKILL reaches frozen tasks (cgroup.kill on cgroup2; the v1
+    // freezer backend freezes, kills and thaws), and killed tasks never run user code again.
     await this.host.destroy(sandbox);
     this.emitExit(sandboxId, "killed");
     return true;
+  }
+
+  async pauseSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
+    return this.serialize(sandboxId, async (sandbox) => {
+      if (sandbox.record.state === "paused") return;
+      // The record says paused before the freeze: a restart in between freezes it again (adoptOrReap).
+      await this.writeState(sandbox, "paused");
+      try {
+        await sandbox.cgroup.freeze(opts?.signal);
+      } catch (error) {
+        // Never leave a partly frozen sandbox behind: back to running, as if the pause had not been asked for.
+        await sandbox.cgroup.thaw().catch((thawError: unknown) => this.logger.error({ sandboxId, err: thawError }, "thaw after failed pause failed"));
+        await this.writeState(sandbox, "running").catch(() => undefined);
+        throw new OrchestratorError(opts?.signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be paused: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+      this.cpuMarks.delete(sandboxId);
+      this.logger.info({ sandboxId }, "sandbox paused");
+    });
+  }
+
+  async resumeSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
+    return this.serialize(sandboxId, async (sandbox) => {
+      if (sandbox.record.state !== "paused") return;
+      try {
+        await sandbox.cgroup.thaw(opts?.signal);
+      } catch (error) {
+        throw new OrchestratorError(opts?.signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be resumed: ${(error as Error).message}`, {
+          cause: error,
+        });
+      }
+      // Written after the thaw: a restart in between finds "paused" and freezes it again, which is what the
+      // control plane (which records "running" only after this returns) still believes.
+      await this.writeState(sandbox, "running");
+      this.cpuMarks.delete(sandboxId);
+      this.logger.info({ sandboxId }, "sandbox resumed");
+    });
   }
 
   getSandbox(sandboxId: string): SandboxRecord | undefined {
@@ -312,8 +356,17 @@ export class LocalOrchestrator implements Orchestrator {
       const network = this.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess);
       const sandbox: HostedSandbox = { record, dir, cgroup, network };
       if (!record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime)) {
+        // Bring the freezer in line with the record: a restart may have come between writing it and
+        // freezing (pause) or between thawing and writing it (resume).
+        const state = record.state ?? "running";
+        try {
+          if (state === "paused") await cgroup.freeze(AbortSignal.timeout(10_000));
+          else await cgroup.thaw(AbortSignal.timeout(10_000));
+        } catch (error) {
+          this.logger.error({ sandboxId, state, err: error }, "could not restore the freezer state of a re-adopted sandbox");
+        }
         this.sandboxes.set(sandboxId, sandbox);
-        this.logger.info({ sandboxId }, "re-adopted running sandbox");
+        this.logger.info({ sandboxId, state }, `re-adopted ${state} sandbox`);
       } else {
         this.logger.info({ sandboxId, pooled: record.pooled }, "reaping sandbox left by a previous run");
         await this.host.destroy(sandbox).catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "reap failed"));
@@ -337,6 +390,7 @@ export class LocalOrchestrator implements Orchestrator {
 
   private checkLiveness(): void {
     for (const [sandboxId, sandbox] of this.sandboxes) {
+      // A frozen (paused) init is alive: frozen tasks keep their pid and start time and are never zombies.
       if (isSandboxInitAlive(sandbox.record.pid, sandbox.record.pidStartTime)) continue;
       this.logger.warn({ sandboxId }, "sandbox init exited; removing the sandbox");
       this.forget(sandboxId);
@@ -345,6 +399,35 @@ export class LocalOrchestrator implements Orchestrator {
         .catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "cleanup of exited sandbox failed"))
         .finally(() => this.emitExit(sandboxId, "crashed"));
     }
+  }
+
+  /**
+   * Run a pause/resume of one sandbox after any earlier one has settled. Resolves the sandbox's record
+   * afterwards, or undefined when the sandbox is unknown (or was killed meanwhile).
+   */
+  private serialize(sandboxId: string, op: (sandbox: HostedSandbox) => Promise<void>): Promise<SandboxRecord | undefined> {
+    const run = async (): Promise<SandboxRecord | undefined> => {
+      const sandbox = this.sandboxes.get(sandboxId);
+      if (!sandbox) return undefined;
+      await op(sandbox);
+      return this.sandboxes.get(sandboxId) === sandbox ? toRecord(sandbox) : undefined;
+    };
+    const result = (this.pending.get(sandboxId) ?? Promise.resolve()).then(run);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.pending.set(sandboxId, settled);
+    void settled.then(() => {
+      if (this.pending.get(sandboxId) === settled) this.pending.delete(sandboxId);
+    });
+    return result;
+  }
+
+  private async writeState(sandbox: HostedSandbox, state: "running" | "paused"): Promise<void> {
+    const record = { ...sandbox.record, state };
+    await writeRecord(sandbox.dir, record);
+    sandbox.record = record;
   }
 
   private forget(sandboxId: string): void {
@@ -381,7 +464,7 @@ function toRecord(sandbox: HostedSandbox): SandboxRecord {
     limits: { ...record.limits },
     allowInternetAccess: record.allowInternetAccess,
     startedAt: new Date(record.startedAt),
-    state: "running",
+    state: record.state ?? "running",
   };
 }
 

@@ -22,6 +22,7 @@ export interface SandboxRecord {
   limits: SandboxLimits;
   allowInternetAccess: boolean;
   startedAt: Date;
+  /** "paused" while its processes are frozen (pauseSandbox); paused sandboxes stay until killed. */
   state: SandboxState;
 }
 
@@ -54,7 +55,15 @@ export type SandboxExitReason = "killed" | "crashed";
 export interface Orchestrator {
   /** Create a sandbox (from the warm pool when one is ready) and return when envd answers. */
   createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord>;
-  /** Kill a sandbox and remove every trace of it. Resolves false when it did not exist. */
+  /**
+   * Pause a sandbox with its memory kept: every process is frozen where it is, the network address and the
+   * writable layer stay. Idempotent (pausing a paused sandbox resolves its record); undefined when unknown.
+   * Optional: an orchestrator that cannot pause leaves it out and the control plane answers "not supported".
+   */
+  pauseSandbox?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /** Resume a paused sandbox where it stopped. Idempotent (a running one resolves its record); undefined when unknown. */
+  resumeSandbox?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /** Kill a sandbox (running or paused) and remove every trace of it. Resolves false when it did not exist. */
   killSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<boolean>;
   getSandbox(sandboxId: string): SandboxRecord | undefined;
   listSandboxes(): SandboxRecord[];

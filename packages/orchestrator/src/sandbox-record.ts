@@ -19,6 +19,12 @@ export interface SandboxRecordFile {
   initToken: string;
   /** True while the sandbox waits in the warm pool, unclaimed. */
   pooled: boolean;
+  /**
+   * "paused" while its cgroup is frozen (pause keeps memory). Written before freezing and after thawing, so a
+   * restarted orchestrator that finds "paused" freezes again and one that finds "running" thaws. Absent in
+   * records written before pausing existed: running.
+   */
+  state?: "running" | "paused";
 }
 
 const RECORD_FILE = "sandbox.json";

@@ -308,10 +308,12 @@ describe("network manager (real kernel)", () => {
     expect(links().filter((l) => l.startsWith(`b${instance}-`))).toEqual([]);
     expect(tables()).not.toContain(`table inet burrow_${instance}`);
     expect(tables()).not.toContain(`table bridge burrow_${instance}`);
-    expect(readFileSync(ip_forward, "utf8").trim()).toBe(before.ipForward);
     const registry = existsSync("/run/burrow/ip-forward.json")
       ? (JSON.parse(readFileSync("/run/burrow/ip-forward.json", "utf8")) as { holders: string[] })
       : { holders: [] };
     expect(registry.holders).not.toContain(instance);
+    // The last instance out restores the host's value; while another Burrow instance still needs forwarding
+    // (a server running beside the tests), it stays on.
+    expect(readFileSync(ip_forward, "utf8").trim()).toBe(registry.holders.length > 0 ? "1" : before.ipForward);
   });
 });

@@ -46,7 +46,7 @@ export interface RunningServer {
   readonly config: ServerConfig;
   readonly store: Store;
   readonly sandboxes: SandboxService;
-  /** Lifecycle events (created, killed, timed_out) for the bus and other observers. */
+  /** Lifecycle events (created, paused, resumed, killed, timed_out) for the bus and other observers. */
   readonly events: SandboxEvents;
   readonly gateway: Gateway;
   readonly registry: Registry;

@@ -13,6 +13,7 @@ import { registerGetRoute } from "./sandboxes/get.js";
 import { registerKillRoute } from "./sandboxes/kill.js";
 import { registerListRoutes } from "./sandboxes/list.js";
 import { registerMetricsRoute } from "./sandboxes/metrics.js";
+import { registerPauseRoute } from "./sandboxes/pause.js";
 import { registerTimeoutRoute } from "./sandboxes/timeout.js";
 import { registerUnsupportedRoutes, registerUnsupportedTemplateRoutes } from "./sandboxes/unsupported.js";
 import { registerTemplateApi, type TemplateBuildService } from "../templates-api/index.js";
@@ -70,6 +71,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerKillRoute(app, ctx);
   registerTimeoutRoute(app, ctx);
   registerConnectRoutes(app, ctx);
+  registerPauseRoute(app, ctx);
   registerMetricsRoute(app, ctx);
   if (opts.templates) {
     registerTemplateApi(app, { builder: opts.templates, resolveTemplate: (ref) => ctx.orchestrator.resolveTemplate(ref) });

@@ -1,8 +1,19 @@
 // Sandbox lifecycle events onto the bus, on the subjects of @burrow/bus (`sbx.<template>.<sandbox>.lifecycle.<type>`)
-// and into its durable event stream, so triggers and agents that were down still see them.
+// and into its durable event stream, so triggers and agents that were down still see them. Every lifecycle type the
+// control plane emits (created, paused, resumed, killed, timed_out) is one of the bus's lifecycle types.
 import { publishSandboxEvent, type Bus } from "@burrow/bus";
 import type { Logger } from "pino";
-import type { SandboxEvents } from "../lifecycle/events.js";
+import type { LifecycleEventType } from "@burrow/bus";
+import type { SandboxEvents, SandboxLifecycleEventType } from "../lifecycle/events.js";
+
+/** Checked at compile time: adding a control-plane type the bus does not know fails the build here. */
+const BUS_TYPE: { [K in SandboxLifecycleEventType]: LifecycleEventType } = {
+  created: "created",
+  paused: "paused",
+  resumed: "resumed",
+  killed: "killed",
+  timed_out: "timed_out",
+};
 
 export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: Logger): () => void {
   return events.subscribe((event) => {
@@ -10,7 +21,7 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
       bus,
       {
         category: "lifecycle",
-        type: event.type,
+        type: BUS_TYPE[event.type],
         sandboxId: event.sandboxId,
         templateId: event.templateId,
         metadata: event.metadata,

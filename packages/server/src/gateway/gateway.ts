@@ -35,12 +35,16 @@ export class Gateway {
   readonly #d: GatewayDeps;
   readonly #connections = new SandboxConnections();
   readonly #upstream: UpstreamResolver;
-  readonly #unsubscribe: () => void;
+  readonly #unsubscribe: Array<() => void>;
 
   constructor(deps: GatewayDeps) {
     this.#d = deps;
     this.#upstream = deps.upstream ?? defaultUpstream;
-    this.#unsubscribe = deps.sandboxes.onRemoved((id) => this.#connections.drop(id));
+    // Killed and paused sandboxes alike: in-flight exchanges are dropped, and live() stops routing to them (502).
+    this.#unsubscribe = [
+      deps.sandboxes.onRemoved((id) => this.#connections.drop(id)),
+      deps.sandboxes.onPaused((id) => this.#connections.drop(id)),
+    ];
   }
 
   /** In-flight proxied exchanges of a sandbox (for tests and diagnostics). */
@@ -78,7 +82,7 @@ export class Gateway {
         const live = this.#d.sandboxes.live(route.sandboxId);
         if (!live) {
           this.#count("upgrade", route.via, "not_found");
-          sendRawJson(socket, 502, goneBody(route.sandboxId));
+          sendRawJson(socket, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
           return;
         }
         this.#count("upgrade", route.via, "proxied");
@@ -95,7 +99,7 @@ export class Gateway {
   }
 
   close(): void {
-    this.#unsubscribe();
+    for (const unsubscribe of this.#unsubscribe) unsubscribe();
     this.#connections.close();
   }
 
@@ -125,7 +129,7 @@ export class Gateway {
       this.#count("http", route.via, "not_found");
       // Drain what the client sends so that its keep-alive connection stays usable.
       req.resume();
-      sendJson(res, 502, goneBody(route.sandboxId));
+      sendJson(res, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
       return;
     }
     this.#count("http", route.via, "proxied");
@@ -135,6 +139,10 @@ export class Gateway {
       track: (...items) => this.#connections.track(route.sandboxId, ...items),
       unreachableBody: () => portClosedBody(route.sandboxId, route.port),
     });
+  }
+
+  #isPaused(sandboxId: string): boolean {
+    return this.#d.sandboxes.get(sandboxId)?.state === "paused";
   }
 
   #count(kind: "http" | "upgrade", route: string | undefined, outcome: string): void {

@@ -4,8 +4,8 @@ import type { Duplex } from "node:stream";
 import { STATUS_CODES } from "node:http";
 
 /** E2B's proxy answer for a killed, paused or unknown sandbox; the SDK's isRunning() is false only on 502. */
-export function goneBody(sandboxId: string): string {
-  return JSON.stringify({ sandboxId, message: "The sandbox was not found", code: 502 });
+export function goneBody(sandboxId: string, paused = false): string {
+  return JSON.stringify({ sandboxId, message: paused ? "The sandbox is paused" : "The sandbox was not found", code: 502 });
 }
 
 export function sendJson(res: ServerResponse, status: number, body: string): void {

@@ -1,7 +1,7 @@
 // Lifecycle events of sandboxes, for whoever publishes them (the bus) or shows them (dashboard, CLI).
 import type { Logger } from "pino";
 
-export type SandboxLifecycleEventType = "created" | "killed" | "timed_out";
+export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out";
 
 export interface SandboxLifecycleEvent {
   type: SandboxLifecycleEventType;
@@ -11,7 +11,7 @@ export interface SandboxLifecycleEvent {
   timestamp: Date;
   /**
    * Why a sandbox ended: `api` (DELETE), `timeout`, `crashed` (its init died), `lost` (gone after a restart),
-   * `orchestrator` (ended outside the API). Absent on `created`.
+   * `orchestrator` (ended outside the API). Absent on `created`, `paused` and `resumed`.
    */
   reason?: "api" | "timeout" | "crashed" | "lost" | "orchestrator";
 }

@@ -1,5 +1,6 @@
-// The sandbox lifecycle as the control plane sees it: create, extend, kill, time out, and react to sandboxes
-// ending on their own. Every path that ends a sandbox goes through #remove, so the store, timers, metrics,
+// The sandbox lifecycle as the control plane sees it: create, extend, pause, resume, kill, time out, and react to
+// sandboxes ending on their own. Paused sandboxes keep their memory (the orchestrator freezes them) and never time
+// out; connect resumes them. Every path that ends a sandbox goes through #remove, so the store, timers, metrics,
 // gateway connections and events stay consistent whichever path came first.
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
@@ -47,6 +48,9 @@ export class SandboxService {
   readonly #d: SandboxServiceDeps;
   readonly #scheduler: TimeoutScheduler;
   readonly #removedListeners = new Set<(sandboxId: string) => void>();
+  readonly #pausedListeners = new Set<(sandboxId: string) => void>();
+  /** Pause/resume/connect in progress per sandbox (settled promise): they run one at a time per sandbox. */
+  readonly #pending = new Map<string, Promise<void>>();
   readonly #unsubscribeExit: () => void;
 
   constructor(deps: SandboxServiceDeps) {
@@ -62,6 +66,15 @@ export class SandboxService {
   onRemoved(listener: (sandboxId: string) => void): () => void {
     this.#removedListeners.add(listener);
     return () => this.#removedListeners.delete(listener);
+  }
+
+  /**
+   * Called synchronously when a sandbox is being paused, before it is frozen: it stops being routable (the
+   * gateway answers 502 and drops in-flight connections) but is not gone; a resume makes it routable again.
+   */
+  onPaused(listener: (sandboxId: string) => void): () => void {
+    this.#pausedListeners.add(listener);
+    return () => this.#pausedListeners.delete(listener);
   }
 
   get(sandboxId: string): SandboxRow | undefined {
@@ -161,24 +174,96 @@ export class SandboxService {
     return true;
   }
 
-  /** Set endAt = now + timeout (E2B: overwrites, may shorten). */
+  /** Set endAt = now + timeout (E2B: overwrites, may shorten). A paused sandbox keeps it but has no timer. */
   setTimeout(sandboxId: string, timeoutSec: number): SandboxRow {
     const row = this.require(sandboxId);
     const endAt = new Date(Date.now() + this.#checkTimeout(timeoutSec) * 1000);
     this.#d.store.setEndAt(sandboxId, endAt);
-    this.#scheduler.arm(sandboxId, endAt);
+    if (row.state === "running") this.#scheduler.arm(sandboxId, endAt);
     return { ...row, endAt };
   }
 
-  /** Connect to a running sandbox: its lifetime is only ever extended, to now + timeout. */
-  connect(sandboxId: string, timeoutSec: number | undefined): SandboxRow {
-    const row = this.require(sandboxId);
-    if (row.state !== "running") throw new ServerError(Code.Unimplemented, "resuming paused sandboxes is not supported yet");
-    const wanted = new Date(Date.now() + this.#checkTimeout(timeoutSec ?? this.#d.config.defaultTimeoutSec) * 1000);
-    if (wanted <= row.endAt) return row;
-    this.#d.store.setEndAt(sandboxId, wanted);
-    this.#scheduler.arm(sandboxId, wanted);
-    return { ...row, endAt: wanted };
+  /**
+   * Pause a running sandbox, memory kept. It stops being routable at once, its kill timer is cancelled (paused
+   * sandboxes stay until killed, as in E2B) and then it is frozen. 409 when already paused.
+   */
+  async pause(sandboxId: string): Promise<SandboxRow> {
+    return this.#serial(sandboxId, async () => {
+      const row = this.require(sandboxId);
+      if (row.state === "paused") throw new ServerError(Code.AlreadyExists, `sandbox "${sandboxId}" is already paused`);
+      const { orchestrator, store } = this.#d;
+      if (!orchestrator.pauseSandbox) throw new ServerError(Code.Unimplemented, "pausing sandboxes is not supported by this orchestrator");
+      store.setState(sandboxId, "paused");
+      this.#scheduler.cancel(sandboxId);
+      this.#notify(this.#pausedListeners, sandboxId, "sandbox pause listener failed");
+      let record: SandboxRecord | undefined;
+      try {
+        record = await orchestrator.pauseSandbox(sandboxId);
+      } catch (err) {
+        // Still running: routable again, with the lifetime it had.
+        if (store.setState(sandboxId, "running")) this.#scheduler.arm(sandboxId, row.endAt);
+        this.#d.logger.error({ err, sandboxId }, "orchestrator failed to pause sandbox");
+        throw fromDependencyError(err);
+      }
+      if (!record) {
+        this.#remove(sandboxId, "killed", "lost");
+        throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+      }
+      const paused = { ...row, state: "paused" as const };
+      // A kill may have removed it meanwhile; then there is nothing to announce.
+      if (store.get(sandboxId)) {
+        this.#d.logger.info({ sandboxId }, "sandbox paused");
+        this.#emit("paused", paused);
+      }
+      return paused;
+    });
+  }
+
+  /**
+   * Connect (E2B `connect`, legacy `resume`). A running sandbox's lifetime is only ever extended, to now + timeout.
+   * A paused one is resumed with endAt = now + timeout; `resumed` tells the two apart (200 vs 201).
+   */
+  async connect(sandboxId: string, timeoutSec: number | undefined): Promise<{ row: SandboxRow; resumed: boolean }> {
+    return this.#serial(sandboxId, async () => {
+      const row = this.require(sandboxId);
+      const timeout = this.#checkTimeout(timeoutSec ?? this.#d.config.defaultTimeoutSec);
+      if (row.state === "running") {
+        const wanted = new Date(Date.now() + timeout * 1000);
+        if (wanted <= row.endAt) return { row, resumed: false };
+        this.#d.store.setEndAt(sandboxId, wanted);
+        this.#scheduler.arm(sandboxId, wanted);
+        return { row: { ...row, endAt: wanted }, resumed: false };
+      }
+      return { row: await this.#resume(row, timeout), resumed: true };
+    });
+  }
+
+  async #resume(row: SandboxRow, timeoutSec: number): Promise<SandboxRow> {
+    const { orchestrator, store } = this.#d;
+    const { sandboxId } = row;
+    if (!orchestrator.resumeSandbox) throw new ServerError(Code.Unimplemented, "resuming sandboxes is not supported by this orchestrator");
+    let record: SandboxRecord | undefined;
+    try {
+      record = await orchestrator.resumeSandbox(sandboxId);
+    } catch (err) {
+      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to resume sandbox");
+      throw fromDependencyError(err);
+    }
+    if (!record) {
+      this.#remove(sandboxId, "killed", "lost");
+      throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    }
+    const endAt = new Date(Date.now() + timeoutSec * 1000);
+    // A kill may have removed the row while the orchestrator thawed; that kill wins.
+    if (!store.setState(sandboxId, "running")) {
+      throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    }
+    store.setEndAt(sandboxId, endAt);
+    this.#scheduler.arm(sandboxId, endAt);
+    const resumed = { ...row, state: "running" as const, endAt };
+    this.#d.logger.info({ sandboxId, endAt }, "sandbox resumed");
+    this.#emit("resumed", resumed);
+    return resumed;
   }
 
   /**
@@ -190,8 +275,12 @@ export class SandboxService {
     const live = new Map(orchestrator.listSandboxes().map((r) => [r.sandboxId, r]));
     const removed: string[] = [];
     for (const row of store.list()) {
-      if (live.has(row.sandboxId)) {
-        this.#scheduler.arm(row.sandboxId, row.endAt);
+      const record = live.get(row.sandboxId);
+      if (record) {
+        // The store decides whether a sandbox is paused; the orchestrator follows it (a restart may have come
+        // in the middle of a pause or resume).
+        await this.#converge(row, record);
+        if (row.state === "running") this.#scheduler.arm(row.sandboxId, row.endAt);
         this.#d.sandboxMetrics.track(row.sandboxId);
       } else if (this.#remove(row.sandboxId, "killed", "lost")) {
         removed.push(row.sandboxId);
@@ -211,6 +300,43 @@ export class SandboxService {
     this.#unsubscribeExit();
     this.#scheduler.close();
     this.#removedListeners.clear();
+    this.#pausedListeners.clear();
+  }
+
+  async #converge(row: SandboxRow, record: SandboxRecord): Promise<void> {
+    if (row.state === record.state) return;
+    const { orchestrator, logger } = this.#d;
+    try {
+      if (row.state === "paused") await orchestrator.pauseSandbox?.(row.sandboxId);
+      else await orchestrator.resumeSandbox?.(row.sandboxId);
+      logger.info({ sandboxId: row.sandboxId, state: row.state }, "brought the orchestrator in line with the store");
+    } catch (err) {
+      logger.error({ err, sandboxId: row.sandboxId, state: row.state }, "could not bring the orchestrator in line with the store");
+    }
+  }
+
+  /** Run `op` after every earlier pause/resume/connect of the same sandbox has settled. */
+  #serial<T>(sandboxId: string, op: () => Promise<T>): Promise<T> {
+    const result = (this.#pending.get(sandboxId) ?? Promise.resolve()).then(op);
+    const settled = result.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#pending.set(sandboxId, settled);
+    void settled.then(() => {
+      if (this.#pending.get(sandboxId) === settled) this.#pending.delete(sandboxId);
+    });
+    return result;
+  }
+
+  #notify(listeners: ReadonlySet<(sandboxId: string) => void>, sandboxId: string, failure: string): void {
+    for (const listener of listeners) {
+      try {
+        listener(sandboxId);
+      } catch (err) {
+        this.#d.logger.error({ err, sandboxId }, failure);
+      }
+    }
   }
 
   /** The alias a sandbox was created by (`base` for `base:latest`), else the template's first alias. */
@@ -251,13 +377,7 @@ export class SandboxService {
     this.#scheduler.cancel(sandboxId);
     this.#d.sandboxMetrics.untrack(sandboxId);
     this.#d.metrics.sandboxKills.inc({ reason });
-    for (const listener of this.#removedListeners) {
-      try {
-        listener(sandboxId);
-      } catch (err) {
-        this.#d.logger.error({ err, sandboxId }, "sandbox removal listener failed");
-      }
-    }
+    this.#notify(this.#removedListeners, sandboxId, "sandbox removal listener failed");
     this.#d.logger.info({ sandboxId, reason }, "sandbox ended");
     this.#emit(type, row, reason);
     return row;

@@ -68,6 +68,7 @@ export class SandboxStore {
   readonly #all;
   readonly #delete;
   readonly #setEndAt;
+  readonly #setState;
   readonly #countRunning;
 
   constructor(db: Db) {
@@ -81,6 +82,7 @@ export class SandboxStore {
     this.#all = db.prepare<[], RawRow>("SELECT * FROM sandboxes ORDER BY started_at DESC, sandbox_id DESC");
     this.#delete = db.prepare<[string]>("DELETE FROM sandboxes WHERE sandbox_id = ?");
     this.#setEndAt = db.prepare<[number, string]>("UPDATE sandboxes SET end_at = ? WHERE sandbox_id = ?");
+    this.#setState = db.prepare<[string, string]>("UPDATE sandboxes SET state = ? WHERE sandbox_id = ?");
     this.#countRunning = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM sandboxes WHERE state = 'running'");
   }
 
@@ -121,6 +123,10 @@ export class SandboxStore {
 
   setEndAt(sandboxId: string, endAt: Date): boolean {
     return this.#setEndAt.run(endAt.getTime(), sandboxId).changes > 0;
+  }
+
+  setState(sandboxId: string, state: SandboxRowState): boolean {
+    return this.#setState.run(state, sandboxId).changes > 0;
   }
 
   countRunning(): number {

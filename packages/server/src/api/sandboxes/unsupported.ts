@@ -7,7 +7,6 @@ import type { ApiContext } from "../context.js";
 import { errorResponses } from "../schemas.js";
 
 const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
-  ["POST", "/sandboxes/:sandboxID/pause", "pausing sandboxes"],
   ["POST", "/sandboxes/:sandboxID/fork", "forking sandboxes"],
   ["POST", "/sandboxes/:sandboxID/snapshots", "snapshots"],
   ["PUT", "/sandboxes/:sandboxID/network", "updating sandbox network rules"],
