@@ -1,13 +1,12 @@
 // Pause and resume with memory kept (E2B `pause`/`betaPause`, resume through `Sandbox.connect`/`sbx.connect()`),
 // driven by the official SDK against the real server: the cgroup freezer stops every process where it is and
 // connect thaws it. Also the REST details the SDK hides (201 vs 200 on connect, legacy routes) and the bus events.
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { describe, expect, inject } from "vitest";
 import { Sandbox, SandboxNotFoundError } from "e2b";
 import { BusClient, type BusMessage } from "@burrow/sdk";
 import {
   dirExists,
+  cgroupFrozen,
   leftoverCgroups,
   linkExists,
   processExists,
@@ -19,18 +18,8 @@ const COUNTER = "/home/user/count";
 /** Counts in a shell variable (memory) and writes each value out: a restarted process would start again at 1. */
 const COUNT_LOOP = `sh -c 'i=0; while true; do i=$((i+1)); echo $i > ${COUNTER}; sleep 0.1; done'`;
 
-/** Whether the sandbox's cgroup2 directory reports itself frozen (the host view of "paused"). */
 function frozen(sandboxId: string): boolean {
-  for (const dir of leftoverCgroups(burrowEnv().instance, sandboxId)) {
-    let events: string;
-    try {
-      events = readFileSync(join(dir, "cgroup.events"), "utf8");
-    } catch {
-      continue;
-    }
-    return /^frozen 1$/m.test(events);
-  }
-  throw new Error(`no cgroup2 directory for ${sandboxId}`);
+  return cgroupFrozen(burrowEnv().instance, sandboxId);
 }
 
 async function readCount(sbx: Sandbox): Promise<number> {

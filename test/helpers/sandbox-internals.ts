@@ -52,3 +52,17 @@ export function nftRulesetMentions(address: string): boolean {
 export function dirExists(path: string): boolean {
   return existsSync(path);
 }
+
+/** Whether the sandbox's cgroup2 directory reports itself frozen (the host's view of "paused"). */
+export function cgroupFrozen(instance: string, sandboxId: string): boolean {
+  for (const dir of leftoverCgroups(instance, sandboxId)) {
+    let events: string;
+    try {
+      events = readFileSync(join(dir, "cgroup.events"), "utf8");
+    } catch {
+      continue;
+    }
+    return /^frozen 1$/m.test(events);
+  }
+  throw new Error(`no cgroup2 directory for ${sandboxId}`);
+}

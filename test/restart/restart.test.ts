@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { dirExists, leftoverCgroups, linkExists, processExists, sandboxInternals } from "../helpers/sandbox-internals.js";
+import { cgroupFrozen, dirExists, leftoverCgroups, linkExists, processExists, sandboxInternals } from "../helpers/sandbox-internals.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
 describe("restart safety", () => {
@@ -71,12 +71,12 @@ describe("restart safety", () => {
     const pausedInside = sandboxInternals(instance.stateDir, paused.sandboxId);
     await waitFor(() => counterOf(pausedInside.pid) > 0);
     expect(await paused.pause()).toBe(true);
-    expect(frozen(instance.instance, paused.sandboxId)).toBe(true);
+    expect(cgroupFrozen(instance.instance, paused.sandboxId)).toBe(true);
     const atPause = counterOf(pausedInside.pid);
 
     await stopServerProcess(server, "SIGKILL");
     expect(processExists(pausedInside.pid)).toBe(true);
-    expect(frozen(instance.instance, paused.sandboxId)).toBe(true);
+    expect(cgroupFrozen(instance.instance, paused.sandboxId)).toBe(true);
     // A restart that came between the orchestrator writing "paused" and the server recording it: the server's
     // store says running, so the restarted server must bring the sandbox back to running.
     const runningDir = sandboxInternals(instance.stateDir, running.sandboxId).dir;
@@ -84,7 +84,7 @@ describe("restart safety", () => {
     writeFileSync(recordFile, JSON.stringify({ ...JSON.parse(readFileSync(recordFile, "utf8")), state: "paused" }));
 
     server = await startServerProcess(instance, port, ["--pool-size", "0"]);
-    expect(frozen(instance.instance, paused.sandboxId)).toBe(true);
+    expect(cgroupFrozen(instance.instance, paused.sandboxId)).toBe(true);
     expect(counterOf(pausedInside.pid)).toBe(atPause);
     expect((await Sandbox.getInfo(paused.sandboxId, opts)).state).toBe("paused");
     const listedPaused = await Sandbox.list({ ...opts, query: { state: ["paused"] } }).nextItems();
@@ -92,11 +92,11 @@ describe("restart safety", () => {
     expect(await paused.isRunning()).toBe(false);
 
     expect((await Sandbox.getInfo(running.sandboxId, opts)).state).toBe("running");
-    expect(frozen(instance.instance, running.sandboxId)).toBe(false);
+    expect(cgroupFrozen(instance.instance, running.sandboxId)).toBe(false);
     expect((await running.commands.run("echo up")).stdout.trim()).toBe("up");
 
     const resumed = await Sandbox.connect(paused.sandboxId, opts);
-    expect(frozen(instance.instance, paused.sandboxId)).toBe(false);
+    expect(cgroupFrozen(instance.instance, paused.sandboxId)).toBe(false);
     expect(await resumed.files.read("/home/user/kept.txt")).toBe("kept while paused");
     await waitFor(() => counterOf(pausedInside.pid) > atPause);
 
@@ -113,20 +113,6 @@ function counterOf(pid: number): number {
   } catch {
     return 0;
   }
-}
-
-/** Whether the sandbox's cgroup2 directory reports itself frozen. */
-function frozen(instanceName: string, sandboxId: string): boolean {
-  for (const dir of leftoverCgroups(instanceName, sandboxId)) {
-    let events: string;
-    try {
-      events = readFileSync(join(dir, "cgroup.events"), "utf8");
-    } catch {
-      continue;
-    }
-    return /^frozen 1$/m.test(events);
-  }
-  throw new Error(`no cgroup2 directory for ${sandboxId}`);
 }
 
 /** Read the survivor's counter from the host, through the sandbox's root (no server is running). */
