@@ -47,11 +47,20 @@ export async function up(argv: string[]): Promise<void> {
   const domain = values.domain ?? `localhost:${port}`;
   // One Prometheus registry for the server's and the bus's metrics, both served on /metrics.
   const registry = new Registry();
-  const bus = await openBus(values.bus, stateDir, createBusMetrics(registry));
-  const server = await startServer(
-    { host: values.host, port, stateDir, domain },
-    { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: logger.child({ component: "server" }) },
-  );
+  let bus: Bus | undefined;
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    bus = await openBus(values.bus, stateDir, createBusMetrics(registry));
+    server = await startServer(
+      { host: values.host, port, stateDir, domain },
+      { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: logger.child({ component: "server" }) },
+    );
+  } catch (error) {
+    // E.g. the port is taken: stop the warm pool and background work so that the process can exit.
+    await bus?.close();
+    await orchestrator.close();
+    throw error;
+  }
   const apiKey = env.BURROW_API_KEY ?? (await readFile(join(stateDir, "api-key"), "utf8")).trim();
   const url = `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${server.port}`;
   process.stdout.write(
