@@ -72,6 +72,26 @@ describe("burrow CLI", () => {
     }
   });
 
+  it("pauses and resumes a sandbox, keeping its processes", async () => {
+    const created = await burrow(["sandbox", "create", "--json"]);
+    const { sandboxId } = JSON.parse(created.stdout) as { sandboxId: string };
+    try {
+      await burrow(["sandbox", "exec", sandboxId, "--", "sh", "-c", "sleep 600 > /dev/null 2>&1 &"]);
+      const paused = await burrow(["sandbox", "pause", "--json", sandboxId]);
+      expect(paused.code, paused.stderr).toBe(0);
+      expect(JSON.parse(paused.stdout)).toEqual([{ sandboxId, paused: true }]);
+      const listed = JSON.parse((await burrow(["sandbox", "list", "--json", "--state", "paused"])).stdout) as { sandboxId: string }[];
+      expect(listed.map((r) => r.sandboxId)).toContain(sandboxId);
+      expect((await burrow(["sandbox", "pause", sandboxId])).stdout).toContain("already paused");
+      const resumed = await burrow(["sandbox", "resume", sandboxId]);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const ps = await burrow(["sandbox", "exec", sandboxId, "--", "pgrep", "-x", "sleep"]);
+      expect(ps.stdout.trim()).toMatch(/^\d+$/);
+    } finally {
+      await burrow(["sandbox", "kill", sandboxId]);
+    }
+  });
+
   it("fails with one clear line on bad usage and unknown sandboxes", async () => {
     const usage = await burrow(["sandbox", "frobnicate"]);
     expect(usage.code).toBe(2);

@@ -5,6 +5,7 @@ import { sandboxCreate } from "./commands/sandbox/create.js";
 import { sandboxExec } from "./commands/sandbox/exec.js";
 import { sandboxKill } from "./commands/sandbox/kill.js";
 import { sandboxList } from "./commands/sandbox/list.js";
+import { sandboxPause, sandboxResume } from "./commands/sandbox/pause.js";
 import { sandboxShell } from "./commands/sandbox/shell.js";
 import { down } from "./commands/down.js";
 import { TEMPLATE_COMMANDS } from "./commands/template/index.js";
@@ -19,6 +20,8 @@ const SANDBOX_COMMANDS = {
   kill: sandboxKill,
   exec: sandboxExec,
   shell: sandboxShell,
+  pause: sandboxPause,
+  resume: sandboxResume,
 } as const;
 
 async function main(argv: string[]): Promise<void> {

@@ -12,6 +12,8 @@ Usage:
   burrow sandbox kill ID...
   burrow sandbox exec ID [--user U] [--cwd DIR] [--timeout SECONDS] -- COMMAND...
   burrow sandbox shell ID [--user U]
+  burrow sandbox pause ID...                 (memory and processes kept; no timeout while paused)
+  burrow sandbox resume ID... [--timeout SECONDS]
 ${TEMPLATE_USAGE}
 Every sandbox command takes --json for machine-readable output.
 Connection: E2B_API_URL (default http://localhost:3000), E2B_SANDBOX_URL (default: the API URL),
