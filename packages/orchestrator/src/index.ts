@@ -7,6 +7,10 @@ export type {
   CreateSandboxOptions,
   SandboxMetricSample,
   SandboxExitReason,
+  SnapshotInfo,
+  SnapshotSandboxOptions,
+  ForkSandboxOptions,
+  ForkResult,
 } from "./orchestrator-api.js";
 export type { SandboxLimits } from "./types.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";

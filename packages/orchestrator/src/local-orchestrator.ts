@@ -12,12 +12,26 @@ import { silentLogger, type Logger } from "./logger.js";
 import { createNetworkManager } from "./network/index.js";
 import type {
   CreateSandboxOptions,
+  ForkResult,
+  ForkSandboxOptions,
   Orchestrator,
   SandboxExitReason,
   SandboxMetricSample,
   SandboxRecord,
+  SnapshotInfo,
+  SnapshotSandboxOptions,
   TemplateInfo,
 } from "./orchestrator-api.js";
+import { randomId } from "./ids.js";
+import {
+  commitSnapshotLayer,
+  copyUpper,
+  discardCopy,
+  isSnapshotManifest,
+  removeStaleSnapshotCopies,
+  snapshotInfo,
+  type SnapshotManifest,
+} from "./snapshots/snapshot-layer.js";
 import { ensureRuntime, type EnvdRuntimeSource } from "./runtime.js";
 import { SandboxHost, type HostedSandbox } from "./sandbox-host.js";
 import { openSandboxStorage, type SandboxStorage } from "./storage/disk-storage.js";
@@ -26,15 +40,25 @@ import { ensureBaseTemplate } from "./templates/base-template.js";
 import {
   CODE_INTERPRETER_ALIAS,
   TemplateBuilder,
+  parseTemplateName,
   ensureCodeInterpreterTemplate,
   startTemplateProcess,
 } from "./templates/index.js";
-import { TemplateStore, templateInfo, type TemplateManifest } from "./templates/template-store.js";
+import { TemplateStore, templateInfo, type TemplateManifest, type TemplateRuntime } from "./templates/template-store.js";
 import type { CgroupManager, NetworkManager, SandboxLimits } from "./types.js";
 import { WarmPool } from "./warm-pool.js";
 
 const LIVENESS_INTERVAL_MS = 1000;
 const DISK_USAGE_TTL_MS = 30_000;
+/** Most forks one request may ask for. */
+const MAX_FORKS = 20;
+
+/** What a sandbox was started from, for snapshots and forks (kept in memory: env vars may hold secrets). */
+interface LaunchSource {
+  layers: string[];
+  runtime?: TemplateRuntime | undefined;
+  envVars: Record<string, string>;
+}
 
 export interface LocalOrchestratorOptions {
   config?: Partial<OrchestratorConfig>;
@@ -60,6 +84,8 @@ export class LocalOrchestrator implements Orchestrator {
   private readonly diskUsage = new Map<string, { bytes: number; at: number }>();
   /** The pause/resume in progress per sandbox (settled promise); kill and later pauses/resumes wait for it. */
   private readonly pending = new Map<string, Promise<void>>();
+  /** Layers, runtime and env vars each sandbox created by this process started with. */
+  private readonly sources = new Map<string, LaunchSource>();
   private livenessTimer: NodeJS.Timeout | undefined;
   private pool: WarmPool | undefined;
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
@@ -121,6 +147,7 @@ export class LocalOrchestrator implements Orchestrator {
     });
     const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, storage, logger);
     await orchestrator.adoptOrReap();
+    await removeStaleSnapshotCopies(templates.layersRoot);
     // What a killed build or a deleted template left in the layers directory goes before anything builds.
     await orchestrator.templateBuilder.requestGarbageCollection();
     orchestrator.startPool();
@@ -150,7 +177,61 @@ export class LocalOrchestrator implements Orchestrator {
       pool?.fill();
     }
     this.sandboxes.set(sandbox.record.sandboxId, sandbox);
+    this.sources.set(sandbox.record.sandboxId, {
+      layers: [...template.layers],
+      runtime: template.runtime,
+      envVars: { ...opts.envVars },
+    });
     return toRecord(sandbox);
+  }
+
+  async snapshotSandbox(sandboxId: string, opts?: SnapshotSandboxOptions): Promise<SnapshotInfo | undefined> {
+    const manifest = await this.takeSnapshot(sandboxId, opts?.name, undefined, opts?.signal);
+    return manifest && snapshotInfo(manifest);
+  }
+
+  listSnapshots(): SnapshotInfo[] {
+    return this.templates
+      .list()
+      .filter((m): m is SnapshotManifest => isSnapshotManifest(m) && m.forkOf === undefined)
+      .map(snapshotInfo)
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || a.snapshotId.localeCompare(b.snapshotId));
+  }
+
+  async forkSandbox(sandboxId: string, opts: ForkSandboxOptions): Promise<ForkResult[] | undefined> {
+    const { count } = opts;
+    if (!Number.isInteger(count) || count < 1 || count > MAX_FORKS) {
+      throw new OrchestratorError("invalid_argument", `count must be an integer between 1 and ${MAX_FORKS}, got ${String(count)}`);
+    }
+    const manifest = await this.takeSnapshot(sandboxId, undefined, sandboxId, opts.signal);
+    if (!manifest) return undefined;
+    const source = this.sandboxes.get(sandboxId);
+    const envVars = this.sources.get(sandboxId)?.envVars ?? {};
+    const allowInternetAccess = source?.record.allowInternetAccess ?? true;
+    try {
+      const settled = await Promise.allSettled(
+        Array.from({ length: count }, async (_, index) => {
+          const fork = opts.forkOptions(index);
+          return this.createSandbox({
+            template: manifest.templateId,
+            allowInternetAccess,
+            envVars: { ...envVars, ...fork.envVars },
+            envdAccessToken: fork.envdAccessToken,
+            ...(opts.signal ? { signal: opts.signal } : {}),
+          });
+        }),
+      );
+      return settled.map((result): ForkResult =>
+        result.status === "fulfilled"
+          ? { sandbox: result.value }
+          : { error: result.reason instanceof Error ? result.reason : new Error(String(result.reason)) },
+      );
+    } finally {
+      // The fork's snapshot is no template of its own: deleted like one, its layers stay while forks run.
+      await this.templateBuilder
+        .deleteTemplate(manifest.templateId)
+        .catch((error: unknown) => this.logger.warn({ sandboxId, err: error }, "could not delete a fork's snapshot"));
+    }
   }
 
   async killSandbox(sandboxId: string): Promise<boolean> {
@@ -424,6 +505,105 @@ export class LocalOrchestrator implements Orchestrator {
     return result;
   }
 
+  /**
+   * Copy a sandbox's writable layer into a new layer while its processes are frozen (a paused sandbox stays as it
+   * is) and save a template manifest stacking it on the layers the sandbox started from. Runs in line with the
+   * sandbox's pauses and resumes. Undefined when the sandbox is unknown.
+   */
+  private async takeSnapshot(
+    sandboxId: string,
+    name: string | undefined,
+    forkOf: string | undefined,
+    signal?: AbortSignal,
+  ): Promise<SnapshotManifest | undefined> {
+    const alias = name !== undefined ? this.snapshotAlias(name) : undefined;
+    let manifest: SnapshotManifest | undefined;
+    const record = await this.serialize(sandboxId, async (sandbox) => {
+      const source = this.sourceOf(sandbox);
+      const wasPaused = sandbox.record.state === "paused";
+      let copy: string;
+      if (wasPaused) {
+        copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
+      } else {
+        try {
+          await sandbox.cgroup.freeze(signal);
+          copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
+        } catch (error) {
+          throw new OrchestratorError(signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be snapshotted: ${(error as Error).message}`, {
+            cause: error,
+          });
+        } finally {
+          await sandbox.cgroup.thaw().catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "thaw after snapshot failed"));
+          this.cpuMarks.delete(sandboxId);
+        }
+      }
+      const layerId = randomId();
+      const next: SnapshotManifest = {
+        templateId: randomId(),
+        aliases: alias !== undefined ? [alias] : [],
+        layers: [layerId, ...source.layers],
+        defaults: { ...sandbox.record.limits },
+        createdAt: new Date().toISOString(),
+        ...(source.runtime ? { runtime: source.runtime } : {}),
+        snapshotOf: sandboxId,
+        ...(forkOf !== undefined ? { forkOf } : {}),
+      };
+      try {
+        // The manifest first: garbage collection keeps the layer it names from the moment it appears.
+        await this.templates.save(next);
+        await commitSnapshotLayer(this.templates.layersRoot, layerId, copy);
+      } catch (error) {
+        await this.templates.remove(next.templateId).catch(() => undefined);
+        await discardCopy(copy).catch(() => undefined);
+        throw error;
+      }
+      if (alias !== undefined) await this.moveAlias(alias, next.templateId);
+      manifest = next;
+      this.logger.info({ sandboxId, snapshotId: next.templateId, layerId }, forkOf !== undefined ? "sandbox snapshotted for a fork" : "sandbox snapshotted");
+    });
+    return record && manifest;
+  }
+
+  /** Layers, runtime and env vars of a sandbox; for one adopted after a restart, its template's current ones. */
+  private sourceOf(sandbox: HostedSandbox): LaunchSource {
+    const known = this.sources.get(sandbox.record.sandboxId);
+    if (known) return known;
+    const template = this.templates.get(sandbox.record.templateId);
+    if (!template) {
+      throw new OrchestratorError(
+        "failed_precondition",
+        `the template sandbox ${sandbox.record.sandboxId} started from no longer exists, so its files cannot be snapshotted`,
+      );
+    }
+    return { layers: [...template.layers], runtime: template.runtime, envVars: {} };
+  }
+
+  /** A snapshot name: a template name without tag (or the default tag); may not be a template's name. */
+  private snapshotAlias(name: string): string {
+    let parsed: { name: string; tag?: string | undefined };
+    try {
+      parsed = parseTemplateName(name);
+    } catch (error) {
+      throw new OrchestratorError("invalid_argument", (error as Error).message, { cause: error });
+    }
+    if (parsed.tag !== undefined && parsed.tag !== "default" && parsed.tag !== "latest") {
+      throw new OrchestratorError("invalid_argument", `snapshot names take no tag other than 'default', got '${name}'`);
+    }
+    const existing = this.templates.resolve(parsed.name);
+    if (existing && !isSnapshotManifest(existing)) {
+      throw new OrchestratorError("failed_precondition", `'${parsed.name}' is the name of a template, not of a snapshot`);
+    }
+    return parsed.name;
+  }
+
+  /** A name given to a new snapshot leaves the snapshot that had it (which stays reachable by its id). */
+  private async moveAlias(alias: string, toTemplateId: string): Promise<void> {
+    for (const manifest of this.templates.list()) {
+      if (manifest.templateId === toTemplateId || !manifest.aliases.includes(alias)) continue;
+      await this.templates.save({ ...manifest, aliases: manifest.aliases.filter((a) => a !== alias) });
+    }
+  }
+
   private async writeState(sandbox: HostedSandbox, state: "running" | "paused"): Promise<void> {
     const record = { ...sandbox.record, state };
     await writeRecord(sandbox.dir, record);
@@ -432,6 +612,7 @@ export class LocalOrchestrator implements Orchestrator {
 
   private forget(sandboxId: string): void {
     this.sandboxes.delete(sandboxId);
+    this.sources.delete(sandboxId);
     this.cpuMarks.delete(sandboxId);
     this.diskUsage.delete(sandboxId);
   }

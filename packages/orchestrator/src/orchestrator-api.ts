@@ -52,6 +52,40 @@ export interface SandboxMetricSample {
 
 export type SandboxExitReason = "killed" | "crashed";
 
+/**
+ * A snapshot: a template made from a sandbox's files at one moment (its writable layer on top of the layers the
+ * sandbox started from). `createSandbox({ template: snapshotId })` starts a sandbox with those files. Running
+ * processes and memory are not part of it (checkpointing them with CRIU does not work on these kernels).
+ */
+export interface SnapshotInfo {
+  snapshotId: string;
+  /** Names it is reachable by, besides its id (the name given at creation). */
+  names: string[];
+  /** The sandbox it was taken from. */
+  sandboxId: string;
+  createdAt: Date;
+}
+
+export interface SnapshotSandboxOptions {
+  /** A name for the snapshot; taking another snapshot with the same name replaces what the name points at. */
+  name?: string;
+  signal?: AbortSignal;
+}
+
+/** How each fork is created: like CreateSandboxOptions, with the template being the fork's snapshot. */
+export type ForkSandboxCreateOptions = Omit<CreateSandboxOptions, "template" | "signal" | "limits" | "allowInternetAccess">;
+
+export interface ForkSandboxOptions {
+  /** Number of forks (1 or more). */
+  count: number;
+  /** Per fork (index 0…count-1): its envd access token and extra env vars (added to the source's). */
+  forkOptions: (index: number) => ForkSandboxCreateOptions;
+  signal?: AbortSignal;
+}
+
+/** One fork's outcome: exactly one of `sandbox` or `error`. */
+export type ForkResult = { sandbox: SandboxRecord; error?: undefined } | { sandbox?: undefined; error: Error };
+
 export interface Orchestrator {
   /** Create a sandbox (from the warm pool when one is ready) and return when envd answers. */
   createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord>;
@@ -63,6 +97,19 @@ export interface Orchestrator {
   pauseSandbox?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
   /** Resume a paused sandbox where it stopped. Idempotent (a running one resolves its record); undefined when unknown. */
   resumeSandbox?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /**
+   * Snapshot a sandbox's files into a new template (see SnapshotInfo): the sandbox is frozen while its writable
+   * layer is copied (reflinks) and thawed after; a paused sandbox stays paused. Undefined when the sandbox is unknown.
+   */
+  snapshotSandbox?(sandboxId: string, opts?: SnapshotSandboxOptions): Promise<SnapshotInfo | undefined>;
+  /** Snapshots taken by snapshotSandbox and not deleted (deleted like templates), newest first. */
+  listSnapshots?(): SnapshotInfo[];
+  /**
+   * Snapshot a sandbox once and start `count` sandboxes from it, each with the source's files, limits, network
+   * setting and env vars (processes are not copied). Each fork succeeds or fails on its own. Undefined when the
+   * sandbox is unknown. The snapshot itself is not kept as a template.
+   */
+  forkSandbox?(sandboxId: string, opts: ForkSandboxOptions): Promise<ForkResult[] | undefined>;
   /** Kill a sandbox (running or paused) and remove every trace of it. Resolves false when it did not exist. */
   killSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<boolean>;
   getSandbox(sandboxId: string): SandboxRecord | undefined;

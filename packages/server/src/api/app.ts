@@ -13,7 +13,9 @@ import { registerGetRoute } from "./sandboxes/get.js";
 import { registerKillRoute } from "./sandboxes/kill.js";
 import { registerListRoutes } from "./sandboxes/list.js";
 import { registerMetricsRoute } from "./sandboxes/metrics.js";
+import { registerForkRoute } from "./sandboxes/fork.js";
 import { registerPauseRoute } from "./sandboxes/pause.js";
+import { registerSnapshotRoutes } from "./sandboxes/snapshots.js";
 import { registerTimeoutRoute } from "./sandboxes/timeout.js";
 import { registerUnsupportedRoutes, registerUnsupportedTemplateRoutes } from "./sandboxes/unsupported.js";
 import { registerTemplateApi, type TemplateBuildService } from "../templates-api/index.js";
@@ -73,6 +75,8 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerConnectRoutes(app, ctx);
   registerPauseRoute(app, ctx);
   registerMetricsRoute(app, ctx);
+  registerSnapshotRoutes(app, ctx);
+  registerForkRoute(app, ctx);
   if (opts.templates) {
     registerTemplateApi(app, { builder: opts.templates, resolveTemplate: (ref) => ctx.orchestrator.resolveTemplate(ref) });
   } else {

@@ -7,7 +7,7 @@ import type { Logger } from "pino";
 import type { Orchestrator, SandboxExitReason, SandboxRecord } from "@burrow/orchestrator";
 import { ENVD_VERSION } from "@burrow/protocol";
 import type { ServerConfig } from "../config.js";
-import { Code, ServerError, fromDependencyError } from "../errors.js";
+import { Code, ServerError, fromDependencyError, toE2bError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
@@ -27,6 +27,20 @@ export interface CreateSandboxInput {
   signal?: AbortSignal;
 }
 
+export interface ForkSandboxInput {
+  /** Lifetime of each fork in seconds; the server default when absent. */
+  timeoutSec?: number;
+  /** Number of forks; 1 when absent. */
+  count?: number;
+  apiKeyId?: number | null;
+  signal?: AbortSignal;
+}
+
+/** One fork's outcome: the registered sandbox, or why it did not start (an HTTP status and message). */
+export type ForkOutcome = { row: SandboxRow; error?: undefined } | { row?: undefined; error: { code: number; message: string } };
+
+type SnapshotInfo = NonNullable<Awaited<ReturnType<NonNullable<Orchestrator["snapshotSandbox"]>>>>;
+
 type EndReason = NonNullable<SandboxLifecycleEvent["reason"]>;
 
 export interface SandboxServiceDeps {
@@ -37,6 +51,12 @@ export interface SandboxServiceDeps {
   metrics: ServerMetrics;
   sandboxMetrics: SandboxMetrics;
   logger: Logger;
+}
+
+/** An error of a dependency as E2B's `{code, message}` (the HTTP status and its message). */
+function errorStatus(err: unknown): { status: number; message: string } {
+  const { status, body } = toE2bError(fromDependencyError(err));
+  return { status, message: body.message };
 }
 
 /** 24 random bytes as hex: unguessable, and safe in headers and in the signature's `:`-joined string. */
@@ -158,6 +178,113 @@ export class SandboxService {
     this.#d.logger.info({ sandboxId: row.sandboxId, templateId: row.templateId, endAt: row.endAt }, "sandbox created");
     this.#emit("created", row);
     return row;
+  }
+
+  /**
+   * Snapshot a sandbox's files into a template (`Sandbox.create(snapshotId)`); processes and memory are not kept.
+   * A paused sandbox can be snapshotted and stays paused.
+   */
+  async snapshot(sandboxId: string, name?: string): Promise<SnapshotInfo> {
+    this.require(sandboxId);
+    const { orchestrator } = this.#d;
+    if (!orchestrator.snapshotSandbox) throw new ServerError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
+    let info: SnapshotInfo | undefined;
+    try {
+      info = await orchestrator.snapshotSandbox(sandboxId, name !== undefined ? { name } : {});
+    } catch (err) {
+      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to snapshot sandbox");
+      throw fromDependencyError(err);
+    }
+    if (!info) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    this.#d.logger.info({ sandboxId, snapshotId: info.snapshotId }, "sandbox snapshotted");
+    return info;
+  }
+
+  /** Snapshots, newest first; optionally only those of one sandbox. */
+  listSnapshots(filter: { sandboxId?: string | undefined } = {}): SnapshotInfo[] {
+    const { orchestrator } = this.#d;
+    if (!orchestrator.listSnapshots) throw new ServerError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
+    return orchestrator.listSnapshots().filter((s) => filter.sandboxId === undefined || s.sandboxId === filter.sandboxId);
+  }
+
+  /**
+   * Fork a sandbox: its files are snapshotted once and `count` sandboxes start from them, each registered like a
+   * created one (metadata copied from the source, its own lifetime and access token). Processes are not copied.
+   * Each fork succeeds or fails on its own.
+   */
+  async fork(sandboxId: string, input: ForkSandboxInput = {}): Promise<ForkOutcome[]> {
+    const source = this.require(sandboxId);
+    const { config, orchestrator, metrics } = this.#d;
+    if (!orchestrator.forkSandbox) throw new ServerError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
+    const timeoutSec = this.#checkTimeout(input.timeoutSec ?? config.defaultTimeoutSec);
+    const count = input.count ?? 1;
+    const tokens: string[] = [];
+    let results: Awaited<ReturnType<NonNullable<Orchestrator["forkSandbox"]>>>;
+    try {
+      results = await orchestrator.forkSandbox(sandboxId, {
+        count,
+        forkOptions: (index) => {
+          const envdAccessToken = newAccessToken();
+          tokens[index] = envdAccessToken;
+          return { envVars: {}, envdAccessToken };
+        },
+        ...(input.signal ? { signal: input.signal } : {}),
+      });
+    } catch (err) {
+      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to fork sandbox");
+      throw fromDependencyError(err);
+    }
+    if (!results) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    const outcomes: ForkOutcome[] = [];
+    for (const [index, result] of results.entries()) {
+      const token = tokens[index];
+      if (result.error || token === undefined) {
+        metrics.sandboxCreates.inc({ result: "error" });
+        const { status, message } = errorStatus(result.error ?? new Error("fork failed"));
+        outcomes.push({ error: { code: status, message } });
+        continue;
+      }
+      const record = result.sandbox;
+      const row: SandboxRow = {
+        sandboxId: record.sandboxId,
+        // Forks count as sandboxes of the source's template: their own snapshot template is internal.
+        templateId: source.templateId,
+        alias: source.alias,
+        clientId: config.clientId,
+        metadata: { ...source.metadata },
+        cpuCount: record.limits.cpuCount,
+        memoryMB: record.limits.memoryMB,
+        diskSizeMB: record.limits.diskMB,
+        startedAt: record.startedAt,
+        endAt: new Date(Date.now() + timeoutSec * 1000),
+        state: "running",
+        envdVersion: ENVD_VERSION,
+        envdAccessToken: token,
+        allowInternetAccess: record.allowInternetAccess,
+        apiKeyId: input.apiKeyId ?? source.apiKeyId,
+      };
+      try {
+        if (input.signal?.aborted) throw new ServerError(Code.Canceled, "client went away during fork");
+        this.#d.store.insert(row);
+      } catch (err) {
+        metrics.sandboxCreates.inc({ result: "error" });
+        await orchestrator.killSandbox(record.sandboxId).catch((killErr: unknown) => {
+          this.#d.logger.error({ err: killErr, sandboxId: record.sandboxId }, "could not kill unrecorded fork");
+        });
+        const { status, message } = errorStatus(err);
+        outcomes.push({ error: { code: status, message } });
+        continue;
+      }
+      metrics.sandboxCreates.inc({ result: "ok" });
+      this.#scheduler.arm(row.sandboxId, row.endAt);
+      this.#d.sandboxMetrics.track(row.sandboxId);
+      this.#d.logger.info({ sandboxId: row.sandboxId, forkOf: sandboxId, endAt: row.endAt }, "sandbox forked");
+      // The bus has a `forked` type, but the control plane's event types map one to one onto it in bus/; until
+      // that mapping knows `forked`, a fork is announced as the creation it is.
+      this.#emit("created", row);
+      outcomes.push({ row });
+    }
+    return outcomes;
   }
 
   /** Kill a sandbox. False when it does not exist (or another path is already ending it). */

@@ -7,8 +7,6 @@ import type { ApiContext } from "../context.js";
 import { errorResponses } from "../schemas.js";
 
 const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
-  ["POST", "/sandboxes/:sandboxID/fork", "forking sandboxes"],
-  ["POST", "/sandboxes/:sandboxID/snapshots", "snapshots"],
   ["PUT", "/sandboxes/:sandboxID/network", "updating sandbox network rules"],
   ["POST", "/sandboxes/:sandboxID/refreshes", "sandbox refreshes"],
   ["GET", "/sandboxes/:sandboxID/logs", "sandbox logs"],
@@ -16,7 +14,6 @@ const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
 ];
 
 const GLOBAL: ReadonlyArray<[HTTPMethods, string, string]> = [
-  ["GET", "/snapshots", "snapshots"],
   ["GET", "/volumes", "volumes"],
   ["POST", "/volumes", "volumes"],
   ["GET", "/secrets", "secrets"],
