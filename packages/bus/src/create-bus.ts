@@ -1,20 +1,9 @@
-import { EmbeddedBus } from "./embedded/embedded-bus.js";
-import type { BusMetrics } from "./metrics.js";
-import { NatsBus } from "./nats/nats-bus.js";
+import { EmbeddedBus, type EmbeddedBusOptions } from "./embedded/embedded-bus.js";
+import { NatsBus, type NatsBusOptions } from "./nats/nats-bus.js";
 import type { Bus } from "./types.js";
 
-export type BusConfig =
-  | { kind: "embedded"; /** SQLite file, or ":memory:". */ path: string; metrics?: BusMetrics }
-  | {
-      kind: "nats";
-      servers: string | string[];
-      name?: string;
-      token?: string;
-      user?: string;
-      pass?: string;
-      metrics?: BusMetrics;
-      reconnect?: boolean;
-    };
+/** Which backend to open, with that backend's own options. */
+export type BusConfig = ({ kind: "embedded" } & EmbeddedBusOptions) | ({ kind: "nats" } & NatsBusOptions);
 
 /** Opens the configured backend. Both satisfy the same conformance suite. */
 export async function createBus(config: BusConfig): Promise<Bus> {
