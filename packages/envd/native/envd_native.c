@@ -109,16 +109,41 @@ static napi_value remove_xattr(napi_env env, napi_callback_info info) {
 }
 
 // ---- inotify -------------------------------------------------------------------------------------------
+// A watcher has two owners: the libuv poll handle (done when uv_close's callback runs) and the JS external that
+// wraps it (done when the GC finalizes it). Either can finish first: an explicit close ends the handle long
+// before the external is collected, and at env teardown the finalizer may come first. The memory is freed by
+// whichever owner finishes last, never before.
 typedef struct {
   uv_poll_t poll;
   int fd;
   napi_env env;
   napi_ref callback;
   napi_async_context ctx;
-  int closed;
+  int closed;         // stop_watcher ran: fd closed, callback released, handle closing
+  int handle_live;    // libuv still owns the poll handle
+  int external_live;  // the JS external has not been finalized
 } watcher_t;
 
-static void on_handle_closed(uv_handle_t* h) { free(h->data); }
+static void release_watcher_if_unowned(watcher_t* w) {
+  if (!w->handle_live && !w->external_live) free(w);
+}
+
+static void on_handle_closed(uv_handle_t* h) {
+  watcher_t* w = h->data;
+  w->handle_live = 0;
+  release_watcher_if_unowned(w);
+}
+
+// Closes the inotify fd, releases the JS callback and starts closing the poll handle. Idempotent.
+static void stop_watcher(napi_env env, watcher_t* w) {
+  if (w->closed) return;
+  w->closed = 1;
+  napi_delete_reference(env, w->callback);
+  napi_async_destroy(env, w->ctx);
+  uv_poll_stop(&w->poll);
+  close(w->fd);
+  uv_close((uv_handle_t*)&w->poll, on_handle_closed);
+}
 
 static void on_readable(uv_poll_t* handle, int status, int events) {
   watcher_t* w = handle->data;
@@ -157,15 +182,9 @@ static void on_readable(uv_poll_t* handle, int status, int events) {
 static void finalize_watcher(napi_env env, void* data, void* hint) {
   (void)hint;
   watcher_t* w = data;
-  if (!w->closed) {
-    w->closed = 1;
-    napi_delete_reference(env, w->callback);
-    napi_async_destroy(env, w->ctx);
-    uv_poll_stop(&w->poll);
-    close(w->fd);
-    uv_close((uv_handle_t*)&w->poll, on_handle_closed);
-  }
-  // when already closed, uv_close's callback owns the memory
+  stop_watcher(env, w);
+  w->external_live = 0;
+  release_watcher_if_unowned(w);
 }
 
 // inotifyOpen(callback(events)): external handle
@@ -175,7 +194,7 @@ static napi_value inotify_open(napi_env env, napi_callback_info info) {
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) return throw_errno(env, "inotify_init1", errno);
   watcher_t* w = calloc(1, sizeof *w);
-  w->fd = fd; w->env = env;
+  w->fd = fd; w->env = env; w->handle_live = 1; w->external_live = 1;
   napi_create_reference(env, argv[0], 1, &w->callback);
   napi_value name; napi_create_string_utf8(env, "envd:inotify", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, NULL, name, &w->ctx);
@@ -221,15 +240,7 @@ static napi_value inotify_close(napi_env env, napi_callback_info info) {
   size_t argc = 1; napi_value argv[1];
   napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
   watcher_t* w = argc == 1 ? get_watcher(env, argv[0]) : NULL;
-  if (w) {
-    w->closed = 1;
-    napi_delete_reference(env, w->callback);
-    napi_async_destroy(env, w->ctx);
-    uv_poll_stop(&w->poll);
-    close(w->fd);
-    // memory is freed by uv_close; the external's finalizer sees closed=1 and does nothing
-    uv_close((uv_handle_t*)&w->poll, on_handle_closed);
-  }
+  if (w) stop_watcher(env, w);
   return NULL;
 }
 
