@@ -1,19 +1,28 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { EnvdContext } from "../context.js";
+import type { EnvdState } from "../state.js";
 import { safeEqual } from "../auth/compare.js";
 import { UNAUTHORIZED_MESSAGE } from "../auth/access.js";
 import { HttpError } from "../errors.js";
 import { readJsonBody } from "./body.js";
 import { sendEmpty } from "./respond.js";
 
-interface InitBody {
+/** A /init request that passed validation; applying it cannot fail. */
+interface InitUpdate {
   envVars?: Record<string, string>;
+  /** "" clears the token. */
   accessToken?: string;
   defaultUser?: string;
+  /** "" clears the default workdir. */
   defaultWorkdir?: string;
 }
 
-function parseInit(raw: unknown): InitBody {
+// Control characters can never arrive in an X-Access-Token header, so a token holding one would lock every
+// client out; NUL cannot be in an environment entry or a path.
+const CONTROL = /[\x00-\x1f\x7f]/;
+
+/** Checks every field before anything is applied, so a bad request changes nothing. */
+function validateInit(raw: unknown, env: EnvdContext): InitUpdate {
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new HttpError(400, "body must be a JSON object");
   const b = raw as Record<string, unknown>;
   const str = (k: string): string | undefined => {
@@ -22,18 +31,43 @@ function parseInit(raw: unknown): InitBody {
     if (typeof v !== "string") throw new HttpError(400, `${k} must be a string`);
     return v;
   };
-  let envVars: Record<string, string> | undefined;
+  const update: InitUpdate = {};
   if (b.envVars !== undefined && b.envVars !== null) {
-    if (typeof b.envVars !== "object" || Array.isArray(b.envVars)) throw new HttpError(400, "envVars must be an object");
-    envVars = {};
+    if (typeof b.envVars !== "object" || Array.isArray(b.envVars)) throw new HttpError(400, "envVars must be an object of strings");
+    update.envVars = {};
     for (const [k, v] of Object.entries(b.envVars as Record<string, unknown>)) {
       if (typeof v !== "string") throw new HttpError(400, `envVars.${k} must be a string`);
-      if (!k || k.includes("=") || k.includes("\0") || v.includes("\0")) throw new HttpError(400, `invalid env var '${k}'`);
-      envVars[k] = v;
+      if (!k || k.includes("=") || k.includes("\0")) throw new HttpError(400, `invalid env var name '${k}'`);
+      if (v.includes("\0")) throw new HttpError(400, `env var '${k}' must not contain NUL`);
+      update.envVars[k] = v;
     }
   }
+  const accessToken = str("accessToken");
+  if (accessToken !== undefined) {
+    if (CONTROL.test(accessToken)) throw new HttpError(400, "accessToken must not contain control characters");
+    update.accessToken = accessToken;
+  }
+  const defaultUser = str("defaultUser");
+  if (defaultUser) {
+    if (!env.users.lookup(defaultUser)) throw new HttpError(400, `defaultUser '${defaultUser}' does not exist in the sandbox`);
+    update.defaultUser = defaultUser;
+  }
+  const defaultWorkdir = str("defaultWorkdir");
+  if (defaultWorkdir !== undefined) {
+    if (defaultWorkdir && (!defaultWorkdir.startsWith("/") || defaultWorkdir.includes("\0"))) {
+      throw new HttpError(400, `defaultWorkdir must be an absolute path, got '${defaultWorkdir}'`);
+    }
+    update.defaultWorkdir = defaultWorkdir;
+  }
   // timestamp, volumeMounts, hyperloopIP, lifecycleID, caBundle: accepted and ignored (the orchestrator owns them)
-  return { envVars, accessToken: str("accessToken"), defaultUser: str("defaultUser"), defaultWorkdir: str("defaultWorkdir") };
+  return update;
+}
+
+function applyInit(state: EnvdState, u: InitUpdate): void {
+  if (u.envVars) for (const [k, v] of Object.entries(u.envVars)) state.envVars.set(k, v);
+  if (u.accessToken !== undefined) state.accessToken = u.accessToken || undefined;
+  if (u.defaultUser !== undefined) state.defaultUser = u.defaultUser;
+  if (u.defaultWorkdir !== undefined) state.defaultWorkdir = u.defaultWorkdir || undefined;
 }
 
 /**
@@ -50,15 +84,9 @@ export async function postInit(env: EnvdContext, initToken: string | undefined, 
     : current === undefined || (header !== undefined && safeEqual(header, current));
   if (!allowed) throw new HttpError(401, UNAUTHORIZED_MESSAGE);
 
-  const body = parseInit(await readJsonBody(req, 1024 * 1024));
+  const update = validateInit(await readJsonBody(req, 1024 * 1024), env);
   const { state } = env;
-  if (body.envVars) for (const [k, v] of Object.entries(body.envVars)) state.envVars.set(k, v);
-  if (body.accessToken !== undefined) state.accessToken = body.accessToken || undefined;
-  if (body.defaultUser) {
-    if (!env.users.lookup(body.defaultUser)) throw new HttpError(400, `user '${body.defaultUser}' not found`);
-    state.defaultUser = body.defaultUser;
-  }
-  if (body.defaultWorkdir !== undefined) state.defaultWorkdir = body.defaultWorkdir || undefined;
+  applyInit(state, update);
   env.log.info("initialized", {
     envVars: state.envVars.size, token: state.accessToken !== undefined, defaultUser: state.defaultUser,
     defaultWorkdir: state.defaultWorkdir,
