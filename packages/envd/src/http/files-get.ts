@@ -2,12 +2,14 @@ import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { basename } from "node:path";
+import { Transform, type Duplex, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
 import type { EnvdContext } from "../context.js";
 import { errnoOf, HttpError } from "../errors.js";
 import { authorizeFileRequest, resolveFilePath } from "./file-request.js";
 import { parseRange } from "./range.js";
+import { hasUnknownSize, openUnsizedFile } from "./unsized-file.js";
 
 function contentDisposition(name: string): string {
   // RFC 6266: ASCII names quoted, anything else as RFC 5987 filename*
@@ -30,49 +32,95 @@ function acceptsGzip(header: string | undefined): boolean {
   return codings.length === 1 && codings[0] === "gzip";
 }
 
-/** GET /files: the file's bytes, with Range and (when accepted, for whole files) gzip. */
+function statusForOpenError(err: unknown, path: string): never {
+  const code = errnoOf(err);
+  if (code === "ENOENT" || code === "ENOTDIR") throw new HttpError(404, `path '${path}' does not exist`);
+  if (code === "EACCES" || code === "EPERM") throw new HttpError(403, `permission denied for '${path}'`);
+  if (code === "EIO" || code === "EINVAL" || code === "ENXIO" || code === "EISDIR") {
+    throw new HttpError(400, `path '${path}' cannot be read: ${code.toLowerCase()}`);
+  }
+  throw err;
+}
+
+/**
+ * Sends the body through `stages` and ends the response only when exactly `expected` bytes went out: a file that
+ * shrank while being read would otherwise leave a keep-alive client waiting for bytes that never come, so the
+ * connection is dropped instead.
+ */
+async function sendBody(res: ServerResponse, stages: [Readable, ...Duplex[]], expected?: number): Promise<void> {
+  let sent = 0;
+  const counter = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      sent += chunk.length;
+      cb(null, chunk);
+    },
+  });
+  await pipeline([...stages, counter, res], { end: false });
+  if (expected !== undefined && sent !== expected) res.destroy();
+  else res.end();
+}
+
+const gzipStage = () => createGzip({ level: 1 });
+// gzip output has no length up front: chunked, named so that HEAD answers carry it as well
+const GZIP_HEADERS = { "Content-Encoding": "gzip", Vary: "Accept-Encoding", "Transfer-Encoding": "chunked" };
+
+/**
+ * GET /files: the file's bytes, with Range and (when accepted, for whole files) gzip. Pseudo files and FIFOs,
+ * whose size stat cannot tell, are streamed to EOF with chunked encoding.
+ */
 export async function getFile(env: EnvdContext, req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
   const { user, rawPath } = authorizeFileRequest(env, req, url, "read");
   const path = resolveFilePath(env, user, rawPath ?? "");
-  const s = await stat(path).catch((err: unknown) => {
-    if (errnoOf(err) === "ENOENT" || errnoOf(err) === "ENOTDIR") throw new HttpError(404, `path '${path}' does not exist`);
-    if (errnoOf(err) === "EACCES") throw new HttpError(403, `permission denied for '${path}'`);
-    throw err;
-  });
+  const s = await stat(path).catch((err: unknown) => statusForOpenError(err, path));
   if (s.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`);
-  if (!s.isFile()) throw new HttpError(400, `path '${path}' is not a regular file`);
+  if (!s.isFile() && !s.isFIFO()) throw new HttpError(400, `path '${path}' is not a regular file`);
 
   const headers: Record<string, string | number> = {
     "Content-Type": "application/octet-stream",
     "Content-Disposition": contentDisposition(basename(path)),
-    "Accept-Ranges": "bytes",
     "Last-Modified": s.mtime.toUTCString(),
   };
+  const head = req.method === "HEAD";
+  const gzip = acceptsGzip(req.headers["accept-encoding"]);
+
+  if (await hasUnknownSize(path, s)) {
+    // Chunked and no ranges: the length is known only at EOF. Named explicitly so that a HEAD answer says what
+    // its GET would (without it a client cannot tell where the HEAD response ends and drops the connection).
+    const source = head ? undefined : await openUnsizedFile(path, s).catch((err: unknown) => statusForOpenError(err, path));
+    headers["Transfer-Encoding"] = "chunked";
+    res.writeHead(200, gzip ? { ...headers, ...GZIP_HEADERS } : headers);
+    if (!source) return void res.end();
+    await sendBody(res, gzip ? [source, gzipStage()] : [source]);
+    return;
+  }
+
+  headers["Accept-Ranges"] = "bytes";
   const range = parseRange(req.headers.range, s.size);
   if (range.kind === "unsatisfiable") {
     res.writeHead(416, { "Content-Range": `bytes */${s.size}`, "Content-Type": "application/json" });
     res.end(JSON.stringify({ code: 416, message: "requested range not satisfiable" }));
     return;
   }
-  const head = req.method === "HEAD";
+  // Bytes beyond the size stat gave (a file growing while it is read) are never sent: they would overrun the
+  // Content-Length and corrupt the next response on the keep-alive connection.
+  const [start, end] = range.kind === "partial" ? [range.start, range.end] : [0, s.size - 1];
+  const source = () => createReadStream(path, { start, end });
   if (range.kind === "partial") {
-    headers["Content-Range"] = `bytes ${range.start}-${range.end}/${s.size}`;
-    headers["Content-Length"] = range.end - range.start + 1;
+    headers["Content-Range"] = `bytes ${start}-${end}/${s.size}`;
+    headers["Content-Length"] = end - start + 1;
     res.writeHead(206, headers);
     if (head) return void res.end();
-    await pipeline(createReadStream(path, { start: range.start, end: range.end }), res);
+    await sendBody(res, [source()], end - start + 1);
     return;
   }
-  if (s.size > 0 && acceptsGzip(req.headers["accept-encoding"])) {
-    headers["Content-Encoding"] = "gzip";
-    headers.Vary = "Accept-Encoding";
-    res.writeHead(200, headers);
+  if (gzip) {
+    res.writeHead(200, { ...headers, ...GZIP_HEADERS });
     if (head) return void res.end();
-    await pipeline(createReadStream(path), createGzip({ level: 1 }), res);
+    await sendBody(res, [source(), gzipStage()]);
     return;
   }
   headers["Content-Length"] = s.size;
   res.writeHead(200, headers);
   if (head) return void res.end();
-  await pipeline(createReadStream(path), res);
+  await sendBody(res, [source()], s.size);
 }
