@@ -9,6 +9,8 @@ export type {
   SandboxExitReason,
   SnapshotInfo,
   SnapshotSandboxOptions,
+  SnapshotQuota,
+  SnapshotUsage,
   ForkSandboxOptions,
   ForkResult,
 } from "./orchestrator-api.js";

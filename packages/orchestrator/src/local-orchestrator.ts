@@ -1,6 +1,7 @@
 // The orchestrator of one machine: composes templates, the sandbox host, the warm pool, re-adoption after a
 // restart and liveness monitoring behind the control plane's Orchestrator interface.
 import { mkdir, readdir, rm } from "node:fs/promises";
+import { join } from "node:path";
 import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "./config.js";
 import { createCgroupManager } from "./cgroups/index.js";
 import { diskUsageBytes } from "./disk-usage.js";
@@ -19,7 +20,9 @@ import type {
   SandboxMetricSample,
   SandboxRecord,
   SnapshotInfo,
+  SnapshotQuota,
   SnapshotSandboxOptions,
+  SnapshotUsage,
   TemplateInfo,
 } from "./orchestrator-api.js";
 import { randomId } from "./ids.js";
@@ -32,6 +35,7 @@ import {
   snapshotInfo,
   type SnapshotManifest,
 } from "./snapshots/snapshot-layer.js";
+import { SnapshotCharges, type SnapshotReservation } from "./snapshots/snapshot-charges.js";
 import { ensureRuntime, type EnvdRuntimeSource } from "./runtime.js";
 import { SandboxHost, type HostedSandbox } from "./sandbox-host.js";
 import { openSandboxStorage, type SandboxStorage } from "./storage/disk-storage.js";
@@ -88,6 +92,8 @@ export class LocalOrchestrator implements Orchestrator {
   private readonly sources = new Map<string, LaunchSource>();
   private livenessTimer: NodeJS.Timeout | undefined;
   private pool: WarmPool | undefined;
+  /** Snapshot storage charged to owners (quotas). */
+  private readonly charges: SnapshotCharges;
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
   readonly templateBuilder: TemplateBuilder;
 
@@ -109,6 +115,8 @@ export class LocalOrchestrator implements Orchestrator {
     });
     // Layers of a deleted template stay while its sandboxes run; the last one ending frees them.
     this.onSandboxExit(() => void this.templateBuilder.sandboxEnded());
+    this.charges = new SnapshotCharges(join(config.stateDir, "snapshot-charges.json"));
+    this.onSandboxExit(() => void this.releaseForkBases());
   }
 
   static async create(opts: LocalOrchestratorOptions): Promise<LocalOrchestrator> {
@@ -148,6 +156,8 @@ export class LocalOrchestrator implements Orchestrator {
     const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, storage, logger);
     await orchestrator.adoptOrReap();
     await removeStaleSnapshotCopies(templates.layersRoot);
+    await orchestrator.charges.load();
+    await orchestrator.releaseForkBases();
     // What a killed build or a deleted template left in the layers directory goes before anything builds.
     await orchestrator.templateBuilder.requestGarbageCollection();
     orchestrator.startPool();
@@ -186,8 +196,12 @@ export class LocalOrchestrator implements Orchestrator {
   }
 
   async snapshotSandbox(sandboxId: string, opts?: SnapshotSandboxOptions): Promise<SnapshotInfo | undefined> {
-    const manifest = await this.takeSnapshot(sandboxId, opts?.name, undefined, opts?.signal);
+    const manifest = await this.takeSnapshot(sandboxId, opts?.name, undefined, opts?.quota, opts?.signal);
     return manifest && snapshotInfo(manifest);
+  }
+
+  snapshotUsage(): SnapshotUsage[] {
+    return this.charges.usage(this.templates.list());
   }
 
   listSnapshots(): SnapshotInfo[] {
@@ -203,8 +217,9 @@ export class LocalOrchestrator implements Orchestrator {
     if (!Number.isInteger(count) || count < 1 || count > MAX_FORKS) {
       throw new OrchestratorError("invalid_argument", `count must be an integer between 1 and ${MAX_FORKS}, got ${String(count)}`);
     }
-    const manifest = await this.takeSnapshot(sandboxId, undefined, sandboxId, opts.signal);
+    const manifest = await this.takeSnapshot(sandboxId, undefined, sandboxId, opts.quota, opts.signal);
     if (!manifest) return undefined;
+    let started = false;
     const source = this.sandboxes.get(sandboxId);
     const envVars = this.sources.get(sandboxId)?.envVars ?? {};
     const allowInternetAccess = source?.record.allowInternetAccess ?? true;
@@ -221,12 +236,20 @@ export class LocalOrchestrator implements Orchestrator {
           });
         }),
       );
+      started = settled.some((result) => result.status === "fulfilled");
       return settled.map((result): ForkResult =>
         result.status === "fulfilled"
           ? { sandbox: result.value }
           : { error: result.reason instanceof Error ? result.reason : new Error(String(result.reason)) },
       );
     } finally {
+      // Its layer stays while forks run: so does its charge, until the last of them ends.
+      if (started && manifest.owner !== undefined && manifest.sizeBytes !== undefined) {
+        await this.charges
+          .chargeForkBase(manifest.templateId, manifest.owner, manifest.sizeBytes)
+          .then(() => this.releaseForkBases())
+          .catch((error: unknown) => this.logger.warn({ sandboxId, err: error }, "could not record a fork's snapshot charge"));
+      }
       // The fork's snapshot is no template of its own: deleted like one, its layers stay while forks run.
       await this.templateBuilder
         .deleteTemplate(manifest.templateId)
@@ -514,54 +537,108 @@ export class LocalOrchestrator implements Orchestrator {
     sandboxId: string,
     name: string | undefined,
     forkOf: string | undefined,
+    quota: SnapshotQuota | undefined,
     signal?: AbortSignal,
   ): Promise<SnapshotManifest | undefined> {
     const alias = name !== undefined ? this.snapshotAlias(name) : undefined;
     let manifest: SnapshotManifest | undefined;
     const record = await this.serialize(sandboxId, async (sandbox) => {
       const source = this.sourceOf(sandbox);
-      const wasPaused = sandbox.record.state === "paused";
-      let copy: string;
-      if (wasPaused) {
-        copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
-      } else {
-        try {
-          await sandbox.cgroup.freeze(signal);
-          copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
-        } catch (error) {
-          throw new OrchestratorError(signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be snapshotted: ${(error as Error).message}`, {
-            cause: error,
-          });
-        } finally {
-          await sandbox.cgroup.thaw().catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "thaw after snapshot failed"));
-          this.cpuMarks.delete(sandboxId);
-        }
-      }
-      const layerId = randomId();
-      const next: SnapshotManifest = {
-        templateId: randomId(),
-        aliases: alias !== undefined ? [alias] : [],
-        layers: [layerId, ...source.layers],
-        defaults: { ...sandbox.record.limits },
-        createdAt: new Date().toISOString(),
-        ...(source.runtime ? { runtime: source.runtime } : {}),
-        snapshotOf: sandboxId,
-        ...(forkOf !== undefined ? { forkOf } : {}),
-      };
+      // A charged snapshot is refused before anything is frozen or copied when the writable layer as it is now
+      // does not fit the owner's quota; the bytes stay reserved until the manifest that charges them is saved.
+      const reservation = quota ? await this.reserveSnapshot(sandbox, quota, forkOf !== undefined, signal) : undefined;
       try {
-        // The manifest first: garbage collection keeps the layer it names from the moment it appears.
-        await this.templates.save(next);
-        await commitSnapshotLayer(this.templates.layersRoot, layerId, copy);
+        manifest = await this.copySnapshot(sandbox, source, alias, forkOf, quota && reservation && { quota, reservation }, signal);
+      } finally {
+        if (reservation) this.charges.release(reservation);
+      }
+    });
+    return record && manifest;
+  }
+
+  private async reserveSnapshot(
+    sandbox: HostedSandbox,
+    quota: SnapshotQuota,
+    forFork: boolean,
+    signal?: AbortSignal,
+  ): Promise<SnapshotReservation> {
+    if (!forFork) this.charges.checkCount(this.templates.list(), sandbox.record.sandboxId, quota);
+    const bytes = await diskUsageBytes(`${sandbox.dir}/upper`, signal);
+    return this.charges.reserve(this.templates.list(), quota, bytes);
+  }
+
+  /** The copy and its manifest (takeSnapshot's work once the snapshot is admitted). */
+  private async copySnapshot(
+    sandbox: HostedSandbox,
+    source: LaunchSource,
+    alias: string | undefined,
+    forkOf: string | undefined,
+    charge: { quota: SnapshotQuota; reservation: SnapshotReservation } | undefined,
+    signal?: AbortSignal,
+  ): Promise<SnapshotManifest> {
+    const { sandboxId } = sandbox.record;
+    const wasPaused = sandbox.record.state === "paused";
+    let copy: string;
+    if (wasPaused) {
+      copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
+    } else {
+      try {
+        await sandbox.cgroup.freeze(signal);
+        copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
       } catch (error) {
-        await this.templates.remove(next.templateId).catch(() => undefined);
+        throw new OrchestratorError(signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be snapshotted: ${(error as Error).message}`, {
+          cause: error,
+        });
+      } finally {
+        await sandbox.cgroup.thaw().catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "thaw after snapshot failed"));
+        this.cpuMarks.delete(sandboxId);
+      }
+    }
+    let sizeBytes: number | undefined;
+    if (charge) {
+      // What the copy really holds is what gets charged; beyond the quota it goes again.
+      try {
+        sizeBytes = await diskUsageBytes(copy, signal);
+        this.charges.settle(this.templates.list(), charge.quota, charge.reservation, sizeBytes);
+      } catch (error) {
         await discardCopy(copy).catch(() => undefined);
         throw error;
       }
-      if (alias !== undefined) await this.moveAlias(alias, next.templateId);
-      manifest = next;
-      this.logger.info({ sandboxId, snapshotId: next.templateId, layerId }, forkOf !== undefined ? "sandbox snapshotted for a fork" : "sandbox snapshotted");
-    });
-    return record && manifest;
+    }
+    const layerId = randomId();
+    const next: SnapshotManifest = {
+      templateId: randomId(),
+      aliases: alias !== undefined ? [alias] : [],
+      layers: [layerId, ...source.layers],
+      defaults: { ...sandbox.record.limits },
+      createdAt: new Date().toISOString(),
+      ...(source.runtime ? { runtime: source.runtime } : {}),
+      snapshotOf: sandboxId,
+      ...(forkOf !== undefined ? { forkOf } : {}),
+      ...(charge ? { owner: charge.quota.owner, sizeBytes } : {}),
+    };
+    try {
+      // The manifest first: garbage collection keeps the layer it names from the moment it appears.
+      await this.templates.save(next);
+      await commitSnapshotLayer(this.templates.layersRoot, layerId, copy);
+    } catch (error) {
+      await this.templates.remove(next.templateId).catch(() => undefined);
+      await discardCopy(copy).catch(() => undefined);
+      throw error;
+    }
+    if (alias !== undefined) await this.moveAlias(alias, next.templateId);
+    this.logger.info(
+      { sandboxId, snapshotId: next.templateId, layerId, owner: next.owner, sizeBytes },
+      forkOf !== undefined ? "sandbox snapshotted for a fork" : "sandbox snapshotted",
+    );
+    return next;
+  }
+
+  /** End the charges of fork snapshots whose forks have all ended. */
+  private async releaseForkBases(): Promise<void> {
+    await this.charges
+      .releaseForkBases((templateId) => [...this.sandboxes.values()].some((s) => s.record.templateId === templateId))
+      .catch((error: unknown) => this.logger.warn({ err: error }, "could not update the snapshot charges ledger"));
   }
 
   /** Layers, runtime and env vars of a sandbox; for one adopted after a restart, its template's current ones. */

@@ -64,11 +64,39 @@ export interface SnapshotInfo {
   /** The sandbox it was taken from. */
   sandboxId: string;
   createdAt: Date;
+  /** Who it is charged to (SnapshotQuota.owner); absent for snapshots taken without a quota. */
+  owner?: string;
+  /** Disk space its layer holds, as charged to the owner (du: allocated blocks, reflinked extents in full). */
+  sizeBytes?: number;
+}
+
+/**
+ * Who a snapshot is charged to and the limits it must fit in: the control plane's policy, enforced where the
+ * bytes are. Refusals are OrchestratorErrors with code `resource_exhausted` and `quota` set to "storage" (the
+ * owner's bytes) or "count" (snapshots of one sandbox).
+ */
+export interface SnapshotQuota {
+  /** An API key today (`key:<id>`), a team later. */
+  owner: string;
+  /** Most bytes the owner's snapshots may hold together, this one and the hidden snapshots of running forks included. */
+  maxBytes: number;
+  /** Most snapshots kept from one sandbox (a fork's hidden snapshot does not count). */
+  maxPerSandbox: number;
+}
+
+/** Snapshot storage charged to one owner. */
+export interface SnapshotUsage {
+  owner: string;
+  bytes: number;
+  /** Snapshots charged, a running fork's hidden one included. */
+  snapshots: number;
 }
 
 export interface SnapshotSandboxOptions {
   /** A name for the snapshot; taking another snapshot with the same name replaces what the name points at. */
   name?: string;
+  /** Charge the snapshot to an owner and refuse it beyond their limits; uncharged without. */
+  quota?: SnapshotQuota;
   signal?: AbortSignal;
 }
 
@@ -80,6 +108,8 @@ export interface ForkSandboxOptions {
   count: number;
   /** Per fork (index 0…count-1): its envd access token and extra env vars (added to the source's). */
   forkOptions: (index: number) => ForkSandboxCreateOptions;
+  /** Charge the fork's hidden snapshot to an owner (while its forks run) and refuse it beyond their limits. */
+  quota?: SnapshotQuota;
   signal?: AbortSignal;
 }
 
@@ -104,6 +134,8 @@ export interface Orchestrator {
   snapshotSandbox?(sandboxId: string, opts?: SnapshotSandboxOptions): Promise<SnapshotInfo | undefined>;
   /** Snapshots taken by snapshotSandbox and not deleted (deleted like templates), newest first. */
   listSnapshots?(): SnapshotInfo[];
+  /** Snapshot storage per owner (deleting snapshots frees it). */
+  snapshotUsage?(): SnapshotUsage[];
   /**
    * Snapshot a sandbox once and start `count` sandboxes from it, each with the source's files, limits, network
    * setting and env vars (processes are not copied). Each fork succeeds or fails on its own. Undefined when the

@@ -51,9 +51,80 @@ export interface ServerConfig {
   readonly apiKey: string | null;
   /** Value of the deprecated `clientID` field. @default "burrow" */
   readonly clientId: string;
+  /**
+   * Admission: the host-wide floor that keeps one API key from exhausting the machine (per-team quotas come on
+   * top later). Sandboxes live while running or paused; refusals answer 429 (a limit reached) or 507 (the host is
+   * short of memory or disk), with a message naming the limit and the current usage.
+   */
+  readonly admission: AdmissionConfig;
 }
 
-export type ServerConfigInput = Partial<ServerConfig>;
+export interface AdmissionConfig {
+  /** Sandboxes alive at once, running and paused together. @default 2000 (env BURROW_MAX_SANDBOXES) */
+  readonly maxSandboxes: number;
+  /**
+   * The memory limits of all live sandboxes together may reach this multiple of the host's memory. Idle sandboxes
+   * use a small part of their limit (a 512 MB `base` sandbox holds ~9 MB), hence the generous default.
+   * @default 32 (env BURROW_MEMORY_OVERCOMMIT)
+   */
+  readonly memoryOvercommit: number;
+  /** New and resumed sandboxes are refused (507) while the host's MemAvailable is below this; 0 turns it off. @default 512 (env BURROW_MIN_AVAILABLE_MEMORY_MB) */
+  readonly minAvailableMemoryMB: number;
+  /** …and while the filesystem holding the state directory has less free space than this; 0 turns it off. @default 2048 (env BURROW_MIN_FREE_DISK_MB) */
+  readonly minFreeDiskMB: number;
+  /** Template builds running at once. @default 4 (env BURROW_MAX_CONCURRENT_BUILDS) */
+  readonly maxConcurrentBuilds: number;
+  /** A sandbox paused longer than this is killed as if it had timed out. @default 2592000 (30 days) (env BURROW_MAX_PAUSED_SEC) */
+  readonly maxPausedSec: number;
+  /**
+   * Disk space the snapshots of one owner (an API key) may hold together, the hidden snapshot a fork starts from
+   * included while its forks run. Measured like `du` (allocated blocks per file, so extents a snapshot shares
+   * with its sandbox by reflink count in full). @default 20480 (20 GiB) (env BURROW_SNAPSHOT_QUOTA_MB)
+   */
+  readonly snapshotQuotaMB: number;
+  /** Snapshots kept from one sandbox. @default 32 (env BURROW_MAX_SNAPSHOTS_PER_SANDBOX) */
+  readonly maxSnapshotsPerSandbox: number;
+}
+
+export const DEFAULT_ADMISSION: AdmissionConfig = Object.freeze({
+  maxSandboxes: 2000,
+  memoryOvercommit: 32,
+  minAvailableMemoryMB: 512,
+  minFreeDiskMB: 2048,
+  maxConcurrentBuilds: 4,
+  maxPausedSec: 30 * 86_400,
+  snapshotQuotaMB: 20_480,
+  maxSnapshotsPerSandbox: 32,
+});
+
+const ADMISSION_ENV: Record<keyof AdmissionConfig, string> = {
+  maxSandboxes: "BURROW_MAX_SANDBOXES",
+  memoryOvercommit: "BURROW_MEMORY_OVERCOMMIT",
+  minAvailableMemoryMB: "BURROW_MIN_AVAILABLE_MEMORY_MB",
+  minFreeDiskMB: "BURROW_MIN_FREE_DISK_MB",
+  maxConcurrentBuilds: "BURROW_MAX_CONCURRENT_BUILDS",
+  maxPausedSec: "BURROW_MAX_PAUSED_SEC",
+  snapshotQuotaMB: "BURROW_SNAPSHOT_QUOTA_MB",
+  maxSnapshotsPerSandbox: "BURROW_MAX_SNAPSHOTS_PER_SANDBOX",
+};
+
+/** Admission settings: input, else the documented env variable, else the default; floors may be 0, the rest not. */
+function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.ProcessEnv): AdmissionConfig {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(DEFAULT_ADMISSION) as (keyof AdmissionConfig)[]) {
+    const raw = env[ADMISSION_ENV[key]];
+    const value = input[key] ?? (raw !== undefined && raw !== "" ? Number(raw) : DEFAULT_ADMISSION[key]);
+    if (key === "memoryOvercommit") {
+      if (!Number.isFinite(value) || value <= 0) throw new ServerError(Code.InvalidArgument, `memoryOvercommit must be a positive number, got ${raw ?? value}`);
+      out[key] = value;
+    } else {
+      out[key] = positiveInt(key, value, { allowZero: key === "minAvailableMemoryMB" || key === "minFreeDiskMB" });
+    }
+  }
+  return Object.freeze(out as unknown as AdmissionConfig);
+}
+
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission">> & { admission?: Partial<AdmissionConfig> };
 
 function positiveInt(name: string, value: number, { allowZero = false } = {}): number {
   if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) {
@@ -88,5 +159,6 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     metricsRetention: positiveInt("metricsRetention", input.metricsRetention ?? DEFAULT_METRICS_RETENTION),
     apiKey,
     clientId: input.clientId ?? DEFAULT_CLIENT_ID,
+    admission: resolveAdmission(input.admission, env),
   });
 }

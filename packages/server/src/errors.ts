@@ -8,10 +8,16 @@ export { Code };
 export class ServerError extends Error {
   override readonly name = "ServerError";
   readonly code: Code;
+  /**
+   * An HTTP status other than the code's usual one, where E2B's answer is more specific than Connect's code set:
+   * 507 (insufficient storage) is a `resource_exhausted` that waiting will not cure, unlike 429.
+   */
+  readonly httpStatus: number | undefined;
 
-  constructor(code: Code, message: string, options?: { cause?: unknown }) {
+  constructor(code: Code, message: string, options?: { cause?: unknown; httpStatus?: number }) {
     super(message, options);
     this.code = code;
+    this.httpStatus = options?.httpStatus;
   }
 
   /** Duck-typed so that copies of this module (tests, bundles) still recognise each other's errors. */
@@ -56,7 +62,7 @@ export interface E2bErrorBody {
  */
 export function toE2bError(err: unknown): { status: number; body: E2bErrorBody; unhandled: boolean } {
   if (ServerError.is(err)) {
-    const status = httpStatusOf(err.code);
+    const status = err.httpStatus ?? httpStatusOf(err.code);
     return { status, body: { code: status, message: err.message }, unhandled: false };
   }
   const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;

@@ -24,6 +24,10 @@ export interface SnapshotManifest extends TemplateManifest {
   snapshotOf: string;
   /** Set on the internal snapshot a fork starts its sandboxes from; not listed as a snapshot. */
   forkOf?: string;
+  /** Who the snapshot is charged to (snapshot-charges.ts); absent on uncharged snapshots. */
+  owner?: string;
+  /** Bytes its layer holds, as charged (du of the copy). */
+  sizeBytes?: number;
 }
 
 export function isSnapshotManifest(manifest: TemplateManifest): manifest is SnapshotManifest {
@@ -36,6 +40,8 @@ export function snapshotInfo(manifest: SnapshotManifest): SnapshotInfo {
     names: [...manifest.aliases],
     sandboxId: manifest.snapshotOf,
     createdAt: new Date(manifest.createdAt),
+    ...(manifest.owner !== undefined ? { owner: manifest.owner } : {}),
+    ...(manifest.sizeBytes !== undefined ? { sizeBytes: manifest.sizeBytes } : {}),
   };
 }
 

@@ -78,7 +78,11 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerSnapshotRoutes(app, ctx);
   registerForkRoute(app, ctx);
   if (opts.templates) {
-    registerTemplateApi(app, { builder: opts.templates, resolveTemplate: (ref) => ctx.orchestrator.resolveTemplate(ref) });
+    registerTemplateApi(app, {
+      builder: opts.templates,
+      resolveTemplate: (ref) => ctx.orchestrator.resolveTemplate(ref),
+      admission: ctx.sandboxes.buildAdmission,
+    });
   } else {
     registerTemplateAliasRoute(app, ctx);
     registerUnsupportedTemplateRoutes(app);

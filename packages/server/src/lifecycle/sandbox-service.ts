@@ -1,11 +1,17 @@
 // The sandbox lifecycle as the control plane sees it: create, extend, pause, resume, kill, time out, and react to
-// sandboxes ending on their own. Paused sandboxes keep their memory (the orchestrator freezes them) and never time
-// out; connect resumes them. Every path that ends a sandbox goes through #remove, so the store, timers, metrics,
-// gateway connections and events stay consistent whichever path came first.
+// sandboxes ending on their own. Paused sandboxes keep their memory (the orchestrator freezes them) and do not time
+// out, but expire after a maximum paused time (admission.maxPausedSec); connect resumes them. New and resumed
+// sandboxes and snapshots pass admission (admission/) first. Every path that ends a sandbox goes through #remove,
+// so the store, timers, metrics, gateway connections and events stay consistent whichever path came first.
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Orchestrator, SandboxExitReason, SandboxRecord } from "@burrow/orchestrator";
 import { ENVD_VERSION } from "@burrow/protocol";
+import { createAdmissionMetrics, type AdmissionMetrics } from "../admission/admission-metrics.js";
+import type { BuildAdmissionPolicy } from "../admission/build-admission.js";
+import { systemHostCapacity, type HostCapacity } from "../admission/host-capacity.js";
+import { SandboxAdmission, type AdmissionTicket } from "../admission/sandbox-admission.js";
+import { fromSnapshotRefusal, snapshotOwner, snapshotQuota, snapshotRefusal } from "../admission/snapshot-quota.js";
 import type { ServerConfig } from "../config.js";
 import { Code, ServerError, fromDependencyError, toE2bError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
@@ -51,6 +57,8 @@ export interface SandboxServiceDeps {
   metrics: ServerMetrics;
   sandboxMetrics: SandboxMetrics;
   logger: Logger;
+  /** What the host has left, for admission. @default the running host, with the state directory's disk */
+  host?: HostCapacity;
 }
 
 /** An error of a dependency as E2B's `{code, message}` (the HTTP status and its message). */
@@ -72,11 +80,32 @@ export class SandboxService {
   /** Pause/resume/connect in progress per sandbox (settled promise): they run one at a time per sandbox. */
   readonly #pending = new Map<string, Promise<void>>();
   readonly #unsubscribeExit: () => void;
+  readonly #admission: SandboxAdmission;
+  readonly #admissionMetrics: AdmissionMetrics;
+  /** Build admission for the template routes: template limits against the host, builds at once. */
+  readonly buildAdmission: BuildAdmissionPolicy;
 
   constructor(deps: SandboxServiceDeps) {
     this.#d = deps;
     this.#scheduler = new TimeoutScheduler((id) => void this.#expire(id));
     this.#unsubscribeExit = deps.orchestrator.onSandboxExit((id, reason) => this.#onExit(id, reason));
+    const { admission } = deps.config;
+    const metrics = createAdmissionMetrics(deps.metrics.registry, {
+      snapshotUsage: () => deps.orchestrator.snapshotUsage?.() ?? [],
+      snapshotLimitBytes: admission.snapshotQuotaMB * 2 ** 20,
+    });
+    this.#admissionMetrics = metrics;
+    this.#admission = new SandboxAdmission({
+      config: admission,
+      host: deps.host ?? systemHostCapacity(deps.config.stateDir),
+      totals: () => deps.store.totals(),
+      onRefused: (reason) => metrics.refused(reason),
+    });
+    this.buildAdmission = {
+      maxConcurrentBuilds: admission.maxConcurrentBuilds,
+      checkSize: (limits) => this.#admission.checkSize(limits),
+      refused: (reason) => metrics.refused(reason),
+    };
   }
 
   /**
@@ -123,8 +152,26 @@ export class SandboxService {
   async create(input: CreateSandboxInput): Promise<SandboxRow> {
     const { config, orchestrator, metrics } = this.#d;
     const timeoutSec = this.#checkTimeout(input.timeoutSec ?? config.defaultTimeoutSec);
-    // The template is not resolved here: the orchestrator may build some on first use. An unknown one comes back
-    // as `not_found`, which E2B answers as 404 `template '<x>' not found` (the SDK surfaces it as SandboxError).
+    // The template is not required to resolve here: the orchestrator may build some on first use. An unknown one
+    // comes back as `not_found`, which E2B answers as 404 `template '<x>' not found` (the SDK: SandboxError).
+    const defaults = orchestrator.resolveTemplate(input.template)?.defaults;
+    let ticket: AdmissionTicket;
+    try {
+      ticket = await this.#admission.admitNew({ count: 1, memoryMB: defaults?.memoryMB, cpuCount: defaults?.cpuCount }, input.signal);
+    } catch (err) {
+      metrics.sandboxCreates.inc({ result: "error" });
+      throw err;
+    }
+    try {
+      return await this.#create(input, timeoutSec);
+    } finally {
+      // Recorded (the store counts it now) or failed: either way its place is no longer held.
+      ticket.release();
+    }
+  }
+
+  async #create(input: CreateSandboxInput, timeoutSec: number): Promise<SandboxRow> {
+    const { config, orchestrator, metrics } = this.#d;
     const envdAccessToken = newAccessToken();
     const stopTimer = metrics.createDuration.startTimer();
     let record: SandboxRecord;
@@ -185,15 +232,17 @@ export class SandboxService {
    * A paused sandbox can be snapshotted and stays paused.
    */
   async snapshot(sandboxId: string, name?: string): Promise<SnapshotInfo> {
-    this.require(sandboxId);
+    const row = this.require(sandboxId);
     const { orchestrator } = this.#d;
     if (!orchestrator.snapshotSandbox) throw new ServerError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
     let info: SnapshotInfo | undefined;
     try {
-      info = await orchestrator.snapshotSandbox(sandboxId, name !== undefined ? { name } : {});
+      info = await orchestrator.snapshotSandbox(sandboxId, {
+        ...(name !== undefined ? { name } : {}),
+        quota: this.#snapshotQuota(row),
+      });
     } catch (err) {
-      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to snapshot sandbox");
-      throw fromDependencyError(err);
+      throw this.#snapshotFailed(err, sandboxId, "orchestrator failed to snapshot sandbox");
     }
     if (!info) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     this.#d.logger.info({ sandboxId, snapshotId: info.snapshotId }, "sandbox snapshotted");
@@ -214,10 +263,23 @@ export class SandboxService {
    */
   async fork(sandboxId: string, input: ForkSandboxInput = {}): Promise<ForkOutcome[]> {
     const source = this.require(sandboxId);
-    const { config, orchestrator, metrics } = this.#d;
+    const { config, orchestrator } = this.#d;
     if (!orchestrator.forkSandbox) throw new ServerError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
     const timeoutSec = this.#checkTimeout(input.timeoutSec ?? config.defaultTimeoutSec);
     const count = input.count ?? 1;
+    // Forks are new sandboxes: all of them are admitted, or none.
+    const ticket = await this.#admission.admitNew({ count, memoryMB: source.memoryMB }, input.signal);
+    try {
+      return await this.#fork(source, count, timeoutSec, input);
+    } finally {
+      ticket.release();
+    }
+  }
+
+  async #fork(source: SandboxRow, count: number, timeoutSec: number, input: ForkSandboxInput): Promise<ForkOutcome[]> {
+    const { config, orchestrator, metrics } = this.#d;
+    const { sandboxId } = source;
+    if (!orchestrator.forkSandbox) throw new ServerError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
     const tokens: string[] = [];
     let results: Awaited<ReturnType<NonNullable<Orchestrator["forkSandbox"]>>>;
     try {
@@ -228,11 +290,12 @@ export class SandboxService {
           tokens[index] = envdAccessToken;
           return { envVars: {}, envdAccessToken };
         },
+        // The hidden snapshot the forks start from is charged to the source's owner.
+        quota: this.#snapshotQuota(source),
         ...(input.signal ? { signal: input.signal } : {}),
       });
     } catch (err) {
-      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to fork sandbox");
-      throw fromDependencyError(err);
+      throw this.#snapshotFailed(err, sandboxId, "orchestrator failed to fork sandbox");
     }
     if (!results) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     const outcomes: ForkOutcome[] = [];
@@ -311,8 +374,9 @@ export class SandboxService {
   }
 
   /**
-   * Pause a running sandbox, memory kept. It stops being routable at once, its kill timer is cancelled (paused
-   * sandboxes stay until killed, as in E2B) and then it is frozen. 409 when already paused.
+   * Pause a running sandbox, memory kept. It stops being routable at once, its kill timer is replaced by the
+   * maximum paused time (admission.maxPausedSec; until then it stays, as in E2B) and then it is frozen. 409 when
+   * already paused.
    */
   async pause(sandboxId: string): Promise<SandboxRow> {
     return this.#serial(sandboxId, async () => {
@@ -320,7 +384,8 @@ export class SandboxService {
       if (row.state === "paused") throw new ServerError(Code.AlreadyExists, `sandbox "${sandboxId}" is already paused`);
       const { orchestrator, store } = this.#d;
       if (!orchestrator.pauseSandbox) throw new ServerError(Code.Unimplemented, "pausing sandboxes is not supported by this orchestrator");
-      store.setState(sandboxId, "paused");
+      const pausedAt = new Date();
+      store.setState(sandboxId, "paused", pausedAt);
       this.#scheduler.cancel(sandboxId);
       this.#notify(this.#pausedListeners, sandboxId, "sandbox pause listener failed");
       let record: SandboxRecord | undefined;
@@ -336,9 +401,10 @@ export class SandboxService {
         this.#remove(sandboxId, "killed", "lost");
         throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
       }
-      const paused = { ...row, state: "paused" as const };
+      const paused = { ...row, state: "paused" as const, pausedAt };
       // A kill may have removed it meanwhile; then there is nothing to announce.
       if (store.get(sandboxId)) {
+        this.#armPausedExpiry(sandboxId, pausedAt);
         this.#d.logger.info({ sandboxId }, "sandbox paused");
         this.#emit("paused", paused);
       }
@@ -369,6 +435,7 @@ export class SandboxService {
     const { orchestrator, store } = this.#d;
     const { sandboxId } = row;
     if (!orchestrator.resumeSandbox) throw new ServerError(Code.Unimplemented, "resuming sandboxes is not supported by this orchestrator");
+    await this.#admission.admitResume();
     let record: SandboxRecord | undefined;
     try {
       record = await orchestrator.resumeSandbox(sandboxId);
@@ -387,7 +454,7 @@ export class SandboxService {
     }
     store.setEndAt(sandboxId, endAt);
     this.#scheduler.arm(sandboxId, endAt);
-    const resumed = { ...row, state: "running" as const, endAt };
+    const resumed = { ...row, state: "running" as const, endAt, pausedAt: null };
     this.#d.logger.info({ sandboxId, endAt }, "sandbox resumed");
     this.#emit("resumed", resumed);
     return resumed;
@@ -408,6 +475,7 @@ export class SandboxService {
         // in the middle of a pause or resume).
         await this.#converge(row, record);
         if (row.state === "running") this.#scheduler.arm(row.sandboxId, row.endAt);
+        else this.#armPausedExpiry(row.sandboxId, this.#pausedSince(row));
         this.#d.sandboxMetrics.track(row.sandboxId);
       } else if (this.#remove(row.sandboxId, "killed", "lost")) {
         removed.push(row.sandboxId);
@@ -472,6 +540,36 @@ export class SandboxService {
     if (!template) return null;
     const name = ref.split(":")[0]!;
     return template.aliases.includes(name) ? name : (template.aliases[0] ?? null);
+  }
+
+  /** The quota a sandbox's snapshots are charged against: its owner's. */
+  #snapshotQuota(row: SandboxRow) {
+    return snapshotQuota(this.#d.config.admission, snapshotOwner(row.apiKeyId));
+  }
+
+  /** A failed snapshot or fork: quota refusals are answers (507 or 429), anything else is logged as a failure. */
+  #snapshotFailed(err: unknown, sandboxId: string, failure: string): unknown {
+    const refusal = snapshotRefusal(err);
+    if (refusal) {
+      this.#admissionMetrics.refused(refusal === "storage" ? "snapshot_storage" : "snapshot_count");
+      this.#d.logger.info({ sandboxId, reason: (err as Error).message }, "snapshot refused");
+      return fromSnapshotRefusal(err);
+    }
+    this.#d.logger.error({ err, sandboxId }, failure);
+    return fromDependencyError(err);
+  }
+
+  /** A paused sandbox is killed like a timed-out one once it has been paused for the maximum time. */
+  #armPausedExpiry(sandboxId: string, pausedAt: Date): void {
+    this.#scheduler.arm(sandboxId, new Date(pausedAt.getTime() + this.#d.config.admission.maxPausedSec * 1000));
+  }
+
+  /** When a paused row was paused; rows paused before this was recorded start their clock now. */
+  #pausedSince(row: SandboxRow): Date {
+    if (row.pausedAt) return row.pausedAt;
+    const now = new Date();
+    this.#d.store.setState(row.sandboxId, "paused", now);
+    return now;
   }
 
   #checkTimeout(timeoutSec: number): number {

@@ -25,4 +25,6 @@ export const MIGRATIONS: readonly string[] = [
      api_key_id             INTEGER REFERENCES api_keys(id) ON DELETE SET NULL
    );
    CREATE INDEX sandboxes_started ON sandboxes (started_at DESC, sandbox_id DESC);`,
+  // When a paused sandbox was paused (unix ms; NULL while running): paused sandboxes expire after a maximum time.
+  `ALTER TABLE sandboxes ADD COLUMN paused_at INTEGER;`,
 ];

@@ -22,6 +22,8 @@ export interface SandboxRow {
   allowInternetAccess: boolean;
   /** Key that created the sandbox (null when created before keys were tracked or the key was removed). */
   apiKeyId: number | null;
+  /** When it was paused (set by setState); absent or null while running. */
+  pausedAt?: Date | null;
 }
 
 interface RawRow {
@@ -40,6 +42,7 @@ interface RawRow {
   envd_access_token: string;
   allow_internet_access: number;
   api_key_id: number | null;
+  paused_at?: number | null;
 }
 
 function fromRaw(r: RawRow): SandboxRow {
@@ -59,6 +62,7 @@ function fromRaw(r: RawRow): SandboxRow {
     envdAccessToken: r.envd_access_token,
     allowInternetAccess: r.allow_internet_access !== 0,
     apiKeyId: r.api_key_id,
+    pausedAt: r.paused_at != null ? new Date(r.paused_at) : null,
   };
 }
 
@@ -70,6 +74,7 @@ export class SandboxStore {
   readonly #setEndAt;
   readonly #setState;
   readonly #countRunning;
+  readonly #totals;
 
   constructor(db: Db) {
     this.#insert = db.prepare<[RawRow]>(
@@ -82,8 +87,9 @@ export class SandboxStore {
     this.#all = db.prepare<[], RawRow>("SELECT * FROM sandboxes ORDER BY started_at DESC, sandbox_id DESC");
     this.#delete = db.prepare<[string]>("DELETE FROM sandboxes WHERE sandbox_id = ?");
     this.#setEndAt = db.prepare<[number, string]>("UPDATE sandboxes SET end_at = ? WHERE sandbox_id = ?");
-    this.#setState = db.prepare<[string, string]>("UPDATE sandboxes SET state = ? WHERE sandbox_id = ?");
+    this.#setState = db.prepare<[string, number | null, string]>("UPDATE sandboxes SET state = ?, paused_at = ? WHERE sandbox_id = ?");
     this.#countRunning = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM sandboxes WHERE state = 'running'");
+    this.#totals = db.prepare<[], { n: number; memory: number }>("SELECT count(*) AS n, coalesce(sum(memory_mb), 0) AS memory FROM sandboxes");
   }
 
   insert(row: SandboxRow): void {
@@ -125,11 +131,18 @@ export class SandboxStore {
     return this.#setEndAt.run(endAt.getTime(), sandboxId).changes > 0;
   }
 
-  setState(sandboxId: string, state: SandboxRowState): boolean {
-    return this.#setState.run(state, sandboxId).changes > 0;
+  /** Set the state; pausing records when (`pausedAt`, default now), running clears it. */
+  setState(sandboxId: string, state: SandboxRowState, pausedAt: Date = new Date()): boolean {
+    return this.#setState.run(state, state === "paused" ? pausedAt.getTime() : null, sandboxId).changes > 0;
   }
 
   countRunning(): number {
     return this.#countRunning.get()!.n;
+  }
+
+  /** Live sandboxes (running and paused) and the sum of their memory limits, for admission. */
+  totals(): { sandboxes: number; memoryMB: number } {
+    const { n, memory } = this.#totals.get()!;
+    return { sandboxes: n, memoryMB: memory };
   }
 }

@@ -3,6 +3,7 @@
 // carry Connect code names, which that handler maps.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Readable } from "node:stream";
+import { BuildAdmission, type BuildAdmissionPolicy } from "../admission/build-admission.js";
 import { Code, ServerError } from "../errors.js";
 import type { ResolveTemplate, TemplateBuildService } from "./template-build-service.js";
 import { UploadTokens } from "./upload-tokens.js";
@@ -13,6 +14,8 @@ export interface TemplateApiOptions {
   authenticate?: ((request: FastifyRequest) => Promise<void> | void) | undefined;
   /** How `GET /templates/aliases/{alias}` resolves names (ids, aliases, `name:tag`). */
   resolveTemplate: ResolveTemplate;
+  /** Host-wide build admission (template limits against the host, builds at once); none when absent. */
+  admission?: BuildAdmissionPolicy | undefined;
 }
 
 /** Path of the upload endpoint; the files check returns an absolute URL to it. */
@@ -38,6 +41,7 @@ const logEntrySchema = {
 export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptions): void {
   const { builder } = opts;
   const tokens = new UploadTokens();
+  const builds = new BuildAdmission(builder, opts.admission);
   const onRequest = opts.authenticate
     ? [async (request: FastifyRequest) => void (await opts.authenticate?.(request))]
     : [];
@@ -64,6 +68,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     async (request, reply) => {
       const name = request.body.name ?? request.body.alias;
       if (!name) throw new ServerError(Code.InvalidArgument, "name is required");
+      builds.checkSize(request.body);
       const result = builder.requestBuild({
         name,
         tags: request.body.tags,
@@ -117,7 +122,9 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     "/v2/templates/:templateID/builds/:buildID",
     { onRequest, schema: { params: idParams("templateID", "buildID"), body: { type: "object" } } },
     async (request, reply) => {
+      builds.admit();
       builder.startBuild(request.params.templateID, request.params.buildID, request.body);
+      builds.started(request.params.templateID, request.params.buildID);
       // openapi-fetch parses an empty 202 as JSON unless Content-Length is 0 (e2b-compat.md §8.2).
       return emptyReply(reply, 202);
     },

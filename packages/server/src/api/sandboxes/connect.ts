@@ -35,7 +35,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
           summary: "Connect to a sandbox (200 when running, 201 when it was paused and got resumed)",
           params: sandboxIdParams,
           body: connectBody,
-          response: { 200: { $ref: "Sandbox#" }, 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 501) },
+          response: { 200: { $ref: "Sandbox#" }, 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 501, 507) },
         },
       },
       async (request, reply) => {
@@ -53,7 +53,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
         summary: "Resume a paused sandbox (SDK 2.0–2.5); a running one answers 409",
         params: sandboxIdParams,
         body: resumeBody,
-        response: { 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 409, 501) },
+        response: { 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 409, 501, 507) },
       },
     },
     async (request, reply) => {

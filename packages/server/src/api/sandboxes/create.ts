@@ -53,7 +53,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
         schema: {
           summary: "Create a sandbox from a template",
           body: newSandboxSchema,
-          response: { 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 500, 501) },
+          response: { 201: { $ref: "Sandbox#" }, ...errorResponses(400, 401, 404, 429, 500, 501, 507) },
         },
       },
       async (request, reply) => {

@@ -1,7 +1,8 @@
 // POST /sandboxes/:sandboxID/fork (E2B `fork`): snapshot the sandbox's files once and start `count` sandboxes from
 // them. 201 with one SandboxForkResult per fork, `{sandbox}` or `{error: {code, message}}`; 404 for an unknown
 // sandbox. Only files are copied: running processes and memory are not (CRIU does not work on these kernels), so
-// forks start fresh processes. The source keeps running (it is frozen while its files are copied).
+// forks start fresh processes. The source keeps running (it is frozen while its files are copied). Forks are new
+// sandboxes to admission (all of them or none: 429/507), and their snapshot is charged to the source's owner.
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
@@ -47,7 +48,7 @@ export function registerForkRoute(app: FastifyInstance, ctx: ApiContext): void {
               },
             },
           },
-          ...errorResponses(400, 401, 404, 500, 501),
+          ...errorResponses(400, 401, 404, 429, 500, 501, 507),
         },
       },
     },

@@ -2,6 +2,8 @@
 // a snapshot is a template made from a sandbox's files, usable as `templateID` in create. Burrow snapshots keep
 // the filesystem only: running processes and memory are not copied (CRIU checkpointing does not work on the
 // kernels Burrow runs on), so a sandbox created from a snapshot starts fresh processes on the snapshot's files.
+// Snapshots are charged to the sandbox's owner: beyond the owner's storage quota 507, beyond the number kept from
+// one sandbox 429 (admission/snapshot-quota.ts); deleting snapshots frees the charge.
 import type { FastifyInstance } from "fastify";
 import { Code, ServerError } from "../../errors.js";
 import type { ApiContext } from "../context.js";
@@ -43,7 +45,7 @@ export function registerSnapshotRoutes(app: FastifyInstance, ctx: ApiContext): v
         summary: "Snapshot a sandbox's files into a template (processes and memory are not kept)",
         params: sandboxIdParams,
         body: snapshotBody,
-        response: { 201: snapshotInfoSchema, ...errorResponses(400, 401, 404, 500, 501) },
+        response: { 201: snapshotInfoSchema, ...errorResponses(400, 401, 404, 429, 500, 501, 507) },
       },
     },
     async (request, reply) => {
