@@ -24,6 +24,7 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
   memset(cfg, 0, sizeof *cfg);
   cfg->uid_count = 65536;
   cfg->grace_ms = 2000;
+  int owner_count_given = 0;
   int i = 1;
   for (; i < argc; i++) {
     const char *a = argv[i];
@@ -60,6 +61,11 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
       if (parse_ulong(v, &cfg->uid_base)) return snprintf(err, errlen, "bad --uid-base %s", v), -1;
     } else if (strcmp(a, "--uid-count") == 0) {
       if (parse_ulong(v, &cfg->uid_count)) return snprintf(err, errlen, "bad --uid-count %s", v), -1;
+    } else if (strcmp(a, "--owner-base") == 0) {
+      if (parse_ulong(v, &cfg->owner_base)) return snprintf(err, errlen, "bad --owner-base %s", v), -1;
+    } else if (strcmp(a, "--owner-count") == 0) {
+      if (parse_ulong(v, &cfg->owner_count)) return snprintf(err, errlen, "bad --owner-count %s", v), -1;
+      owner_count_given = 1;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_ulong(v, &cfg->grace_ms)) return snprintf(err, errlen, "bad --grace-ms %s", v), -1;
     } else {
@@ -85,6 +91,13 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
   /* Root must not map onto host root, and the range must fit in 32-bit ids. */
   if (cfg->uid_base == 0 || cfg->uid_count == 0 || cfg->uid_base + cfg->uid_count > 0xFFFFFFFFUL)
     return snprintf(err, errlen, "bad uid range %lu/%lu", cfg->uid_base, cfg->uid_count), -1;
+  /* Owners hold every capability over the namespace they own, so they must be host uids nothing
+   * else runs as or owns files as: not root, not (uid_t)-1, not the range sandboxes map. */
+  if (cfg->owner_base && !owner_count_given) cfg->owner_count = 65536;
+  if (cfg->owner_count && (cfg->owner_base == 0 || cfg->owner_base + cfg->owner_count > 0xFFFFFFFFUL ||
+                           (cfg->owner_base < cfg->uid_base + cfg->uid_count && cfg->uid_base < cfg->owner_base + cfg->owner_count)))
+    return snprintf(err, errlen, "bad owner range %lu/%lu (outside 0, (uid_t)-1 and the uid range)", cfg->owner_base,
+                    cfg->owner_count), -1;
 
   /* A clean environment: only what the caller passed, plus a PATH so execvp finds things. */
   int has_path = 0;

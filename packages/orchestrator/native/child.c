@@ -86,13 +86,9 @@ void sandbox_child(const struct config *cfg_in, int from_parent, int to_parent, 
   sigaddset(&set, SIGINT);
   sigprocmask(SIG_BLOCK, &set, NULL);
 
-  cfg->merged_fd = open(cfg->merged, O_PATH | O_DIRECTORY | O_CLOEXEC);
-  cfg->runtime_fd = open(cfg->runtime, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  /* Holding the lease registry's lock any longer would stall other launchers. */
+  if (cfg->owner_lock_fd >= 0) close(cfg->owner_lock_fd);
   if (read(from_parent, &c, 1) != 1) _exit(1); /* launcher died before writing our id maps */
-  if (cfg->merged_fd < 0 || cfg->runtime_fd < 0) {
-    msg_error(&m, "rootfs", "open %s or %s", cfg->merged, cfg->runtime);
-    fail(to_parent, &m);
-  }
 
   /* The id map alone does not change credentials: become uid/gid 0 of the namespace (host
    * 100000) and drop the supplementary groups inherited from host root. */
@@ -100,6 +96,13 @@ void sandbox_child(const struct config *cfg_in, int from_parent, int to_parent, 
     msg_error(&m, "credentials", "setresuid/setresgid to namespace root");
     fail(to_parent, &m);
   }
+  /* Our cwd is the overlay, moved by the kernel into this mount namespace's copy of it. */
+  cfg->merged_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (cfg->merged_fd < 0) {
+    msg_error(&m, "rootfs", "open %s", cfg->merged);
+    fail(to_parent, &m);
+  }
+  if (write_userns_limits(cfg, &m)) fail(to_parent, &m);
   /* After the credential change, which clears it: until the commit, a dying launcher kills us. */
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (setsid() < 0) {
@@ -107,7 +110,7 @@ void sandbox_child(const struct config *cfg_in, int from_parent, int to_parent, 
     fail(to_parent, &m);
   }
   if (setup_stdio(log_fd, &m)) fail(to_parent, &m);
-  int keep[] = {from_parent, to_parent, cfg->merged_fd, cfg->runtime_fd};
+  int keep[] = {from_parent, to_parent, cfg->merged_fd, cfg->runtime_tree};
   close_other_fds(keep, 4);
   umask(022);
 

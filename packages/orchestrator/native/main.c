@@ -1,7 +1,8 @@
 /* burrow-sandbox: the launcher. Runs as host root, mounts the overlay in a mount namespace of
- * its own (so the host never sees it), clones the sandbox init into fresh namespaces, writes its
- * id maps, waits until the sandbox is fully set up and its command exec'd, prints {"pid":N} and
- * exits. The init is reparented and outlives whoever ran the launcher. */
+ * its own (so the host never sees it), clones the sandbox init into fresh namespaces as the
+ * sandbox's own unprivileged owner uid (owner.c), writes its id maps as root again, waits until
+ * the sandbox is fully set up and its command exec'd, prints {"pid":N,"owner":U} and exits. The
+ * init is reparented and outlives whoever ran the launcher. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +91,25 @@ static void mount_overlay(const struct config *cfg) {
   if (mount("overlay", cfg->merged, "overlay", MS_NODEV, opts)) die("overlay", "mount overlay on %s", cfg->merged);
 }
 
+/* The runtime as a detached, recursively read-only, nosuid, nodev copy; the child attaches it at
+ * /.burrow. Made here because the child's credentials may not reach it (a 0700 state dir). */
+static int runtime_tree(const struct config *cfg) {
+  int tree = (int)syscall(SYS_open_tree, AT_FDCWD, cfg->runtime, OPEN_TREE_CLONE | AT_RECURSIVE | O_CLOEXEC);
+  if (tree < 0) die("runtime", "open_tree %s", cfg->runtime);
+  struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
+  if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr))
+    die("runtime", "make %s read-only", cfg->runtime);
+  return tree;
+}
+
+/* Only the effective ids change: the real and saved ids stay 0, so the launcher can come back to
+ * root (and its capabilities) right after the clone, and the kernel does not treat the new
+ * namespace's creator as a process subject to RLIMIT_NPROC. */
+static int become(uid_t id) {
+  if (id) return setegid(id) || seteuid(id) ? -1 : 0;
+  return seteuid(0) || setegid(0) ? -1 : 0;
+}
+
 static void kill_child(pid_t pid) {
   kill(pid, SIGKILL);
   while (waitpid(pid, NULL, 0) < 0 && errno == EINTR) {
@@ -118,26 +138,45 @@ int main(int argc, char **argv) {
   if (log_fd < 0) die("log", "open %s", cfg.log_path);
 
   join_cgroups(&cfg);
+  read_host_limits(&cfg);
   if (unshare(CLONE_NEWNS)) die("unshare", "private mount namespace");
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) die("unshare", "make / private");
   own_upper(&cfg);
   mount_overlay(&cfg);
-  /* Checked here for a clear error; the child opens its own, since open_tree only accepts mounts
-   * of the caller's mount namespace. */
-  struct stat rst;
-  if (stat(cfg.runtime, &rst)) die("runtime", "stat %s", cfg.runtime);
+  cfg.runtime_tree = runtime_tree(&cfg);
+  /* The child finds the overlay as its cwd: the kernel moves a cwd into the copy of the mount
+   * namespace that clone makes, and no host path has to be walked with the owner's credentials. */
+  if (chdir(cfg.merged)) die("overlay", "chdir %s", cfg.merged);
 
+  const char *what = "";
+  if (owner_lease(&cfg, &what)) die("owner", "%s", what);
   int p2c[2], c2p[2];
   if (pipe2(p2c, O_CLOEXEC) || pipe2(c2p, O_CLOEXEC)) die("clone", "pipe");
   fflush(NULL);
-  /* Raw clone without a new stack behaves like fork, with namespace flags. */
+  if (become(cfg.owner)) die("owner", "become uid %u", (unsigned)cfg.owner);
+  /* Raw clone without a new stack behaves like fork, with namespace flags. The namespaces belong
+   * to a user namespace owned by cfg.owner, so the host charges the sandbox's budgets to it. */
   pid_t pid = (pid_t)syscall(SYS_clone, CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, NULL);
-  if (pid < 0) die("clone", "clone");
   if (pid == 0) {
     close(p2c[1]);
     close(c2p[0]);
     sandbox_child(&cfg, p2c[0], c2p[1], log_fd);
   }
+  int clone_errno = errno;
+  if (become(0)) {
+    if (pid > 0) kill_child(pid);
+    die("owner", "return to root");
+  }
+  errno = clone_errno;
+  if (pid < 0) die("clone", "clone");
+  if (owner_record(&cfg, pid)) {
+    int e = errno;
+    kill_child(pid);
+    errno = e;
+    die("owner", "record the lease of uid %u", (unsigned)cfg.owner);
+  }
+  if (cfg.owner_lock_fd >= 0) close(cfg.owner_lock_fd); /* unlocks once the child closed its copy too */
+  close(cfg.runtime_tree);
   close(p2c[0]);
   close(c2p[1]);
   close(log_fd);
@@ -182,6 +221,6 @@ int main(int argc, char **argv) {
     errno = EPIPE;
     die("commit", "sandbox child did not acknowledge");
   }
-  report_pid(out_fd, pid);
+  report_pid(out_fd, pid, cfg.owner);
   return 0;
 }

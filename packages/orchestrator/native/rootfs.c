@@ -27,14 +27,6 @@ static int mkdir_p1(const char *path, mode_t mode) { return mkdir(path, mode) ==
 #ifndef MOVE_MOUNT_T_EMPTY_PATH
 #define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
 #endif
-#ifndef MOUNT_ATTR_RDONLY
-#define MOUNT_ATTR_RDONLY 0x00000001
-#define MOUNT_ATTR_NOSUID 0x00000002
-#define MOUNT_ATTR_NODEV 0x00000004
-struct mount_attr {
-  unsigned long long attr_set, attr_clr, propagation, userns_fd;
-};
-#endif
 
 /* A fresh (unlocked) recursive copy of the mount tree at `fd`, as a detached mount fd. Works
  * from an fd, so no host path has to be walked with the sandbox's credentials. */
@@ -47,16 +39,11 @@ static int attach(int tree, int dir_fd, const char *path) {
   return (int)syscall(SYS_move_mount, tree, "", dir_fd, path, flags);
 }
 
-/* The runtime: a recursive read-only, nosuid, nodev copy of the host directory at /.burrow. */
-static int mount_runtime(int runtime_fd, struct msg *m) {
+/* The runtime: the launcher's detached read-only, nosuid, nodev copy of the host directory,
+ * attached at /.burrow. */
+static int mount_runtime(int tree, struct msg *m) {
   if (mkdir_p1("/.burrow", 0755)) return msg_error(m, "runtime", "mkdir /.burrow"), -1;
-  int tree = clone_tree(runtime_fd);
-  if (tree < 0) return msg_error(m, "runtime", "open_tree"), -1;
-  struct mount_attr attr = {.attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV};
-  if (syscall(SYS_mount_setattr, tree, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr))
-    return close(tree), msg_error(m, "runtime", "make read-only"), -1;
-  if (attach(tree, AT_FDCWD, "/.burrow")) return close(tree), msg_error(m, "runtime", "attach at /.burrow"), -1;
-  close(tree);
+  if (attach(tree, AT_FDCWD, "/.burrow")) return msg_error(m, "runtime", "attach at /.burrow"), -1;
   return 0;
 }
 
@@ -86,8 +73,8 @@ int setup_rootfs(const struct config *cfg, struct msg *m) {
   if (setup_dev(m)) return -1;
   if (mask_kernel_files(m)) return -1;
 
-  if (mount_runtime(cfg->runtime_fd, m)) return -1;
-  close(cfg->runtime_fd);
+  if (mount_runtime(cfg->runtime_tree, m)) return -1;
+  close(cfg->runtime_tree);
 
   if (umount2(OLDROOT, MNT_DETACH)) return msg_error(m, "pivot_root", "detach old root"), -1;
   if (rmdir(OLDROOT)) return msg_error(m, "pivot_root", "rmdir old root"), -1;

@@ -8,12 +8,15 @@
 #define MAX_LOWER 128
 #define MAX_CGROUPS 16
 #define MAX_ENV 512
+#define MAX_USERNS_LIMITS 16
 
 struct config {
   const char *lower[MAX_LOWER]; /* top first, as overlayfs wants them */
   int n_lower;
   const char *upper, *work, *merged, *runtime, *hostname, *log_path;
   unsigned long uid_base, uid_count;
+  /* Host uids that may own the sandbox's user namespace (owner.c); count 0: host root owns it. */
+  unsigned long owner_base, owner_count;
   const char *cgroups[MAX_CGROUPS];
   int n_cgroups;
   const char *env[MAX_ENV + 2]; /* + default PATH + NULL */
@@ -21,9 +24,16 @@ struct config {
   int no_new_privs;
   unsigned long grace_ms; /* SIGTERM → SIGKILL delay for the init */
   char *const *argv;      /* command, NULL-terminated */
-  /* O_PATH fds the child opens while it still has host root's fsuid: as host uid 100000 it may
-   * not be allowed to walk the host paths leading to them (e.g. a 0700 state directory). */
-  int merged_fd, runtime_fd;
+  /* Filled in by the launcher, not from the command line. */
+  uid_t owner;        /* host uid owning the sandbox's user namespace (0: host root) */
+  int owner_lock_fd;  /* the locked lease registry, or -1; the child closes its copy at once */
+  /* The runtime as a detached read-only mount tree, made by the launcher as host root: the child
+   * cannot walk host paths (e.g. a 0700 state directory) with its own credentials. */
+  int runtime_tree;
+  /* The overlay in the child's own mount namespace, opened from the cwd it inherits. */
+  int merged_fd;
+  /* Values for the sandbox namespace's /proc/sys/user/ files, -1 to leave one alone (limits.c). */
+  long userns_limits[MAX_USERNS_LIMITS];
 };
 
 /* Messages between the launcher and the sandbox child; each fits in one atomic pipe write. */
@@ -41,10 +51,19 @@ extern char *g_arg_start, *g_arg_end;
 int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen);
 
 /* report.c: the launcher's single line of JSON on stdout. */
-void report_pid(int fd, pid_t pid);
+void report_pid(int fd, pid_t pid, uid_t owner);
 void report_error(int fd, const char *step, const char *text);
 /* Fill a message with "what: strerror(errno)". */
 void msg_error(struct msg *m, const char *step, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* owner.c: lease a namespace owner uid. Return 0 or -1 with errno set and *what naming the step. */
+int owner_lease(struct config *cfg, const char **what);
+int owner_record(const struct config *cfg, pid_t pid);
+
+/* limits.c: per-namespace budgets. read_host_limits runs in the launcher (it sees the host's
+ * values), write_userns_limits in the child (it sees and may set its namespace's). */
+void read_host_limits(struct config *cfg);
+int write_userns_limits(const struct config *cfg, struct msg *m);
 
 /* child.c: runs in the new namespaces; never returns. */
 void sandbox_child(const struct config *cfg, int from_parent, int to_parent, int log_fd) __attribute__((noreturn));

@@ -8,6 +8,12 @@ export interface PoolConfig {
   size: number;
 }
 
+/** A range of host uids: base … base+count-1. */
+export interface UidRange {
+  base: number;
+  count: number;
+}
+
 export interface OrchestratorConfig {
   /** Root of everything the orchestrator keeps: layers, templates, runtime, sandboxes. */
   stateDir: string;
@@ -20,6 +26,13 @@ export interface OrchestratorConfig {
   /** First host uid of the range root inside sandboxes maps to. */
   uidBase: number;
   uidCount: number;
+  /**
+   * Host uids that own sandboxes' user namespaces, one per live sandbox, leased host-wide by the launcher: the
+   * kernel charges per-user budgets (inotify instances and watches, fanotify, message queues, namespaces) used in
+   * a sandbox to its owner, so one sandbox filling them leaves host root and other sandboxes theirs. Nothing else
+   * may use these uids, and they must not overlap uidBase…uidBase+uidCount-1.
+   */
+  usernsOwners: UidRange;
   pool: PoolConfig;
   /** Limits of templates that do not set their own. */
   defaultLimits: SandboxLimits;
@@ -39,6 +52,8 @@ export const DEFAULT_CACHE_DIR = "/var/cache/burrow";
 export const DEFAULT_SUBNET = "10.213.0.0/16";
 export const DEFAULT_UID_BASE = 100_000;
 export const DEFAULT_UID_COUNT = 65_536;
+/** Far above ordinary accounts and the usual subordinate-id ranges, below 2^31 (tools that read uids as signed). */
+export const DEFAULT_USERNS_OWNERS: UidRange = Object.freeze({ base: 1_900_000_000, count: 65_536 });
 export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({ cpuCount: 2, memoryMB: 512, diskMB: 4096, pids: 1024 });
 
 export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {}): Readonly<OrchestratorConfig> {
@@ -46,13 +61,29 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
   if (!/^[a-z0-9]{1,8}$/.test(instance)) {
     throw new Error(`instance '${instance}' must be 1-8 characters of [a-z0-9] (it is part of interface names)`);
   }
+  const uidBase = input.uidBase ?? DEFAULT_UID_BASE;
+  const uidCount = input.uidCount ?? DEFAULT_UID_COUNT;
+  const usernsOwners = Object.freeze({ ...(input.usernsOwners ?? DEFAULT_USERNS_OWNERS) });
+  if (
+    !Number.isInteger(usernsOwners.base) ||
+    !Number.isInteger(usernsOwners.count) ||
+    usernsOwners.base < 1 ||
+    usernsOwners.count < 1 ||
+    usernsOwners.base + usernsOwners.count > 0xffff_ffff ||
+    (usernsOwners.base < uidBase + uidCount && uidBase < usernsOwners.base + usernsOwners.count)
+  ) {
+    throw new Error(
+      `usernsOwners ${usernsOwners.base}/${usernsOwners.count} must be real host uids outside uidBase/uidCount ${uidBase}/${uidCount}`,
+    );
+  }
   return Object.freeze({
     stateDir: input.stateDir ?? DEFAULT_STATE_DIR,
     cacheDir: input.cacheDir ?? DEFAULT_CACHE_DIR,
     instance,
     subnet: input.subnet ?? DEFAULT_SUBNET,
-    uidBase: input.uidBase ?? DEFAULT_UID_BASE,
-    uidCount: input.uidCount ?? DEFAULT_UID_COUNT,
+    uidBase,
+    uidCount,
+    usernsOwners,
     pool: Object.freeze({ template: "base", size: 0, ...input.pool }),
     defaultLimits: Object.freeze({ ...DEFAULT_LIMITS, ...input.defaultLimits }),
     envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,

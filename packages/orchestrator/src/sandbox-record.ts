@@ -10,6 +10,11 @@ export interface SandboxRecordFile {
   /** Host pid of the sandbox's init, and its start time to tell it from a reused pid. */
   pid: number;
   pidStartTime: string;
+  /**
+   * Host uid owning the sandbox's user namespace (its lease is host-wide, kept by the launcher for as long as the
+   * init lives). Absent in records written before sandboxes had their own owners: host root.
+   */
+  usernsOwner?: number;
   ip: string;
   hostVeth: string;
   limits: SandboxLimits;

@@ -1,8 +1,10 @@
 // Real sandboxes on the real base rootfs: identity, isolation, lock-down and lifecycle of
 // burrow-sandbox. Needs root, overlayfs and user namespaces (the project's target machines).
-import { mkdir, readdir, readFile, rmdir, stat, writeFile } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { mkdir, readdir, readFile, readlink, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DEFAULT_USERNS_OWNERS } from "../src/config.js";
 import { isSandboxInitAlive, LaunchError, readProcStat } from "../src/launcher/index.js";
 import { ensureTestRootfs, TEST_UID_BASE } from "./helpers/base-rootfs.js";
 import { isRunning, makeMiniRuntime, mountsUnder, processTree, SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
@@ -42,6 +44,48 @@ if pid == 0:
 r["ptrace_traceme_child"] = os.waitpid(pid, 0)[1]
 print(json.dumps(r))
 `;
+
+// Opens inotify instances until the kernel refuses, as uid 0, 1000 and 1001 in turn (each in a child that keeps
+// its instances open), and prints {uid: [opened, errno]}.
+const FILL_INOTIFY = String.raw`
+import ctypes, json, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+res = {}
+for uid in (0, 1000, 1001):
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.close(r)
+        if uid:
+            os.setgroups([]); os.setgid(uid); os.setuid(uid)
+        n = 0
+        while libc.inotify_init1(0) >= 0:
+            n += 1
+        os.write(w, json.dumps([n, ctypes.get_errno()]).encode())
+        os.close(w)
+        time.sleep(3600)
+        os._exit(0)
+    os.close(w)
+    res[uid] = json.loads(os.read(r, 100))
+    os.close(r)
+print(json.dumps(res))
+`;
+
+/** The host uid owning the user namespace of `pid`, as the kernel says (NS_GET_OWNER_UID). */
+function namespaceOwner(pid: number): number {
+  const py = "import fcntl,os,struct,sys; fd=os.open(sys.argv[1],os.O_RDONLY); print(struct.unpack('I',fcntl.ioctl(fd,0xb704,bytes(4)))[0])";
+  const out = execFileSync("python3", ["-c", py, `/proc/${pid}/ns/user`], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] });
+  return Number(out.trim());
+}
+
+/** Whether host root (this process's uid) can still create an inotify instance. */
+function hostRootCanInotify(): boolean {
+  const py = "import ctypes; libc=ctypes.CDLL(None, use_errno=True); print('ok' if libc.inotify_init1(0) >= 0 else ctypes.get_errno())";
+  return execFileSync("python3", ["-c", py], { encoding: "utf8" }).trim() === "ok";
+}
+
+async function hostUserLimit(name: string): Promise<number> {
+  return Number((await readFile(`/proc/sys/user/${name}`, "utf8")).trim());
+}
 
 describe("burrow-sandbox", () => {
   let fx: SandboxFixture;
@@ -252,6 +296,48 @@ describe("burrow-sandbox", () => {
     ]);
   });
 
+  it("has its user namespace owned by a leased unprivileged host uid, a different one per live sandbox", async () => {
+    const script = ["max_inotify_instances", "max_inotify_watches", "max_user_namespaces", "max_net_namespaces"]
+      .map((name) => `echo ${name}=$(cat /proc/sys/user/${name})`)
+      .join("\n");
+    const hostInotify = await hostUserLimit("max_inotify_instances");
+    const hostWatches = await hostUserLimit("max_inotify_watches");
+    const [a, b] = await Promise.all([fx.run(script), fx.run(script)]);
+    const { base, count } = DEFAULT_USERNS_OWNERS;
+    for (const { sandbox } of [a, b]) {
+      expect(sandbox.usernsOwner).toBeGreaterThanOrEqual(base);
+      expect(sandbox.usernsOwner).toBeLessThan(base + count);
+      expect(namespaceOwner(sandbox.pid)).toBe(sandbox.usernsOwner);
+      // The host-wide lease names the init, so no other launcher hands out this uid while it lives.
+      expect(await readlink(`/run/burrow/userns-owners/${sandbox.usernsOwner}`)).toBe(String(sandbox.pid));
+    }
+    expect(a.sandbox.usernsOwner).not.toBe(b.sandbox.usernsOwner);
+    // Inside, each uid gets half the sandbox's inotify share and a few namespaces; the host's own limits stay.
+    expect(a.out).toMatch(new RegExp(`^max_inotify_instances=${Math.floor(hostInotify / 2)}$`, "m"));
+    expect(a.out).toMatch(new RegExp(`^max_inotify_watches=${Math.floor(hostWatches / 2)}$`, "m"));
+    expect(a.out).toMatch(/^max_user_namespaces=64$/m);
+    expect(a.out).toMatch(/^max_net_namespaces=64$/m);
+    expect(await hostUserLimit("max_inotify_instances")).toBe(hostInotify);
+
+    await fx.kill(a.sandbox);
+    expect(() => namespaceOwner(a.sandbox.pid)).toThrow();
+  });
+
+  it("charges inotify instances to the sandbox's owner: filling them leaves host root and other sandboxes theirs", async () => {
+    const host = await hostUserLimit("max_inotify_instances");
+    const perUid = Math.floor(host / 2);
+    const { out, sandbox } = await fx.run(`python3 - <<'EOF'\n${FILL_INOTIFY}\nEOF`);
+    const filled = JSON.parse(out.trim().split("\n").pop() ?? "{}") as Record<string, [number, number]>;
+    const EMFILE = 24;
+    // Root and user each stop at the per-uid limit; together they hold the whole of what one host user may, so a
+    // third uid gets only what is left of the sandbox's share.
+    expect(filled).toEqual({ "0": [perUid, EMFILE], "1000": [perUid, EMFILE], "1001": [host - 2 * perUid, EMFILE] });
+    expect(isSandboxInitAlive(sandbox.pid, sandbox.startTime)).toBe(true);
+    expect(hostRootCanInotify()).toBe(true);
+    const other = await fx.run(`python3 - <<'EOF'\n${FILL_INOTIFY}\nEOF`);
+    expect(JSON.parse(other.out.trim().split("\n").pop() ?? "{}")).toEqual(filled);
+  });
+
   it("fails with a typed error and leaves nothing behind", async () => {
     const badLower = fx.launch({ command: ["/bin/true"], lower: ["/nonexistent/layer"] });
     await expect(badLower).rejects.toBeInstanceOf(LaunchError);
@@ -262,6 +348,10 @@ describe("burrow-sandbox", () => {
 
     const badArgs = fx.launch({ command: ["/bin/true"], hostname: "x".repeat(65) });
     await expect(badArgs).rejects.toMatchObject({ code: "invalid_argument", step: "args" });
+
+    // An owner inside the mapped range would be a uid the sandbox's own files and processes carry on the host.
+    const badOwners = fx.launch({ command: ["/bin/true"], usernsOwners: { base: TEST_UID_BASE + 10, count: 5 } });
+    await expect(badOwners).rejects.toMatchObject({ code: "invalid_argument", step: "args" });
 
     const aborted = fx.launch({ command: ["/bin/true"] }, AbortSignal.abort());
     await expect(aborted).rejects.toMatchObject({ code: "aborted" });

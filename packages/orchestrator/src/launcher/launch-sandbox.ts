@@ -6,6 +6,7 @@ import { access, constants } from "node:fs/promises";
 import { LaunchError, type LaunchErrorCode } from "./launch-error.js";
 import { launcherBinaryPath } from "./launcher-binary.js";
 import { readProcStat } from "./proc-stat.js";
+import { DEFAULT_USERNS_OWNERS, type UidRange } from "../config.js";
 import { runThroughReaper, type ReaperPaths } from "../reaper/reaper.js";
 
 export interface LaunchOptions {
@@ -24,6 +25,13 @@ export interface LaunchOptions {
   uidBase: number;
   /** @default 65536 */
   uidCount?: number;
+  /**
+   * Host uids the launcher leases one of (host-wide, for as long as the sandbox lives) to own the sandbox's user
+   * namespace, so the kernel's per-user budgets (inotify, fanotify, message queues, namespaces…) used inside the
+   * sandbox are charged to that uid instead of host root's. Must not overlap the uid range of any sandbox.
+   * @default DEFAULT_USERNS_OWNERS
+   */
+  usernsOwners?: UidRange;
   /** cgroup directories (v1 or v2) the sandbox starts in; it is placed there before it exists. */
   cgroups?: readonly string[];
   /** File receiving the init's and the command's stdout/stderr (appended). */
@@ -50,6 +58,8 @@ export interface LaunchedSandbox {
   pid: number;
   /** Field 22 of /proc/<pid>/stat, to tell this init from a later process reusing the pid. */
   startTime: string;
+  /** Host uid that owns the sandbox's user namespace. */
+  usernsOwner: number;
 }
 
 /** Build the launcher's argv (exported for diagnostics and tests of the contract). */
@@ -58,6 +68,8 @@ export function launcherArgs(o: LaunchOptions): string[] {
   for (const l of o.lower) args.push("--lower", l);
   args.push("--upper", o.upper, "--work", o.work, "--merged", o.merged, "--runtime", o.runtime);
   args.push("--hostname", o.hostname, "--uid-base", String(o.uidBase), "--uid-count", String(o.uidCount ?? 65536));
+  const owners = o.usernsOwners ?? DEFAULT_USERNS_OWNERS;
+  args.push("--owner-base", String(owners.base), "--owner-count", String(owners.count));
   for (const c of o.cgroups ?? []) args.push("--cgroup", c);
   args.push("--log", o.log);
   if (o.noNewPrivileges) args.push("--no-new-privs");
@@ -89,7 +101,7 @@ export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): 
     : await launchAsChild(bin, launcherArgs(opts), signal);
 
   const line = stdout.trim().split("\n").pop() ?? "";
-  let parsed: { pid?: unknown; error?: unknown; step?: unknown };
+  let parsed: { pid?: unknown; owner?: unknown; error?: unknown; step?: unknown };
   try {
     parsed = JSON.parse(line) as typeof parsed;
   } catch (cause) {
@@ -109,7 +121,7 @@ export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): 
     }
     const st = readProcStat(pid);
     if (!st) throw new LaunchError("setup_failed", `sandbox init ${pid} exited right after starting`, { step: "init" });
-    return { pid, startTime: st.startTime };
+    return { pid, startTime: st.startTime, usernsOwner: typeof parsed.owner === "number" ? parsed.owner : 0 };
   }
   const step = typeof parsed.step === "string" ? parsed.step : "unknown";
   const message = typeof parsed.error === "string" ? parsed.error : line;
