@@ -17,6 +17,16 @@ function fileTypeOf(s: Stats): filesystemPb.FileType {
 }
 
 /**
+ * A directory's size as ext4 (what E2B sandboxes run on) reports it: the blocks its entries take, at least one.
+ * On ext4 that is st_size itself (4096 for a small directory). Overlayfs over btrfs or tmpfs report an entry-name
+ * count instead, 0 for an empty directory, which clients treat as "no size" (the SDK's own tests expect > 0).
+ */
+function directorySize(s: Stats): number {
+  const block = s.blksize > 0 ? s.blksize : 4096;
+  return Math.max(block, Math.ceil(s.size / block) * block);
+}
+
+/**
  * EntryInfo per e2b-compat §3.3: `mode` = permission bits, `permissions` = Go FileMode string of the entry itself,
  * owner/group names; a symlink reports its target's type and mode and an absolute `symlinkTarget`.
  */
@@ -37,7 +47,7 @@ export async function entryInfo(path: string, users: UserDb): Promise<filesystem
     name: basename(path) || "/",
     type: fileTypeOf(effective),
     path,
-    size: BigInt(effective.size),
+    size: BigInt(effective.isDirectory() ? directorySize(effective) : effective.size),
     mode: effective.mode & 0o777,
     permissions: goFileModeString(l.mode),
     owner: users.userName(l.uid),
