@@ -7,6 +7,8 @@ export interface BurrowTestEnv {
   stateDir: string;
   instance: string;
   subnet: string;
+  /** The server's image import directory (imageImportDir): the only place fromImage may name host paths. */
+  imageDir: string;
 }
 
 declare module "vitest" {

@@ -1,7 +1,7 @@
 // Starts one real Burrow server (real orchestrator, real sandboxes) for the whole test run and tears it down
 // afterwards: sandboxes killed, bridge and firewall tables removed, state directory deleted.
 import { rm } from "node:fs/promises";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
@@ -14,6 +14,8 @@ import { newTestInstance } from "../helpers/test-instance.js";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const test = newTestInstance("test");
+  // Host image paths are allowed only here (outside the state directory); suites put their images in it.
+  const imageDir = mkdtempSync("/var/tmp/burrow-images-");
   const progress = (line: string) => process.stderr.write(`[burrow test server] ${line}\n`);
   const orchestrator = await LocalOrchestrator.create({
     config: {
@@ -21,6 +23,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       instance: test.instance,
       subnet: test.subnet,
       pool: { template: "base", size: 2 },
+      imageImportDir: imageDir,
     },
     envd: envdRuntimeFiles(),
     onProgress: progress,
@@ -33,11 +36,12 @@ export default async function setup(project: TestProject): Promise<() => Promise
   );
   const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();
   const url = `http://127.0.0.1:${server.port}`;
-  project.provide("burrow", { apiUrl: url, sandboxUrl: url, apiKey, ...test });
+  project.provide("burrow", { apiUrl: url, sandboxUrl: url, apiKey, imageDir, ...test });
   return async () => {
     await server.close();
     await bus.close();
     await orchestrator.shutdown();
     await rm(test.stateDir, { recursive: true, force: true });
+    await rm(imageDir, { recursive: true, force: true });
   };
 }

@@ -11,7 +11,8 @@ import { deleteTemplate } from "./delete-template.js";
 
 const env = inject("burrow");
 const conn = { apiKey: env.apiKey, apiUrl: env.apiUrl, sandboxUrl: env.sandboxUrl };
-const dir = mkdtempSync("/var/tmp/burrow-oci-");
+// Host image paths must be under the server's image directory.
+const dir = mkdtempSync(join(env.imageDir, "oci-"));
 const suffix = Math.random().toString(36).slice(2, 8);
 const ociName = `oci-${suffix}`;
 const archiveName = `docker-archive-${suffix}`;

@@ -45,6 +45,27 @@ export interface OrchestratorConfig {
   storage: "btrfs" | "directory";
   /** Sets no_new_privs in sandboxes. Off by default because the base template promises passwordless sudo. */
   noNewPrivileges: boolean;
+  /**
+   * The one host directory whose OCI layouts and image tarballs template builds may import by path
+   * (`fromImage('oci:/…' | 'oci-archive:/…' | 'docker-archive:/…')`). Unset refuses every host path; paths in
+   * the state or cache directory are refused whatever it is. @default env BURROW_IMAGE_DIR, else unset
+   */
+  imageImportDir: string | undefined;
+  /** Uploaded COPY contexts of template builds (kept in the state directory until collected). */
+  uploads: UploadLimits;
+}
+
+export interface UploadLimits {
+  /** Largest single upload; larger ones are refused with 413. @default 1 GiB (env BURROW_UPLOAD_MAX_BYTES) */
+  maxBytes: number;
+  /** Uploads kept at once, in progress included. @default 1000 */
+  maxCount: number;
+  /** Bytes kept at once, in progress included. @default 16 GiB */
+  maxTotalBytes: number;
+  /** Largest unpacked size of one upload (what its tar headers declare). @default 16 GiB */
+  maxUnpackedBytes: number;
+  /** Uploads older than this that no running build uses are collected. @default 1 day */
+  maxAgeMs: number;
 }
 
 export const DEFAULT_STATE_DIR = "/var/lib/burrow";
@@ -55,6 +76,13 @@ export const DEFAULT_UID_COUNT = 65_536;
 /** Far above ordinary accounts and the usual subordinate-id ranges, below 2^31 (tools that read uids as signed). */
 export const DEFAULT_USERNS_OWNERS: UidRange = Object.freeze({ base: 1_900_000_000, count: 65_536 });
 export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({ cpuCount: 2, memoryMB: 512, diskMB: 4096, pids: 1024 });
+export const DEFAULT_UPLOAD_LIMITS: UploadLimits = Object.freeze({
+  maxBytes: 2 ** 30,
+  maxCount: 1000,
+  maxTotalBytes: 16 * 2 ** 30,
+  maxUnpackedBytes: 16 * 2 ** 30,
+  maxAgeMs: 24 * 60 * 60 * 1000,
+});
 
 export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {}): Readonly<OrchestratorConfig> {
   const instance = input.instance ?? "main";
@@ -89,7 +117,18 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
     envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,
     noNewPrivileges: input.noNewPrivileges ?? false,
     storage: input.storage ?? "btrfs",
+    imageImportDir: input.imageImportDir ?? (process.env.BURROW_IMAGE_DIR || undefined),
+    uploads: Object.freeze(uploadLimits(input.uploads)),
   });
+}
+
+function uploadLimits(input: Partial<UploadLimits> | undefined): UploadLimits {
+  const env = process.env.BURROW_UPLOAD_MAX_BYTES;
+  const limits = { ...DEFAULT_UPLOAD_LIMITS, ...(env ? { maxBytes: Number(env) } : {}), ...input };
+  for (const [name, value] of Object.entries(limits)) {
+    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`uploads.${name} must be a positive integer, got ${value}`);
+  }
+  return limits;
 }
 
 /** Paths inside the state directory, in one place. */

@@ -2,7 +2,7 @@
 // Errors leave through the app's error handler as `{"code": <status>, "message": "…"}`; the builder's errors
 // carry Connect code names, which that handler maps.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import type { Readable } from "node:stream";
+import { Transform, type Readable } from "node:stream";
 import { BuildAdmission, type BuildAdmissionPolicy } from "../admission/build-admission.js";
 import { Code, ServerError } from "../errors.js";
 import type { ResolveTemplate, TemplateBuildService } from "./template-build-service.js";
@@ -88,10 +88,11 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
       },
     },
     async (request, reply) => {
-      const { hash } = request.params;
-      const present = await builder.hasFiles(hash);
-      const url = `${origin(request)}${UPLOAD_PATH_PREFIX}/${encodeURIComponent(request.params.templateID)}/${hash}?token=${tokens.issue(hash)}`;
-      return reply.code(201).send({ present, url });
+      const { templateID, hash } = request.params;
+      // Present files are never replaced, so they get no upload URL (the SDK then skips the upload).
+      if (await builder.hasFiles(templateID, hash)) return reply.code(201).send({ present: true });
+      const url = `${origin(request)}${UPLOAD_PATH_PREFIX}/${encodeURIComponent(templateID)}/${hash}?token=${tokens.issue(templateID, hash)}`;
+      return reply.code(201).send({ present: false, url });
     },
   );
 
@@ -108,11 +109,39 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
         },
       },
       async (request, reply) => {
-        if (!tokens.check(request.query.token, request.params.hash)) {
-          throw new ServerError(Code.PermissionDenied, "upload token missing, expired or for another file");
+        const { templateID, hash } = request.params;
+        const token = request.query.token;
+        if (token === undefined || !tokens.check(token, templateID, hash)) {
+          // A spent token is refused like any other; say why when the files are simply there already.
+          if (await builder.hasFiles(templateID, hash).catch(() => false)) throw alreadyUploaded();
+          throw new ServerError(Code.PermissionDenied, "upload token missing, expired, already used or for another file");
         }
+        if (await builder.hasFiles(templateID, hash)) throw alreadyUploaded();
+        const contentLength = request.headers["content-length"] !== undefined ? Number(request.headers["content-length"]) : undefined;
+        const max = builder.maxUploadBytes;
+        // The route bypasses the API's body limit (a context is large); this is its own. The rest of a refused
+        // body is not worth reading: the connection closes after the answer.
+        if (contentLength !== undefined && contentLength > max) {
+          reply.header("connection", "close");
+          throw tooLarge(max);
+        }
+        tokens.spend(token);
         const body = (request.body ?? request.raw) as Readable;
-        await builder.acceptUpload(request.params.hash, body);
+        const limited = byteLimit(max);
+        body.once("error", (error) => limited.destroy(error));
+        const abort = new AbortController();
+        const onClose = () => {
+          if (!request.raw.complete) abort.abort(new Error("upload interrupted"));
+        };
+        request.raw.once("close", onClose);
+        try {
+          await builder.acceptUpload(templateID, hash, body.pipe(limited), { contentLength, signal: abort.signal });
+        } catch (error) {
+          if ((error as { statusCode?: unknown }).statusCode === 413) reply.header("connection", "close");
+          throw error;
+        } finally {
+          request.raw.off("close", onClose);
+        }
         return emptyReply(reply, 200);
       },
     );
@@ -242,6 +271,26 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
       return reply.code(204).send();
     },
   );
+}
+
+function alreadyUploaded(): ServerError {
+  return new ServerError(Code.AlreadyExists, "these files are already uploaded for this template; an upload is written once and never replaced");
+}
+
+/** 413 in E2B's error shape (the error handler keeps a 4xx statusCode and its message). */
+function tooLarge(max: number): Error {
+  return Object.assign(new Error(`upload is larger than the server's limit of ${max} bytes`), { statusCode: 413 });
+}
+
+/** Passes at most `max` bytes; one more fails the stream with a 413. */
+function byteLimit(max: number): Transform {
+  let seen = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      seen += chunk.length;
+      done(seen > max ? tooLarge(max) : null, chunk);
+    },
+  });
 }
 
 function emptyReply(reply: FastifyReply, status: number): FastifyReply {

@@ -18,8 +18,17 @@ export interface TemplateBuildService {
     aliases: string[];
     public: boolean;
   };
-  hasFiles(hash: string): Promise<boolean>;
-  acceptUpload(hash: string, body: Readable, signal?: AbortSignal): Promise<void>;
+  /** Whether the template has the upload of `hash`; not_found for an unknown template. */
+  hasFiles(templateId: string, hash: string): Promise<boolean>;
+  /** Largest upload accepted, in bytes (larger ones are answered 413 before being read). */
+  readonly maxUploadBytes: number;
+  /** Store an upload once: already_exists when present, resource_exhausted when too large or too many. */
+  acceptUpload(
+    templateId: string,
+    hash: string,
+    body: Readable,
+    opts?: { contentLength?: number | undefined; signal?: AbortSignal | undefined },
+  ): Promise<void>;
   startBuild(templateId: string, buildId: string, body: unknown): void;
   status(
     templateId: string,

@@ -1,16 +1,20 @@
 // Import a local OCI image layout (directory or tarball) or a `docker save` archive as layers: no registry and
 // no Docker engine are needed. Each image layer becomes one read-only layer keyed by its parent and digest, so
 // importing the same image twice reuses everything.
+//
+// The path itself was checked against the operator's image directory (image-path-policy.ts); inside the image
+// root nothing is followed through a symbolic link (image-root.ts), and layer tarballs are unpacked by GNU tar,
+// which will not write through links it created, into a fresh directory.
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { lstat, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
+import { lstat, rm } from "node:fs/promises";
 import { RootfsError } from "../../rootfs/rootfs-error.js";
 import { runCommand } from "../../rootfs/run-command.js";
 import { shiftOwnership } from "../../rootfs/shift-ownership.js";
 import { commitLayerDir, layerExists, makeTmpLayerDir } from "../builder/commit-layer.js";
 import { layerIdForKey } from "../builder/build-state.js";
 import { TemplateBuildError } from "../builder/template-build-error.js";
+import { imageFile, readImageJson, requireImageFile } from "./image-root.js";
 import { convertWhiteouts } from "./whiteouts.js";
 
 export interface ImageConfig {
@@ -44,8 +48,7 @@ interface LayerRef {
 
 const MEDIA_INDEX = new Set(["application/vnd.oci.image.index.v1+json", "application/vnd.docker.distribution.manifest.list.v2+json"]);
 
-const exists = (path: string) => lstat(path).then(() => true, () => false);
-
+/** `path` must already be allowed (checkImagePath): it is opened as given. */
 export async function importImage(path: string, opts: ImportOptions): Promise<ImportedImage> {
   const st = await lstat(path).catch(() => undefined);
   if (!st) throw new TemplateBuildError("not_found", `image path ${path} does not exist`, { step: "base" });
@@ -55,15 +58,20 @@ export async function importImage(path: string, opts: ImportOptions): Promise<Im
     if (!st.isDirectory()) {
       scratch = await makeTmpLayerDir(opts.layersRoot, "image");
       opts.log(`unpacking image archive ${path}`);
-      await runCommand("tar", ["-xf", path, "-C", scratch], { signal: opts.signal, label: "tar" });
+      const dir = scratch;
+      await runCommand("tar", ["-xf", path, "-C", dir], { signal: opts.signal, label: "tar" }).catch((error: unknown) => {
+        if (opts.signal?.aborted) throw error;
+        const message = String((error as Error).message).replaceAll(dir, "");
+        throw new TemplateBuildError("invalid_argument", `image archive ${path} cannot be unpacked: ${message}`, { step: "base", cause: error });
+      });
       root = scratch;
     }
-    const { layers, configFile } = (await exists(join(root, "index.json")))
+    const { layers, configFile } = (await imageFile(root, "index.json"))
       ? await readOciLayout(root)
-      : (await exists(join(root, "manifest.json")))
+      : (await imageFile(root, "manifest.json"))
         ? await readDockerArchive(root)
         : failFormat(path);
-    const config = configFile ? parseImageConfig(await readFile(configFile, "utf8")) : { env: {} };
+    const config = configFile ? parseImageConfig(await readImageJson<unknown>(root, configFile)) : { env: {} };
     let parentKey = "";
     const ids: string[] = [];
     for (const [index, layer] of layers.entries()) {
@@ -73,7 +81,7 @@ export async function importImage(path: string, opts: ImportOptions): Promise<Im
         opts.log(`image layer ${index + 1}/${layers.length} ${layer.digest.slice(0, 19)}: cached`);
       } else {
         opts.log(`image layer ${index + 1}/${layers.length} ${layer.digest.slice(0, 19)}: importing`);
-        await importLayer(layer.file, layerId, opts);
+        await importLayer(layer, layerId, opts);
       }
       ids.unshift(layerId);
       parentKey = key;
@@ -93,7 +101,10 @@ function failFormat(path: string): never {
   );
 }
 
-async function importLayer(file: string, layerId: string, opts: ImportOptions): Promise<void> {
+async function importLayer(layer: LayerRef, layerId: string, opts: ImportOptions): Promise<void> {
+  const { file } = layer;
+  // Named by digest in messages: `file` may be a path in scratch space.
+  const name = layer.digest.slice(0, 19);
   const dir = await makeTmpLayerDir(opts.layersRoot, layerId);
   try {
     // GNU tar detects gzip/xz/zstd by content; --numeric-owner keeps the image's ids (the host's names differ).
@@ -112,23 +123,25 @@ async function importLayer(file: string, layerId: string, opts: ImportOptions): 
       const inImage = error.message.replace(`[${error.code}] `, "").replaceAll(dir, "") || "/";
       throw new TemplateBuildError(
         "invalid_argument",
-        `image layer ${file} cannot be used: ${inImage.startsWith(" ") ? `/${inImage}` : inImage} (sandboxes map ids 0..${opts.uidCount - 1})`,
+        `image layer ${name} cannot be used: ${inImage.startsWith(" ") ? `/${inImage}` : inImage} (sandboxes map ids 0..${opts.uidCount - 1})`,
         { step: "base", cause: error },
       );
     }
-    throw new TemplateBuildError("invalid_argument", `cannot import image layer ${file}: ${(error as Error).message}`, {
+    const message = String((error as Error).message).replaceAll(dir, "").replaceAll(file, name);
+    throw new TemplateBuildError("invalid_argument", `cannot import image layer ${name}: ${message}`, {
       step: "base",
       cause: error,
     });
   }
 }
 
-function blobPath(root: string, digest: string): string {
-  const [alg, hex] = digest.split(":", 2);
+/** The blob's path relative to the layout root. */
+function blobPath(digest: string): string {
+  const [alg, hex] = String(digest).split(":", 2);
   if (!alg || !hex || !/^[a-z0-9]+$/.test(alg) || !/^[a-f0-9]+$/.test(hex)) {
-    throw new TemplateBuildError("invalid_argument", `bad digest '${digest}' in image`, { step: "base" });
+    throw new TemplateBuildError("invalid_argument", `bad digest '${String(digest).slice(0, 100)}' in image`, { step: "base" });
   }
-  return join(root, "blobs", alg, hex);
+  return `blobs/${alg}/${hex}`;
 }
 
 interface Descriptor {
@@ -137,27 +150,31 @@ interface Descriptor {
   platform?: { os?: string; architecture?: string };
 }
 
+/** `configFile` is relative to the image root. */
 async function readOciLayout(root: string): Promise<{ layers: LayerRef[]; configFile?: string }> {
-  let descriptor = pickManifest(JSON.parse(await readFile(join(root, "index.json"), "utf8")) as { manifests?: Descriptor[] });
+  let descriptor = pickManifest(await readImageJson<{ manifests?: Descriptor[] }>(root, "index.json"));
   for (let depth = 0; depth < 4; depth++) {
-    const doc = JSON.parse(await readFile(blobPath(root, descriptor.digest), "utf8")) as {
+    const doc = await readImageJson<{
       mediaType?: string;
       manifests?: Descriptor[];
       layers?: Descriptor[];
       config?: Descriptor;
-    };
+    }>(root, blobPath(descriptor.digest));
     if (doc.manifests || (doc.mediaType && MEDIA_INDEX.has(doc.mediaType))) {
       descriptor = pickManifest(doc);
       continue;
     }
-    const layers = (doc.layers ?? []).map((l) => ({ file: blobPath(root, l.digest), digest: l.digest }));
-    return { layers, ...(doc.config ? { configFile: blobPath(root, doc.config.digest) } : {}) };
+    const layers: LayerRef[] = [];
+    for (const l of Array.isArray(doc.layers) ? doc.layers : []) {
+      layers.push({ file: await requireImageFile(root, blobPath(l.digest)), digest: l.digest });
+    }
+    return { layers, ...(doc.config ? { configFile: blobPath(doc.config.digest) } : {}) };
   }
   throw new TemplateBuildError("invalid_argument", "image index nests too deeply", { step: "base" });
 }
 
 function pickManifest(index: { manifests?: Descriptor[] }): Descriptor {
-  const manifests = index.manifests ?? [];
+  const manifests = Array.isArray(index?.manifests) ? index.manifests : [];
   const arch = process.arch === "x64" ? "amd64" : process.arch;
   const pick =
     manifests.find((m) => m.platform?.os === "linux" && m.platform.architecture === arch) ??
@@ -168,22 +185,15 @@ function pickManifest(index: { manifests?: Descriptor[] }): Descriptor {
 }
 
 async function readDockerArchive(root: string): Promise<{ layers: LayerRef[]; configFile?: string }> {
-  const manifest = JSON.parse(await readFile(join(root, "manifest.json"), "utf8")) as { Config?: string; Layers?: string[] }[];
-  const first = manifest[0];
-  if (!first?.Layers) throw new TemplateBuildError("invalid_argument", "docker-archive manifest.json lists no image", { step: "base" });
+  const manifest = await readImageJson<{ Config?: string; Layers?: string[] }[]>(root, "manifest.json");
+  const first = Array.isArray(manifest) ? manifest[0] : undefined;
+  if (!Array.isArray(first?.Layers)) throw new TemplateBuildError("invalid_argument", "docker-archive manifest.json lists no image", { step: "base" });
   const layers: LayerRef[] = [];
   for (const rel of first.Layers) {
-    const file = join(root, safeRelative(rel));
+    const file = await requireImageFile(root, String(rel));
     layers.push({ file, digest: `sha256:${await sha256File(file)}` });
   }
-  return { layers, ...(first.Config ? { configFile: join(root, safeRelative(first.Config)) } : {}) };
-}
-
-function safeRelative(rel: string): string {
-  if (rel.startsWith("/") || rel.split("/").includes("..")) {
-    throw new TemplateBuildError("invalid_argument", `unsafe path '${rel}' in docker-archive`, { step: "base" });
-  }
-  return rel;
+  return { layers, ...(typeof first.Config === "string" ? { configFile: first.Config } : {}) };
 }
 
 async function sha256File(file: string): Promise<string> {
@@ -193,19 +203,23 @@ async function sha256File(file: string): Promise<string> {
 }
 
 /** The parts of an image config a sandbox inherits. */
-export function parseImageConfig(text: string): ImageConfig {
-  const doc = JSON.parse(text) as { config?: { Env?: string[]; User?: string; WorkingDir?: string; Entrypoint?: string[]; Cmd?: string[] } };
-  const c = doc.config ?? {};
+export function parseImageConfig(input: unknown): ImageConfig {
+  const doc = (typeof input === "string" ? JSON.parse(input) : input) as {
+    config?: { Env?: string[]; User?: string; WorkingDir?: string; Entrypoint?: string[]; Cmd?: string[] };
+  } | null;
+  const c = doc?.config ?? {};
+  // The config comes from the image: anything that is not the documented shape is ignored.
+  const strings = (value: unknown): string[] => (Array.isArray(value) ? value.filter((v): v is string => typeof v === "string") : []);
   const env: Record<string, string> = {};
-  for (const pair of c.Env ?? []) {
+  for (const pair of strings(c.Env)) {
     const eq = pair.indexOf("=");
     if (eq > 0) env[pair.slice(0, eq)] = pair.slice(eq + 1);
   }
-  const argv = [...(c.Entrypoint ?? []), ...(c.Cmd ?? [])];
+  const argv = [...strings(c.Entrypoint), ...strings(c.Cmd)];
   return {
     env,
-    user: c.User || undefined,
-    workdir: c.WorkingDir || undefined,
+    user: (typeof c.User === "string" && c.User) || undefined,
+    workdir: (typeof c.WorkingDir === "string" && c.WorkingDir) || undefined,
     command: argv.length > 0 ? argv.map(shellQuote).join(" ") : undefined,
   };
 }

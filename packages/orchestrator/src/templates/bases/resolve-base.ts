@@ -7,6 +7,7 @@ import { TemplateBuildError } from "../builder/template-build-error.js";
 import { BASE_TEMPLATE_ALIAS } from "../base-template.js";
 import type { TemplateStore } from "../template-store.js";
 import { debianSuiteOf, ensureDebianSuiteLayer } from "./debian-suite.js";
+import { checkImagePath } from "./image-path-policy.js";
 import { importImage } from "./oci-image.js";
 import { BASE_SUITE } from "../../rootfs/base-recipe.js";
 
@@ -32,7 +33,7 @@ const IMAGE_PATH_PREFIXES = ["oci:", "oci-archive:", "docker-archive:"];
 export const SUPPORTED_BASES_HINT =
   "bases that work on this server: debian:<suite> (e.g. debian:bookworm, debian:trixie; built with debootstrap), " +
   "e2bdev/base, fromTemplate(<name or id>), or a local OCI image layout / OCI or docker-archive tarball by absolute path " +
-  "(e.g. fromImage('oci:/path/to/image.tar'))";
+  "under the server's image directory (BURROW_IMAGE_DIR; e.g. fromImage('oci-archive:/srv/images/image.tar'))";
 
 const defaultState = (): BuildState => ({ user: "user", env: {}, args: {}, workdir: undefined });
 
@@ -53,7 +54,8 @@ export async function resolveBase(spec: BuildSpec, deps: BaseDeps): Promise<Reso
   const image = (spec.fromImage ?? "e2bdev/base").trim();
   const path = imagePath(image);
   if (path !== undefined) {
-    const imported = await importImage(path, {
+    const allowed = await checkImagePath(path, deps.config);
+    const imported = await importImage(allowed, {
       layersRoot: deps.store.layersRoot,
       uidBase: deps.config.uidBase,
       uidCount: deps.config.uidCount,

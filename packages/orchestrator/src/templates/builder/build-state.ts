@@ -25,8 +25,11 @@ export function baseKey(baseIdentity: string, force: boolean): string {
   return sha256(JSON.stringify([KEY_VERSION, "base", baseIdentity, force ? randomBytes(16).toString("hex") : ""]));
 }
 
-/** Key after `step` runs on `parentKey` in `state` (state as it is before the step applies). */
-export function stepKey(parentKey: string, step: BuildStep, state: BuildState): string {
+/**
+ * Key after `step` runs on `parentKey` in `state` (state as it is before the step applies). A COPY step also
+ * passes the digest of its upload's bytes: the files hash is computed by the client and proves nothing alone.
+ */
+export function stepKey(parentKey: string, step: BuildStep, state: BuildState, contentDigest?: string): string {
   const sorted = (record: Record<string, string>) => Object.entries(record).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   return sha256(
     JSON.stringify([
@@ -41,6 +44,7 @@ export function stepKey(parentKey: string, step: BuildStep, state: BuildState): 
       sorted(state.args),
       // force: this step (and, through the chain, every later one) misses the cache.
       step.force ? randomBytes(16).toString("hex") : "",
+      ...(contentDigest !== undefined ? [contentDigest] : []),
     ]),
   );
 }

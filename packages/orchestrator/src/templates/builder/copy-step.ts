@@ -3,12 +3,17 @@
 // target user, and parent directories copy the attributes they have in the layers below (an overlay
 // directory takes its owner and mode from the topmost layer that has it, so a root-owned stand-in for
 // /home/user would otherwise take the home directory away from its user).
+//
+// The archive and the layers below are both untrusted: sources are resolved beneath the unpack directory
+// (context-paths.ts) and destinations within the image (layer-files.ts), so a chain of harmless-looking
+// symbolic links can neither pull a host file into the layer nor push one out of it.
 import { chmod, lchown, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
-import * as tar from "tar";
 import { normalizePosix } from "./build-state.js";
-import { lookupAccount, statInLayers, type SandboxAccount } from "./layer-files.js";
+import { assertInside, ContextEscapeError, resolveBeneath } from "./context-paths.js";
+import { lookupAccount, resolveInLayers, statInLayers, type SandboxAccount } from "./layer-files.js";
 import { TemplateBuildError } from "./template-build-error.js";
+import { ContextArchiveError, unpackContext } from "./unpack-context.js";
 
 export interface CopyInput {
   /** The uploaded tar(.gz). */
@@ -40,16 +45,20 @@ export async function runCopyStep(input: CopyInput): Promise<string[]> {
   }
   const unpack = join(input.scratchDir, "unpack");
   await mkdir(unpack, { recursive: true });
-  // preserveOwner false: as root node-tar would otherwise apply the uploader's uids; owners are set below.
-  await tar.x({ file: input.archive, cwd: unpack, preserveOwner: false, strict: true });
+  await unpackArchive(input, unpack);
 
-  const sources = await matchSources(unpack, input.src);
+  const sources = await matchSources(unpack, input);
   if (sources.length === 0) {
     throw new TemplateBuildError("invalid_argument", `step ${step}: COPY source '${input.src}' matched no uploaded files`, { step });
   }
-  const destAbs = normalizePosix(input.dest.startsWith("/") ? input.dest : `${input.workdir ?? "/"}/${input.dest}`);
+  const written = normalizePosix(input.dest.startsWith("/") ? input.dest : `${input.workdir ?? "/"}/${input.dest}`);
+  // Symbolic links of the image on the way (/bin → usr/bin) are followed as the sandbox would, within the image.
+  const resolved = await resolveInLayers(input.lowerDirs, written, true);
+  if (resolved.notDirectory) throw notADirectory(input, resolved.notDirectory);
+  const destAbs = resolved.path;
   const destIsDir =
     input.dest.endsWith("/") || sources.length > 1 || (await statInLayers(input.lowerDirs, destAbs))?.isDirectory() === true;
+  const under = (name: string) => `${destAbs === "/" ? "" : destAbs}/${name}`;
 
   const copied: string[] = [];
   for (const source of sources) {
@@ -58,11 +67,11 @@ export async function runCopyStep(input: CopyInput): Promise<string[]> {
       // A directory's contents go into dest (Docker semantics), merged with what is already there.
       await ensureDir(input, destAbs, account);
       for (const name of await readdir(source)) {
-        await placeEntry(input, join(source, name), `${destAbs === "/" ? "" : destAbs}/${name}`, account);
-        copied.push(`${destAbs === "/" ? "" : destAbs}/${name}`);
+        await placeEntry(input, join(source, name), under(name), account);
+        copied.push(under(name));
       }
     } else {
-      const target = destIsDir ? `${destAbs === "/" ? "" : destAbs}/${basename(source)}` : destAbs;
+      const target = destIsDir ? under(basename(source)) : destAbs;
       await placeEntry(input, source, target, account);
       copied.push(target);
     }
@@ -71,12 +80,38 @@ export async function runCopyStep(input: CopyInput): Promise<string[]> {
   return copied;
 }
 
-/** Move one unpacked entry to `target` (absolute sandbox path) in the layer, then fix owners and modes. */
+async function unpackArchive(input: CopyInput, unpack: string): Promise<void> {
+  try {
+    await unpackContext(input.archive, unpack);
+  } catch (error) {
+    if (!(error instanceof ContextArchiveError)) throw error;
+    throw new TemplateBuildError(
+      "invalid_argument",
+      `step ${input.step}: the uploaded files of COPY '${input.src}' cannot be unpacked: ${error.message}`,
+      { step: input.step, cause: error },
+    );
+  }
+}
+
+function notADirectory(input: CopyInput, path: string): TemplateBuildError {
+  return new TemplateBuildError(
+    "failed_precondition",
+    `step ${input.step}: COPY destination parent ${path} exists in the image and is not a directory`,
+    { step: input.step },
+  );
+}
+
+/**
+ * Move one unpacked entry to `target` (absolute sandbox path) in the layer, then fix owners and modes. `from`
+ * is inside the unpack directory (resolved beneath it or listed from a real directory of it), so moving it
+ * takes nothing from anyone else.
+ */
 async function placeEntry(input: CopyInput, from: string, target: string, account: SandboxAccount): Promise<void> {
   await ensureDir(input, dirname(target), account);
   const to = join(input.layerDir, target);
   const existing = await lstat(to).catch(() => undefined);
-  if (existing?.isDirectory() && (await lstat(from)).isDirectory()) {
+  const source = await lstat(from);
+  if (existing?.isDirectory() && source.isDirectory()) {
     for (const name of await readdir(from)) await placeEntry(input, join(from, name), `${target}/${name}`, account);
     return;
   }
@@ -93,23 +128,24 @@ async function ownTree(path: string, account: SandboxAccount, input: CopyInput):
 }
 
 /**
- * Create `dir` (absolute sandbox path) and its parents in the layer. Existing directories of the layers below
- * keep their owner and mode; new ones belong to the COPY owner.
+ * Create `dir` (absolute sandbox path, symbolic links already resolved) and its parents in the layer. Existing
+ * directories of the layers below keep their owner and mode; new ones belong to the COPY owner. Every
+ * component is checked with lstat before the next one is joined, so the walk never passes a symbolic link.
  */
 async function ensureDir(input: CopyInput, dir: string, account: SandboxAccount): Promise<void> {
   let current = "";
   for (const part of dir.split("/").filter((p) => p !== "")) {
     current = `${current}/${part}`;
     const here = join(input.layerDir, current);
-    if ((await lstat(here).catch(() => undefined))?.isDirectory()) continue;
-    const below = await statInLayers(input.lowerDirs, current);
-    if (below && !below.isDirectory()) {
-      throw new TemplateBuildError(
-        "failed_precondition",
-        `step ${input.step}: COPY destination parent ${current} exists in the image and is not a directory`,
-        { step: input.step },
-      );
+    const inLayer = await lstat(here).catch(() => undefined);
+    if (inLayer?.isDirectory()) continue;
+    if (inLayer) {
+      throw new TemplateBuildError("failed_precondition", `step ${input.step}: COPY destination parent ${current} is not a directory`, {
+        step: input.step,
+      });
     }
+    const below = await statInLayers(input.lowerDirs, current);
+    if (below && !below.isDirectory()) throw notADirectory(input, current);
     await mkdir(here);
     if (below) {
       await lchown(here, below.uid, below.gid);
@@ -121,15 +157,29 @@ async function ensureDir(input: CopyInput, dir: string, account: SandboxAccount)
   }
 }
 
-/** The unpacked paths `src` names: one path, or every top-level match of a glob. */
-async function matchSources(unpack: string, src: string): Promise<string[]> {
-  const clean = normalizePosix(src).slice(1);
+/** The unpacked paths `src` names: one path, or every top-level match of a glob. All are inside `unpack`. */
+async function matchSources(unpack: string, input: CopyInput): Promise<string[]> {
+  const escape = (reason: string) =>
+    new TemplateBuildError("invalid_argument", `step ${input.step}: COPY source '${input.src}' ${reason}`, { step: input.step });
+  const parts: string[] = [];
+  for (const part of input.src.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part !== "..") parts.push(part);
+    else if (parts.pop() === undefined) throw escape("leaves the build context");
+  }
+  const clean = parts.join("/");
   if (!GLOB_CHARS.test(clean)) {
-    const path = clean === "" ? unpack : join(unpack, clean);
-    return (await lstat(path).catch(() => undefined)) ? [path] : [];
+    try {
+      const path = await resolveBeneath(unpack, clean);
+      return path === undefined ? [] : [path];
+    } catch (error) {
+      if (error instanceof ContextEscapeError) throw escape(error.message);
+      throw error;
+    }
   }
   const pattern = globToRegExp(clean);
   const out: string[] = [];
+  // Only real directories are descended into: a glob never passes a symbolic link.
   const walk = async (dir: string, rel: string): Promise<void> => {
     for (const name of (await readdir(dir)).sort()) {
       const childRel = rel === "" ? name : `${rel}/${name}`;
@@ -141,6 +191,7 @@ async function matchSources(unpack: string, src: string): Promise<string[]> {
     }
   };
   await walk(unpack, "");
+  for (const path of out) await assertInside(unpack, path).catch(() => Promise.reject(escape("leaves the build context")));
   return out;
 }
 

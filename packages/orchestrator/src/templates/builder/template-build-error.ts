@@ -4,6 +4,9 @@ export type TemplateBuildErrorCode =
   | "invalid_argument"
   | "not_found"
   | "failed_precondition"
+  | "permission_denied"
+  | "already_exists"
+  | "resource_exhausted"
   | "unimplemented"
   | "internal"
   | "canceled";

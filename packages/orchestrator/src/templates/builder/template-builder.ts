@@ -1,11 +1,10 @@
 // Template builds: accepts the SDK's build requests, runs them in the background step by step (RUN in build
 // sandboxes, COPY on the host, state steps in memory), caches every step as a content-addressed layer, and
 // publishes the template only at the end by writing its manifest atomically.
-import { randomBytes } from "node:crypto";
-import { createWriteStream } from "node:fs";
-import { mkdir, readFile, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { pipeline } from "node:stream/promises";
 import type { Readable } from "node:stream";
 import type { OrchestratorConfig } from "../../config.js";
 import { randomId } from "../../ids.js";
@@ -19,6 +18,8 @@ import { parseBuildSpec, type BuildSpec, type BuildStep } from "./build-spec.js"
 import { applyStateStep, baseKey, expandVars, layerIdForKey, runEnv, stepKey, type BuildState } from "./build-state.js";
 import { commitLayerDir, layerExists, makeTmpLayerDir, TMP_LAYER_PREFIX } from "./commit-layer.js";
 import { runCopyStep } from "./copy-step.js";
+import { checkFilesHash } from "./files-hash.js";
+import { UploadStore } from "./upload-store.js";
 import { runRunStep } from "./run-step.js";
 import { checkTag, DEFAULT_TAG, parseTemplateName } from "./template-names.js";
 import { TemplateBuildError } from "./template-build-error.js";
@@ -100,12 +101,16 @@ interface BuildRecord {
   /** Layers this build stacks on or produced; garbage collection keeps them. */
   layers: Set<string>;
   tmpDirs: Set<string>;
+  /** Uploads (`<templateId>/<filesHash>`) its COPY steps use; upload collection keeps them. */
+  uploads: Set<string>;
   createdAt: string;
 }
 
 /** Minimum memory for build sandboxes: apt and pip need more than a default sandbox. */
 const BUILD_MIN_MEMORY_MB = 1024;
 const FINISHED_BUILDS_KEPT = 200;
+/** How often uploads no build needs any more are looked for (they go once older than uploads.maxAgeMs). */
+const UPLOAD_COLLECTION_INTERVAL_MS = 60 * 60 * 1000;
 
 export class TemplateBuilder {
   private readonly builds = new Map<string, BuildRecord>();
@@ -115,13 +120,18 @@ export class TemplateBuilder {
   /** Garbage collections run one at a time; one asked for while builds run waits until none does. */
   private gcChain: Promise<unknown> = Promise.resolve();
   private gcPending = false;
-  private readonly uploadsDir: string;
+  private readonly uploads: UploadStore;
+  private readonly uploadTimer: NodeJS.Timeout;
   private readonly deletedDir: string;
 
   constructor(private readonly deps: TemplateBuilderDeps) {
     const root = join(deps.config.stateDir, "builds");
-    this.uploadsDir = join(root, "uploads");
+    this.uploads = new UploadStore(join(root, "uploads"), deps.config.uploads);
     this.deletedDir = join(root, "deleted");
+    // At start (what a previous run left) and then periodically.
+    void this.collectUploads();
+    this.uploadTimer = setInterval(() => void this.collectUploads(), UPLOAD_COLLECTION_INTERVAL_MS);
+    this.uploadTimer.unref();
   }
 
   /** POST /v3/templates: reserve a build of `name` (reusing the template id when the name exists). */
@@ -151,30 +161,42 @@ export class TemplateBuilder {
       controller: new AbortController(),
       layers: new Set(),
       tmpDirs: new Set(),
+      uploads: new Set(),
       createdAt: new Date().toISOString(),
     });
     this.trimFinished();
     return { templateID: templateId, buildID: buildId, names: [name], tags, aliases: [name], public: false };
   }
 
-  /** Is the COPY context with this files hash already here? */
-  async hasFiles(hash: string): Promise<boolean> {
-    return stat(this.uploadPath(hash)).then(
-      () => true,
-      () => false,
-    );
+  /** Is the COPY context with this files hash already uploaded for this template? */
+  async hasFiles(templateId: string, hash: string): Promise<boolean> {
+    this.requireKnownTemplate(templateId);
+    return this.uploads.has(templateId, hash);
   }
 
-  /** Store an uploaded COPY context (tar or tar.gz). Written under a temporary name, renamed when complete. */
-  async acceptUpload(hash: string, body: Readable, signal?: AbortSignal): Promise<void> {
-    if (!/^[a-f0-9]{64}$/.test(hash)) throw new TemplateBuildError("invalid_argument", "files hash must be sha256 hex");
-    await mkdir(this.uploadsDir, { recursive: true });
-    const part = `${this.uploadPath(hash)}.${randomBytes(4).toString("hex")}.part`;
+  /** Largest upload accepted, in bytes. */
+  get maxUploadBytes(): number {
+    return this.uploads.maxBytes;
+  }
+
+  /**
+   * Store an uploaded COPY context (tar or tar.gz) of a template, once: a present upload is never replaced
+   * (already_exists). Too large or too many: resource_exhausted.
+   */
+  async acceptUpload(
+    templateId: string,
+    hash: string,
+    body: Readable,
+    opts: { contentLength?: number | undefined; signal?: AbortSignal | undefined } = {},
+  ): Promise<void> {
+    this.requireKnownTemplate(templateId);
     try {
-      await pipeline(body, createWriteStream(part), { signal });
-      await rename(part, this.uploadPath(hash));
-    } finally {
-      await rm(part, { force: true });
+      await this.uploads.write(templateId, hash, body, opts);
+    } catch (error) {
+      // A full store may only hold uploads old enough to go: collect, then try once more (if the body is unread).
+      if (!(error instanceof TemplateBuildError && error.code === "resource_exhausted" && body.readableDidRead === false)) throw error;
+      if ((await this.collectUploads()) === 0) throw error;
+      await this.uploads.write(templateId, hash, body, opts);
     }
   }
 
@@ -185,6 +207,7 @@ export class TemplateBuilder {
       throw new TemplateBuildError("failed_precondition", `build ${buildId} was already started`);
     }
     const spec = parseBuildSpec(body);
+    for (const step of spec.steps) if (step.type === "COPY" && step.filesHash) record.uploads.add(`${templateId}/${step.filesHash}`);
     record.status = "building";
     // A collection in progress finishes first: it must not remove a layer this build is about to reuse.
     record.done = this.gcChain.then(() => this.run(record, spec)).finally(() => {
@@ -393,6 +416,7 @@ export class TemplateBuilder {
 
   /** Cancel running builds and wait for them to wind down (their sandboxes are destroyed). */
   async close(): Promise<void> {
+    clearInterval(this.uploadTimer);
     const running = [...this.builds.values()].filter((b) => b.status === "building");
     for (const record of running) record.controller.abort(new Error("builder closing"));
     await Promise.allSettled(running.map((b) => b.done));
@@ -404,8 +428,41 @@ export class TemplateBuilder {
     return n;
   }
 
-  private uploadPath(hash: string): string {
-    return join(this.uploadsDir, hash);
+  /** Remove uploads no running build uses once they are old enough; failures are logged. Returns how many went. */
+  private async collectUploads(): Promise<number> {
+    const inUse = new Set<string>();
+    for (const record of this.builds.values()) {
+      if (record.status === "building" || record.status === "waiting") for (const key of record.uploads) inUse.add(key);
+    }
+    try {
+      return await this.uploads.collect(inUse);
+    } catch (error) {
+      this.deps.logger.warn({ err: error }, "collecting uploaded build contexts failed");
+      return 0;
+    }
+  }
+
+  /** Uploads are per template: only a template that exists or has a build reserved may have them. */
+  private requireKnownTemplate(templateId: string): void {
+    if (this.deps.store.get(templateId)) return;
+    for (const record of this.builds.values()) if (record.templateId === templateId) return;
+    throw new TemplateBuildError("not_found", `template ${templateId.slice(0, 64)} not found`);
+  }
+
+  /**
+   * The sha256 of the bytes of a COPY step's upload. It is part of the step's cache key: a layer is reused only
+   * for the very bytes it was built from, whatever the client-computed files hash claims.
+   */
+  private async uploadDigest(record: BuildRecord, step: BuildStep, stepNo: string): Promise<string> {
+    const hash = step.filesHash ?? "";
+    if (!(await this.uploads.has(record.templateId, hash))) {
+      throw new TemplateBuildError("failed_precondition", `step ${stepNo}: the files of this COPY (${hash.slice(0, 12)}…) were not uploaded`, {
+        step: stepNo,
+      });
+    }
+    const digest = createHash("sha256");
+    for await (const chunk of createReadStream(this.uploads.path(record.templateId, hash))) digest.update(chunk as Buffer);
+    return digest.digest("hex");
   }
 
   private requireBuild(templateId: string, buildId: string): BuildRecord {
@@ -448,7 +505,8 @@ export class TemplateBuilder {
       for (const [index, step] of spec.steps.entries()) {
         signal.throwIfAborted();
         currentStep = String(index + 1);
-        const nextKey = stepKey(key, step, state);
+        const contentDigest = step.type === "COPY" ? await this.uploadDigest(record, step, String(index + 1)) : undefined;
+        const nextKey = stepKey(key, step, state, contentDigest);
         const title = `[${currentStep}/${total}] ${step.type} ${describeArgs(step)}`;
         if (step.type !== "RUN" && step.type !== "COPY") {
           state = applyStateStep(state, step);
@@ -536,14 +594,11 @@ export class TemplateBuilder {
       });
     } else {
       const hash = step.filesHash ?? "";
-      if (!(await this.hasFiles(hash))) {
-        throw new TemplateBuildError("failed_precondition", `step ${stepNo}: the files of this COPY (${hash.slice(0, 12)}…) were not uploaded`, {
-          step: stepNo,
-        });
-      }
+      const archive = this.uploads.path(record.templateId, hash);
+      await this.verifyUpload(record, step, stepNo, archive);
       await mkdir(resultDir);
       const copied = await runCopyStep({
-        archive: this.uploadPath(hash),
+        archive,
         src: step.args[0] ?? "",
         dest: expandVars(step.args[1] ?? "", state),
         owner: step.args[2] || state.user,
@@ -558,6 +613,33 @@ export class TemplateBuilder {
       emit("info", `copied ${copied.length} ${copied.length === 1 ? "entry" : "entries"}`);
     }
     await commitLayerDir(root, layerId, resultDir);
+  }
+
+  /**
+   * Check a COPY step's upload against its files hash before anything is unpacked (files-hash.ts). A mismatch
+   * or an unreadable archive deletes the upload, so the client's next build uploads its files anew.
+   */
+  private async verifyUpload(record: BuildRecord, step: BuildStep, stepNo: string, archive: string): Promise<void> {
+    const hash = step.filesHash ?? "";
+    const src = step.args[0] ?? "";
+    const { verdict, unpackedBytes } = await checkFilesHash(archive, src, step.args[1] ?? "", hash);
+    if (verdict === "mismatch" || verdict === "unreadable") {
+      await this.uploads.remove(record.templateId, hash);
+      const what = verdict === "mismatch" ? `do not match their files hash ${hash.slice(0, 12)}…` : "are not a tar archive the SDK makes";
+      throw new TemplateBuildError(
+        "invalid_argument",
+        `step ${stepNo}: the uploaded files of COPY '${src}' ${what}; the upload was discarded, build again to upload the files anew`,
+        { step: stepNo },
+      );
+    }
+    if (unpackedBytes > this.deps.config.uploads.maxUnpackedBytes) {
+      throw new TemplateBuildError(
+        "resource_exhausted",
+        `step ${stepNo}: the files of COPY '${src}' unpack to ${unpackedBytes} bytes, more than the server's limit of ${this.deps.config.uploads.maxUnpackedBytes}`,
+        { step: stepNo },
+      );
+    }
+    record.log.add("debug", `files of COPY '${src}': ${verdict === "verified" ? "match their files hash" : "kept as uploaded for this template (directory sizes depend on the client's filesystem)"}`, stepNo);
   }
 
   /** Write the manifest last and atomically: until then the build is invisible. */
