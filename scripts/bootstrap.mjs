@@ -1,12 +1,12 @@
 #!/usr/bin/env node
-// Makes a fresh Debian 12 checkout runnable: installs missing Debian packages and npm packages, then builds
-// the TypeScript packages, the envd bundle and the native launcher. Every step is skipped when already done,
-// so `npm start` and `npm test` stay fast on the second run. Plain Node, no dependencies: it runs before
-// node_modules exists.
+// Makes a fresh Debian 12 checkout runnable: installs missing Debian packages and npm packages, builds the
+// TypeScript packages, the envd bundle and the native launcher, and links the `burrow` command into
+// /usr/local/bin. Every step is skipped when already done, so `npm start` and `npm test` stay fast on the
+// second run. Plain Node, no dependencies: it runs before node_modules exists.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname, join } from "node:path";
+import { accessSync, chmodSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
@@ -72,6 +72,41 @@ function build() {
   run(process.execPath, [join(root, "scripts", "build.mjs")]);
 }
 
+/** Where the `burrow` command is linked: on PATH for every user on Debian. */
+const COMMAND_LINK = "/usr/local/bin/burrow";
+const COMMAND_TARGET = join(root, "packages", "cli", "bin", "burrow.js");
+
+/**
+ * Put `burrow` on the PATH as a symlink to this checkout's CLI. Idempotent and quiet once done; a file of
+ * anyone else's at that path (another install, another checkout) is left alone, and `npx burrow` still works.
+ */
+function linkCommand() {
+  try {
+    accessSync(COMMAND_TARGET, constants.X_OK);
+  } catch {
+    try {
+      chmodSync(COMMAND_TARGET, 0o755); // a checkout made without file modes
+    } catch (error) {
+      log(`cannot make ${COMMAND_TARGET} executable (${error.code}); 'node ${COMMAND_TARGET}' still works`);
+    }
+  }
+  const existing = lstatSync(COMMAND_LINK, { throwIfNoEntry: false });
+  if (existing) {
+    const pointsHere = existing.isSymbolicLink() && resolve(dirname(COMMAND_LINK), readlinkSync(COMMAND_LINK)) === COMMAND_TARGET;
+    if (!pointsHere) log(`${COMMAND_LINK} exists and is not this checkout's; left alone (run 'npx burrow' here instead)`);
+    return;
+  }
+  try {
+    symlinkSync(COMMAND_TARGET, COMMAND_LINK);
+  } catch (error) {
+    log(`cannot link ${COMMAND_LINK} (${error.code}); run 'npx burrow' in this checkout, or as root: ln -s ${COMMAND_TARGET} ${COMMAND_LINK}`);
+    return;
+  }
+  const onPath = (process.env.PATH ?? "").split(delimiter).includes(dirname(COMMAND_LINK));
+  log(`linked ${COMMAND_LINK} -> ${COMMAND_TARGET}${onPath ? "" : ` (add ${dirname(COMMAND_LINK)} to PATH to run 'burrow')`}`);
+}
+
 installDebianPackages();
 installNpmPackages();
 build();
+linkCommand();

@@ -1,46 +1,34 @@
 // The `burrow` command against the real server: every sandbox verb, with --json for scripts, and `shell`
 // driving a real PTY through envd.
-import { spawn } from "node:child_process";
-import { join } from "node:path";
 import { describe, expect, inject, it } from "vitest";
+import { runBurrow, type CliResult } from "./run-burrow.js";
 
 const env = inject("burrow");
-const CLI = join(import.meta.dirname, "..", "..", "packages", "cli", "dist", "main.js");
-
-interface CliResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+const clientEnv = { ...process.env, E2B_API_URL: env.apiUrl, E2B_SANDBOX_URL: env.sandboxUrl, E2B_API_KEY: env.apiKey };
 
 function burrow(args: string[], input?: string): Promise<CliResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], {
-      env: { ...process.env, E2B_API_URL: env.apiUrl, E2B_SANDBOX_URL: env.sandboxUrl, E2B_API_KEY: env.apiKey },
-      stdio: ["pipe", "pipe", "pipe"],
-    });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-    if (input !== undefined) child.stdin.end(input);
-    else child.stdin.end();
-  });
+  return runBurrow(args, { env: clientEnv, ...(input !== undefined ? { input } : {}) });
 }
 
 describe("burrow CLI", () => {
   it("creates, lists, execs in and kills a sandbox with --json output", async () => {
-    const created = await burrow(["sandbox", "create", "--json", "--metadata", "suite=cli", "--env", "GREETING=hello"]);
+    // A metadata value with the characters the list filter's encoding must survive.
+    const note = "a&b=c d%";
+    const created = await burrow(["sandbox", "create", "--json", "--metadata", "suite=cli", "--metadata", `note=${note}`, "--env", "GREETING=hello"]);
     expect(created.code, created.stderr).toBe(0);
     const { sandboxId } = JSON.parse(created.stdout) as { sandboxId: string };
     expect(sandboxId).toMatch(/^[a-z0-9]{20}$/);
     try {
-      const listed = await burrow(["sandbox", "list", "--json", "--metadata", "suite=cli"]);
+      const listed = await burrow(["sandbox", "list", "--json", "--metadata", "suite=cli", "--metadata", `note=${note}`]);
       expect(listed.code, listed.stderr).toBe(0);
-      const rows = JSON.parse(listed.stdout) as { sandboxId: string; metadata: Record<string, string> }[];
+      const rows = JSON.parse(listed.stdout) as { sandboxId: string; state: string; metadata: Record<string, string> }[];
       expect(rows.map((r) => r.sandboxId)).toEqual([sandboxId]);
-      expect(rows[0]?.metadata).toEqual({ suite: "cli" });
+      expect(rows[0]).toMatchObject({ state: "running", metadata: { suite: "cli", note } });
+      const other = await burrow(["sandbox", "list", "--json", "--metadata", "suite=cli", "--metadata", "note=a"]);
+      expect(JSON.parse(other.stdout)).toEqual([]);
+      const table = await burrow(["sandbox", "ls", "--state", "running"]);
+      expect(table.stdout).toMatch(/^SANDBOXID\s+TEMPLATEID\s+STATE/);
+      expect(table.stdout).toContain(sandboxId);
 
       const exec = await burrow(["sandbox", "exec", sandboxId, "--json", "--", "sh", "-c", 'echo "$GREETING from $(whoami)"; exit 3']);
       expect(exec.code).toBe(3);
@@ -98,7 +86,14 @@ describe("burrow CLI", () => {
     expect(usage.stderr).toMatch(/^burrow: unknown sandbox command 'frobnicate'/);
     const missing = await burrow(["sandbox", "exec", "doesnotexist000000000", "--", "true"]);
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^burrow: /);
-    expect(missing.stderr).not.toContain("    at ");
+    expect(missing.stderr).toBe("burrow: sandbox doesnotexist000000000 not found\n");
+    for (const verb of ["pause", "resume"]) {
+      const result = await burrow(["sandbox", verb, "doesnotexist000000000"]);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe("burrow: sandbox doesnotexist000000000 not found\n");
+    }
+    const badKey = await runBurrow(["sandbox", "list"], { env: { ...clientEnv, E2B_API_KEY: "e2b_0000" } });
+    expect(badKey.code).toBe(1);
+    expect(badKey.stderr).toMatch(/^burrow: GET \/v2\/sandboxes failed \(401\): /);
   });
 });

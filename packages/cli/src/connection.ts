@@ -1,26 +1,31 @@
-// Where the CLI's sandbox commands connect: the same variables the official SDK reads, with local defaults.
+// Where the sandbox and template commands connect: the API URLs and key from the resolved config, the key read
+// from the state directory when none was given.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { DEFAULT_STATE_DIR } from "@burrow/orchestrator";
 import { CliError } from "./cli-error.js";
+import { resolveCliConfig, type CliConfig } from "./config.js";
 
+/** Options the e2b SDK takes as they are (ConnectionOpts), and what the plain REST calls need. */
 export interface Connection {
-  apiUrl: string;
-  sandboxUrl: string;
-  apiKey: string;
+  readonly apiUrl: string;
+  readonly sandboxUrl: string;
+  readonly apiKey: string;
 }
 
-export function resolveConnection(env: NodeJS.ProcessEnv = process.env): Connection {
-  const apiUrl = env.E2B_API_URL ?? "http://localhost:3000";
-  const sandboxUrl = env.E2B_SANDBOX_URL ?? apiUrl;
-  let apiKey = env.E2B_API_KEY;
-  if (!apiKey) {
-    const keyFile = join(env.BURROW_STATE_DIR ?? DEFAULT_STATE_DIR, "api-key");
+export function resolveConnection(config: CliConfig): Connection {
+  let apiKey = config.apiKey;
+  if (apiKey === null) {
+    const keyFile = join(config.stateDir, "api-key");
     try {
       apiKey = readFileSync(keyFile, "utf8").trim();
     } catch {
       throw new CliError(`no API key: set E2B_API_KEY, or run 'burrow up' first so that ${keyFile} exists`);
     }
   }
-  return { apiUrl, sandboxUrl, apiKey };
+  return Object.freeze({ apiUrl: config.apiUrl, sandboxUrl: config.sandboxUrl, apiKey });
+}
+
+/** The connection of the sandbox and template commands, which take no config flags. */
+export function clientConnection(): Connection {
+  return resolveConnection(resolveCliConfig());
 }

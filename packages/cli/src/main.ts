@@ -1,59 +1,67 @@
 #!/usr/bin/env node
-// The `burrow` command. Errors end as one line on stderr and a non-zero exit code.
+// The `burrow` command. Usage errors exit with 2, failures with 1; both end as one line on stderr.
+import { readFileSync } from "node:fs";
 import { CliError } from "./cli-error.js";
-import { sandboxCreate } from "./commands/sandbox/create.js";
-import { sandboxExec } from "./commands/sandbox/exec.js";
-import { sandboxKill } from "./commands/sandbox/kill.js";
-import { sandboxList } from "./commands/sandbox/list.js";
-import { sandboxPause, sandboxResume } from "./commands/sandbox/pause.js";
-import { sandboxShell } from "./commands/sandbox/shell.js";
-import { down } from "./commands/down.js";
-import { TEMPLATE_COMMANDS } from "./commands/template/index.js";
-import { up } from "./commands/up.js";
-import { resolveConnection } from "./connection.js";
-import { USAGE } from "./usage.js";
+import { type Command, matchesName, parseCommand, usageError } from "./command.js";
+import { COMMANDS } from "./commands/index.js";
+import { commandHelp, type Entry, groupHelp, isGroup, topHelp } from "./help.js";
 
-const SANDBOX_COMMANDS = {
-  create: sandboxCreate,
-  list: sandboxList,
-  ls: sandboxList,
-  kill: sandboxKill,
-  exec: sandboxExec,
-  shell: sandboxShell,
-  pause: sandboxPause,
-  resume: sandboxResume,
-} as const;
+const HELP_FLAGS = new Set(["-h", "--help"]);
 
-async function main(argv: string[]): Promise<void> {
-  const [command, ...rest] = argv;
-  if (command === "up") return up(rest);
-  if (command === "down") return down(rest);
-  if (command === "sandbox" || command === "sbx") {
-    const [verb, ...args] = rest;
-    const handler = SANDBOX_COMMANDS[verb as keyof typeof SANDBOX_COMMANDS];
-    if (!handler) throw new CliError(`unknown sandbox command '${verb ?? ""}'\n\n${USAGE}`, 2);
-    return handler(args, resolveConnection());
+async function main(argv: readonly string[]): Promise<void> {
+  const [first, ...rest] = argv;
+  if (first === undefined || HELP_FLAGS.has(first)) return print(topHelp(COMMANDS));
+  if (first === "-V" || first === "--version") return print(`${version()}\n`);
+  // `burrow help sandbox list` is `burrow sandbox list --help`.
+  if (first === "help") return main(rest.length === 0 ? ["--help"] : [...rest, "--help"]);
+  if (first.startsWith("-")) throw usageError(`unknown option '${first}' (see 'burrow --help')`);
+  const entry = find(COMMANDS, first, "command", "burrow --help");
+  if (!isGroup(entry)) return run(entry, entry.name, rest);
+  const [verb, ...args] = rest;
+  if (verb === undefined || HELP_FLAGS.has(verb)) return print(groupHelp(entry));
+  if (verb.startsWith("-")) throw usageError(`unknown option '${verb}' for 'burrow ${entry.name}' (see 'burrow ${entry.name} --help')`);
+  const command = find(entry.commands, verb, `${entry.name} command`, `burrow ${entry.name} --help`);
+  return run(command, `${entry.name} ${command.name}`, args);
+}
+
+async function run(command: Command, path: string, argv: readonly string[]): Promise<void> {
+  const input = parseCommand(command, path, argv);
+  if (input === "help") return print(commandHelp(command, path));
+  await command.run(input);
+}
+
+function find<T extends Entry>(entries: readonly T[], word: string, what: string, helpCommand: string): T {
+  const entry = entries.find((candidate) => matchesName(candidate, word));
+  if (entry) return entry;
+  const close = entries.find((candidate) => [candidate.name, ...(candidate.aliases ?? [])].some((name) => editDistance(name, word) <= 2));
+  const hint = close ? `did you mean '${close.name}'? ` : "";
+  throw usageError(`unknown ${what} '${word}' (${hint}see '${helpCommand}')`);
+}
+
+/** Levenshtein distance, for "did you mean" on short command names. */
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    previous = current;
   }
-  if (command === "template" || command === "tpl") {
-    const [verb, ...args] = rest;
-    const handler = TEMPLATE_COMMANDS[verb as keyof typeof TEMPLATE_COMMANDS];
-    if (!handler) throw new CliError(`unknown template command '${verb ?? ""}'\n\n${USAGE}`, 2);
-    return handler(args, resolveConnection());
-  }
-  if (command === undefined || command === "help" || command === "--help" || command === "-h") {
-    process.stdout.write(USAGE);
-    return;
-  }
-  throw new CliError(`unknown command '${command}'\n\n${USAGE}`, 2);
+  return previous[b.length] ?? 0;
+}
+
+function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string };
+  return `burrow ${pkg.version}`;
+}
+
+function print(text: string): void {
+  process.stdout.write(text);
 }
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof CliError) {
-    process.stderr.write(`burrow: ${error.message}\n`);
-    process.exitCode = error.exitCode;
-    return;
-  }
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`burrow: ${message}\n`);
-  process.exitCode = 1;
+  process.exitCode = error instanceof CliError ? error.exitCode : 1;
 });

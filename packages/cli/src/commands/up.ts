@@ -1,58 +1,75 @@
 // `burrow up`: build what is missing (base template, envd runtime), start the orchestrator and the server,
 // print how to connect, and run until SIGINT/SIGTERM. Stopping leaves sandboxes running: the next `up`
-// re-adopts them.
+// re-adopts them. This is the composition root: the only place that loads the orchestrator, bus and server.
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { parseArgs } from "node:util";
-import { envdRuntimeFiles } from "@burrow/envd";
-import { DEFAULT_STATE_DIR, DEFAULT_SUBNET, LocalOrchestrator } from "@burrow/orchestrator";
-import { createBus, createBusMetrics, type Bus, type BusMetrics } from "@burrow/bus";
-import { Registry } from "prom-client";
-import { startServer } from "@burrow/server";
-import { CliError } from "../cli-error.js";
-import { pino } from "pino";
+import type { Bus } from "@burrow/bus";
+import { defineCommand } from "../command.js";
+import { type CliConfig, DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET, resolveCliConfig } from "../config.js";
 
-export async function up(argv: string[]): Promise<void> {
-  const env = process.env;
-  const { values } = parseArgs({
-    args: argv,
-    options: {
-      port: { type: "string", default: env.BURROW_PORT ?? "3000" },
-      host: { type: "string", default: env.BURROW_HOST ?? "127.0.0.1" },
-      "state-dir": { type: "string", default: env.BURROW_STATE_DIR ?? DEFAULT_STATE_DIR },
-      "pool-size": { type: "string", default: env.BURROW_POOL_SIZE ?? "2" },
-      instance: { type: "string", default: env.BURROW_INSTANCE ?? "main" },
-      subnet: { type: "string", default: env.BURROW_SUBNET ?? DEFAULT_SUBNET },
-      domain: { type: "string", default: env.BURROW_DOMAIN },
-      bus: { type: "string", default: env.BURROW_BUS ?? "embedded" },
-    },
-  });
-  const logger = pino({ level: env.BURROW_LOG_LEVEL ?? "info" });
-  const stateDir = values["state-dir"];
-  const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
-  const orchestrator = await LocalOrchestrator.create({
-    config: {
-      stateDir,
+export const up = defineCommand({
+  name: "up",
+  summary: "Start the server (orchestrator, warm pool, bus, API) and run until stopped",
+  notes: [
+    "Server settings without a flag come from the server's own BURROW_* environment variables (BURROW_API_KEY,",
+    "and any the server documents); BURROW_LOG_LEVEL sets the log level (default info).",
+    "Stopping (Ctrl-C, SIGTERM) leaves sandboxes running; the next 'burrow up' takes them back.",
+  ].join("\n"),
+  options: {
+    port: { type: "string", value: "PORT", description: "Port of the API and the gateway; 0 picks a free one (default 3000, env BURROW_PORT)" },
+    host: { type: "string", value: "HOST", description: "Interface to listen on (default 127.0.0.1, env BURROW_HOST)" },
+    domain: { type: "string", value: "DOMAIN", description: "Domain in sandbox responses, for getHost() (default localhost:PORT, env BURROW_DOMAIN)" },
+    "state-dir": { type: "string", value: "DIR", description: `Where everything is kept (default ${DEFAULT_STATE_DIR}, env BURROW_STATE_DIR)` },
+    instance: { type: "string", value: "NAME", description: `Keeps instances on one host apart (default ${DEFAULT_INSTANCE}, env BURROW_INSTANCE)` },
+    subnet: { type: "string", value: "CIDR", description: `Sandbox addresses (default ${DEFAULT_SUBNET}, env BURROW_SUBNET)` },
+    "pool-size": { type: "string", value: "N", description: `Idle sandboxes kept ready; 0 = no pool (default ${DEFAULT_POOL_SIZE}, env BURROW_POOL_SIZE)` },
+    bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}, env BURROW_BUS)` },
+  },
+  async run({ values }) {
+    const config = resolveCliConfig({
+      stateDir: values["state-dir"],
       instance: values.instance,
       subnet: values.subnet,
-      pool: { template: "base", size: Number(values["pool-size"]) },
-    },
+      poolSize: values["pool-size"],
+      bus: values.bus,
+      host: values.host,
+      port: values.port,
+      domain: values.domain,
+    });
+    await runServer(config);
+  },
+});
+
+async function runServer(config: CliConfig): Promise<void> {
+  const [{ envdRuntimeFiles }, { LocalOrchestrator }, { createBus, createBusMetrics }, { resolveServerConfig, startServer }, { pino }, { Registry }] =
+    await Promise.all([import("@burrow/envd"), import("@burrow/orchestrator"), import("@burrow/bus"), import("@burrow/server"), import("pino"), import("prom-client")]);
+  // Resolved here, by the server's resolver, because the default domain depends on the port.
+  const serverConfig = resolveServerConfig({ ...config.server, stateDir: config.stateDir });
+  // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those host
+  // names reach the gateway (*.localhost resolves to loopback in browsers and curl). With port 0 the port is
+  // not known yet, and the SDK falls back to E2B_DOMAIN.
+  const domain = serverConfig.domain ?? (serverConfig.port === 0 ? null : `localhost:${serverConfig.port}`);
+  const logger = pino({ level: config.logLevel });
+  const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
+  const orchestrator = await LocalOrchestrator.create({
+    config: { stateDir: config.stateDir, instance: config.instance, subnet: config.subnet, pool: { template: "base", size: config.poolSize } },
     envd: envdRuntimeFiles(),
     logger: logger.child({ component: "orchestrator" }),
     onProgress: progress,
   });
-  const port = Number(values.port);
-  // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those
-  // host names reach the gateway (*.localhost resolves to loopback in browsers and curl).
-  const domain = values.domain ?? `localhost:${port}`;
   // One Prometheus registry for the server's and the bus's metrics, both served on /metrics.
   const registry = new Registry();
+  const metrics = createBusMetrics(registry);
   let bus: Bus | undefined;
   let server: Awaited<ReturnType<typeof startServer>>;
   try {
-    bus = await openBus(values.bus, stateDir, createBusMetrics(registry));
+    bus = await createBus(
+      config.bus.kind === "embedded"
+        ? { kind: "embedded", path: join(config.stateDir, "bus.db"), metrics }
+        : { kind: "nats", servers: [...config.bus.servers], metrics },
+    );
     server = await startServer(
-      { host: values.host, port, stateDir, domain },
+      { ...serverConfig, domain },
       { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: logger.child({ component: "server" }) },
     );
   } catch (error) {
@@ -61,8 +78,8 @@ export async function up(argv: string[]): Promise<void> {
     await orchestrator.close();
     throw error;
   }
-  const apiKey = env.BURROW_API_KEY ?? (await readFile(join(stateDir, "api-key"), "utf8")).trim();
-  const url = `http://${values.host === "0.0.0.0" ? "localhost" : values.host}:${server.port}`;
+  const apiKey = server.config.apiKey ?? (await readFile(join(config.stateDir, "api-key"), "utf8")).trim();
+  const url = `http://${serverConfig.host === "0.0.0.0" ? "localhost" : serverConfig.host}:${server.port}`;
   process.stdout.write(
     [
       `Burrow is listening on ${url}`,
@@ -82,11 +99,4 @@ export async function up(argv: string[]): Promise<void> {
   await server.close();
   await bus.close();
   await orchestrator.close();
-}
-
-/** `embedded` (SQLite in the state directory, the default) or a NATS URL (`nats://host:4222`) for JetStream. */
-function openBus(spec: string, stateDir: string, metrics: BusMetrics): Promise<Bus> {
-  if (spec === "embedded") return createBus({ kind: "embedded", path: join(stateDir, "bus.db"), metrics });
-  if (/^(nats|tls):\/\//.test(spec)) return createBus({ kind: "nats", servers: spec.split(","), metrics });
-  throw new CliError(`--bus must be 'embedded' or a nats:// URL, got '${spec}'`, 2);
 }

@@ -1,20 +1,25 @@
-import { parseArgs } from "node:util";
-import { Sandbox } from "e2b";
-import { CliError } from "../../cli-error.js";
-import type { Connection } from "../../connection.js";
+import { apiRequest } from "../../api.js";
+import { defineCommand } from "../../command.js";
+import { clientConnection } from "../../connection.js";
 import { printJson } from "../../output.js";
 
-export async function sandboxKill(argv: string[], connection: Connection): Promise<void> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: { json: { type: "boolean", default: false } },
-  });
-  if (positionals.length === 0) throw new CliError("sandbox kill needs at least one sandbox id", 2);
-  const results = await Promise.all(
-    positionals.map(async (sandboxId) => ({ sandboxId, killed: await Sandbox.kill(sandboxId, connection) })),
-  );
-  if (values.json) printJson(results);
-  else for (const r of results) process.stdout.write(`${r.sandboxId}\t${r.killed ? "killed" : "not found"}\n`);
-  if (results.some((r) => !r.killed)) process.exitCode = 1;
-}
+export const sandboxKill = defineCommand({
+  name: "kill",
+  summary: "Kill sandboxes (exit code 1 if one was not found)",
+  args: "ID...",
+  minArgs: 1,
+  maxArgs: Number.POSITIVE_INFINITY,
+  options: { json: { type: "boolean", description: "Print JSON" } },
+  async run({ values, positionals }) {
+    const connection = clientConnection();
+    const results = await Promise.all(
+      positionals.map(async (sandboxId) => {
+        const res = await apiRequest(connection, "DELETE", `/sandboxes/${encodeURIComponent(sandboxId)}`, { expect: [404] });
+        return { sandboxId, killed: res.status !== 404 };
+      }),
+    );
+    if (values.json) printJson(results);
+    else for (const r of results) process.stdout.write(`${r.sandboxId}\t${r.killed ? "killed" : "not found"}\n`);
+    if (results.some((r) => !r.killed)) process.exitCode = 1;
+  },
+});

@@ -1,12 +1,21 @@
 // burrow template delete <name or id>...
-import { CliError } from "../../cli-error.js";
-import type { Connection } from "../../connection.js";
-import { templateRequest } from "./rest.js";
+import { apiRequest } from "../../api.js";
+import { defineCommand } from "../../command.js";
+import { clientConnection } from "../../connection.js";
 
-export async function templateDelete(argv: string[], connection: Connection): Promise<void> {
-  if (argv.length === 0) throw new CliError("usage: burrow template delete <name or id>...", 2);
-  for (const ref of argv) {
-    await templateRequest(connection, "DELETE", `/templates/${encodeURIComponent(ref)}`);
-    process.stdout.write(`deleted ${ref}\n`);
-  }
-}
+export const templateDelete = defineCommand({
+  name: "delete",
+  aliases: ["rm"],
+  summary: "Delete templates by name or id",
+  args: "NAME|ID...",
+  minArgs: 1,
+  maxArgs: Number.POSITIVE_INFINITY,
+  options: {},
+  async run({ positionals }) {
+    const connection = clientConnection();
+    for (const ref of positionals) {
+      await apiRequest(connection, "DELETE", `/templates/${encodeURIComponent(ref)}`);
+      process.stdout.write(`deleted ${ref}\n`);
+    }
+  },
+});

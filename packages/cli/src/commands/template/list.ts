@@ -1,8 +1,8 @@
 // burrow template list [--json]
-import { parseArgs } from "node:util";
-import type { Connection } from "../../connection.js";
+import { apiRequest } from "../../api.js";
+import { defineCommand } from "../../command.js";
+import { clientConnection } from "../../connection.js";
 import { printRows } from "../../output.js";
-import { templateRequest } from "./rest.js";
 
 interface ListedTemplate {
   templateID: string;
@@ -14,20 +14,25 @@ interface ListedTemplate {
   createdAt: string;
 }
 
-export async function templateList(argv: string[], connection: Connection): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { json: { type: "boolean", default: false } } });
-  const templates = (await templateRequest(connection, "GET", "/templates")) as ListedTemplate[];
-  printRows(
-    templates.map((t) => ({
-      templateId: t.templateID,
-      names: t.aliases.join(","),
-      tags: t.tags.join(","),
-      buildId: t.buildID,
-      cpuCount: t.cpuCount,
-      memoryMB: t.memoryMB,
-      createdAt: t.createdAt,
-    })),
-    ["templateId", "names", "tags", "cpuCount", "memoryMB", "createdAt"],
-    values.json,
-  );
-}
+export const templateList = defineCommand({
+  name: "list",
+  aliases: ["ls"],
+  summary: "List templates",
+  options: { json: { type: "boolean", description: "Print JSON" } },
+  async run({ values }) {
+    const templates = (await apiRequest(clientConnection(), "GET", "/templates")).body as ListedTemplate[];
+    printRows(
+      templates.map((t) => ({
+        templateId: t.templateID,
+        names: t.aliases.join(","),
+        tags: t.tags.join(","),
+        buildId: t.buildID,
+        cpuCount: t.cpuCount,
+        memoryMB: t.memoryMB,
+        createdAt: t.createdAt,
+      })),
+      ["templateId", "names", "tags", "cpuCount", "memoryMB", "createdAt"],
+      values.json ?? false,
+    );
+  },
+});

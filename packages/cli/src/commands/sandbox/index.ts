@@ -1,0 +1,14 @@
+import type { CommandGroup } from "../../command.js";
+import { sandboxCreate } from "./create.js";
+import { sandboxExec } from "./exec.js";
+import { sandboxKill } from "./kill.js";
+import { sandboxList } from "./list.js";
+import { sandboxPause, sandboxResume } from "./pause.js";
+import { sandboxShell } from "./shell.js";
+
+export const sandboxCommands: CommandGroup = {
+  name: "sandbox",
+  aliases: ["sbx"],
+  summary: "Create, list, run commands in, pause and kill sandboxes",
+  commands: [sandboxCreate, sandboxList, sandboxKill, sandboxExec, sandboxShell, sandboxPause, sandboxResume],
+};
