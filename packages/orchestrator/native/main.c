@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -103,11 +104,20 @@ static int runtime_tree(const struct config *cfg) {
 }
 
 /* Only the effective ids change: the real and saved ids stay 0, so the launcher can come back to
- * root (and its capabilities) right after the clone, and the kernel does not treat the new
- * namespace's creator as a process subject to RLIMIT_NPROC. */
+ * root right after the clone, and the kernel does not treat the new namespace's creator as a
+ * process subject to RLIMIT_NPROC. The capabilities the euid change clears are put back: the
+ * owner of a namespace is its creator's euid whatever its capabilities, and a creator without
+ * CAP_SYS_ADMIN is what LSMs that confine unprivileged user namespaces (Ubuntu's AppArmor
+ * restriction) act on. */
 static int become(uid_t id) {
-  if (id) return setegid(id) || seteuid(id) ? -1 : 0;
-  return seteuid(0) || setegid(0) ? -1 : 0;
+  if (id == 0) return seteuid(0) || setegid(0) ? -1 : 0;
+  if (setegid(id) || seteuid(id)) return -1;
+  struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+  struct __user_cap_data_struct caps[2];
+  if (syscall(SYS_capget, &hdr, caps)) return -1;
+  caps[0].effective = caps[0].permitted;
+  caps[1].effective = caps[1].permitted;
+  return (int)syscall(SYS_capset, &hdr, caps);
 }
 
 static void kill_child(pid_t pid) {
