@@ -1,6 +1,6 @@
 // The orchestrator of one machine: composes templates, the sandbox host, the warm pool, re-adoption after a
 // restart and liveness monitoring behind the control plane's Orchestrator interface.
-import { mkdir, readdir, rm } from "node:fs/promises";
+import { mkdir, readdir } from "node:fs/promises";
 import { join } from "node:path";
 import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "./config.js";
 import { createCgroupManager } from "./cgroups/index.js";
@@ -53,6 +53,7 @@ import type { CgroupManager, NetworkManager, SandboxLimits } from "./types.js";
 import { WarmPool } from "./warm-pool.js";
 
 const LIVENESS_INTERVAL_MS = 1000;
+const REMOVAL_RETRY_INTERVAL_MS = 60_000;
 const DISK_USAGE_TTL_MS = 30_000;
 /** Most forks one request may ask for. */
 const MAX_FORKS = 20;
@@ -91,6 +92,8 @@ export class LocalOrchestrator implements Orchestrator {
   /** Layers, runtime and env vars each sandbox created by this process started with. */
   private readonly sources = new Map<string, LaunchSource>();
   private livenessTimer: NodeJS.Timeout | undefined;
+  /** When checkLiveness last retried removing directories of ended sandboxes (ms since the epoch). */
+  private removalRetriedAt = 0;
   private pool: WarmPool | undefined;
   /** Snapshot storage charged to owners (quotas). */
   private readonly charges: SnapshotCharges;
@@ -155,7 +158,9 @@ export class LocalOrchestrator implements Orchestrator {
     });
     const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, storage, logger);
     await orchestrator.adoptOrReap();
-    await removeStaleSnapshotCopies(templates.layersRoot);
+    await removeStaleSnapshotCopies(templates.layersRoot).catch((error: unknown) =>
+      logger.error({ err: error }, "stale snapshot copies could not all be removed; the next start retries"),
+    );
     await orchestrator.charges.load();
     await orchestrator.releaseForkBases();
     // What a killed build or a deleted template left in the layers directory goes before anything builds.
@@ -449,47 +454,59 @@ export class LocalOrchestrator implements Orchestrator {
    */
   private async adoptOrReap(): Promise<void> {
     const paths = statePaths(this.config.stateDir);
+    // One sandbox that cannot be taken back or removed is logged and left for the next start: it never stops
+    // this one, nor the others.
     for (const sandboxId of await readdir(paths.sandboxes)) {
-      const dir = paths.sandbox(sandboxId);
-      const record = await readRecord(dir);
-      if (!record) {
-        await this.reapLeftovers(sandboxId, dir);
-        continue;
-      }
-      const cgroup = await this.cgroups.open(sandboxId);
-      const network = this.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess);
-      const sandbox: HostedSandbox = { record, dir, cgroup, network };
-      if (!record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime)) {
-        // Bring the freezer in line with the record: a restart may have come between writing it and
-        // freezing (pause) or between thawing and writing it (resume).
-        const state = record.state ?? "running";
-        try {
-          if (state === "paused") await cgroup.freeze(AbortSignal.timeout(10_000));
-          else await cgroup.thaw(AbortSignal.timeout(10_000));
-        } catch (error) {
-          this.logger.error({ sandboxId, state, err: error }, "could not restore the freezer state of a re-adopted sandbox");
-        }
-        this.sandboxes.set(sandboxId, sandbox);
-        this.logger.info({ sandboxId, state }, `re-adopted ${state} sandbox`);
-      } else {
-        this.logger.info({ sandboxId, pooled: record.pooled }, "reaping sandbox left by a previous run");
-        await this.host.destroy(sandbox).catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "reap failed"));
-      }
+      await this.adoptOrReapOne(sandboxId, paths.sandbox(sandboxId)).catch((error: unknown) =>
+        this.logger.error({ sandboxId, err: error }, "could not re-adopt or reap a sandbox left by a previous run"),
+      );
     }
     for (const sandboxId of await this.cgroups.list()) {
       if (this.sandboxes.has(sandboxId)) continue;
-      const cgroup = await this.cgroups.open(sandboxId);
-      await cgroup.killAll(AbortSignal.timeout(10_000)).catch(() => undefined);
-      await cgroup.destroy().catch(() => undefined);
+      try {
+        const cgroup = await this.cgroups.open(sandboxId);
+        await cgroup.killAll(AbortSignal.timeout(10_000)).catch(() => undefined);
+        await cgroup.destroy().catch(() => undefined);
+      } catch (error) {
+        this.logger.error({ sandboxId, err: error }, "could not remove the cgroup of a sandbox left by a previous run");
+      }
     }
     await this.network.reapOrphans([...this.sandboxes.keys()]);
   }
 
+  private async adoptOrReapOne(sandboxId: string, dir: string): Promise<void> {
+    const record = await readRecord(dir);
+    if (!record) {
+      await this.reapLeftovers(sandboxId, dir);
+      return;
+    }
+    const cgroup = await this.cgroups.open(sandboxId);
+    const network = this.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess);
+    const sandbox: HostedSandbox = { record, dir, cgroup, network };
+    if (!record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime)) {
+      // Bring the freezer in line with the record: a restart may have come between writing it and
+      // freezing (pause) or between thawing and writing it (resume).
+      const state = record.state ?? "running";
+      try {
+        if (state === "paused") await cgroup.freeze(AbortSignal.timeout(10_000));
+        else await cgroup.thaw(AbortSignal.timeout(10_000));
+      } catch (error) {
+        this.logger.error({ sandboxId, state, err: error }, "could not restore the freezer state of a re-adopted sandbox");
+      }
+      this.sandboxes.set(sandboxId, sandbox);
+      this.logger.info({ sandboxId, state }, `re-adopted ${state} sandbox`);
+    } else {
+      this.logger.info({ sandboxId, pooled: record.pooled }, "reaping sandbox left by a previous run");
+      await this.host.destroy(sandbox).catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "reap failed"));
+    }
+  }
+
+  /** A sandbox directory without a record: half created, or half removed. A directory that will not go is logged. */
   private async reapLeftovers(sandboxId: string, dir: string): Promise<void> {
     const cgroup = await this.cgroups.open(sandboxId);
     await cgroup.killAll(AbortSignal.timeout(10_000)).catch(() => undefined);
     await cgroup.destroy().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    await this.host.removeDir(sandboxId, dir);
   }
 
   private checkLiveness(): void {
@@ -502,6 +519,11 @@ export class LocalOrchestrator implements Orchestrator {
         .destroy(sandbox)
         .catch((error: unknown) => this.logger.error({ sandboxId, err: error }, "cleanup of exited sandbox failed"))
         .finally(() => this.emitExit(sandboxId, "crashed"));
+    }
+    // Directories of ended sandboxes that could not be removed are tried again now and then.
+    if (this.host.pendingRemovals > 0 && Date.now() - this.removalRetriedAt >= REMOVAL_RETRY_INTERVAL_MS) {
+      this.removalRetriedAt = Date.now();
+      void this.host.retryRemovals();
     }
   }
 

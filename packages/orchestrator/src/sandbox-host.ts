@@ -2,8 +2,8 @@
 // envd. Knows nothing of pools or the control plane; the orchestrator composes it.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { chown, mkdir, rm, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { chown, mkdir, writeFile } from "node:fs/promises";
+import { basename, join } from "node:path";
 import { ENVD_PORT } from "@burrow/protocol";
 import type { OrchestratorConfig } from "./config.js";
 import { statePaths } from "./config.js";
@@ -14,6 +14,7 @@ import { launchSandbox } from "./launcher/index.js";
 import type { Logger } from "./logger.js";
 import type { ReaperPaths } from "./reaper/reaper.js";
 import type { SandboxStorage } from "./storage/disk-storage.js";
+import { removeTree } from "./storage/remove-tree.js";
 import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
 import type { TemplateManifest } from "./templates/template-store.js";
 import type { CgroupManager, NetworkManager, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
@@ -42,6 +43,10 @@ export interface SandboxHostDeps {
 const SANDBOX_HOSTNAME = "sandbox";
 
 export class SandboxHost {
+  /** Directories of ended sandboxes whose removal failed; retryRemovals tries them again. */
+  private readonly unremoved = new Set<string>();
+  private retrying: Promise<void> | undefined;
+
   constructor(private readonly deps: SandboxHostDeps) {}
 
   /** Start a sandbox of `template` and wait until its envd answers. Leaves nothing behind on failure. */
@@ -187,10 +192,42 @@ export class SandboxHost {
       const cgroup = parts.cgroup;
       await attempt(() => cgroup.destroy());
     }
-    await attempt(() => rm(parts.dir, { recursive: true, force: true, maxRetries: 3 }));
+    // Once its processes, network and cgroups are gone the sandbox has ended, whatever its directory holds: a
+    // removal that fails is logged and retried later, not reported as a failed kill.
+    await this.removeDir(parts.sandboxId, parts.dir);
     if (failures.length > 0) {
       throw new AggregateError(failures, `teardown of sandbox ${parts.sandboxId} was incomplete`);
     }
+  }
+
+  /**
+   * Remove an ended sandbox's directory (writable layer, record, log). When that fails the directory is kept for
+   * retryRemovals and the failure is logged, never thrown; a restart retries it too (adoptOrReap).
+   */
+  async removeDir(sandboxId: string, dir: string, signal?: AbortSignal): Promise<void> {
+    try {
+      await removeTree(dir, { signal });
+      this.unremoved.delete(dir);
+    } catch (error) {
+      this.unremoved.add(dir);
+      this.deps.logger.error({ sandboxId, dir, err: error }, "could not remove the directory of an ended sandbox; will retry");
+    }
+  }
+
+  /** How many ended sandboxes' directories are waiting for another removal attempt. */
+  get pendingRemovals(): number {
+    return this.unremoved.size;
+  }
+
+  /** Try again to remove the directories whose removal failed (one pass at a time). */
+  retryRemovals(signal?: AbortSignal): Promise<void> {
+    this.retrying ??= (async () => {
+      for (const dir of [...this.unremoved]) {
+        if (signal?.aborted) break;
+        await this.removeDir(basename(dir), dir, signal);
+      }
+    })().finally(() => (this.retrying = undefined));
+    return this.retrying;
   }
 
   /**

@@ -7,10 +7,11 @@
 // after the manifest naming it is saved: a collection in between then keeps it.
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdir, readdir, realpath, rename, rm } from "node:fs/promises";
+import { mkdir, readdir, realpath, rename } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { SnapshotInfo } from "../orchestrator-api.js";
+import { removeTree } from "../storage/remove-tree.js";
 import type { TemplateManifest } from "../templates/template-store.js";
 
 const run = promisify(execFile);
@@ -61,7 +62,7 @@ export async function copyUpper(upper: string, layersRoot: string, signal?: Abor
     // sandbox's shifted root, which overlayfs needs on the merged root).
     await run("cp", ["-a", "--reflink=auto", upper, dir], { signal });
   } catch (error) {
-    await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+    await removeTree(dir).catch(() => undefined);
     throw error;
   }
   return dir;
@@ -73,14 +74,19 @@ export async function commitSnapshotLayer(layersRoot: string, layerId: string, d
 }
 
 export async function discardCopy(dir: string): Promise<void> {
-  await rm(dir, { recursive: true, force: true });
+  await removeTree(dir);
 }
 
-/** Remove copies a killed orchestrator left behind (at start-up, before anything snapshots). */
+/**
+ * Remove copies a killed orchestrator left behind (at start-up, before anything snapshots). Every copy is tried;
+ * the ones that could not be removed are reported together (an AggregateError) and tried again at the next start.
+ */
 export async function removeStaleSnapshotCopies(layersRoot: string): Promise<void> {
   const root = await tmpRoot(layersRoot).catch(() => undefined);
   if (!root || basename(root) !== SNAPSHOT_TMP_DIR) return;
+  const failures: unknown[] = [];
   for (const name of await readdir(root).catch(() => [] as string[])) {
-    await rm(join(root, name), { recursive: true, force: true });
+    await removeTree(join(root, name)).catch((error: unknown) => failures.push(error));
   }
+  if (failures.length > 0) throw new AggregateError(failures, `${failures.length} stale snapshot copies in ${root} could not be removed`);
 }

@@ -109,6 +109,11 @@ export async function openSandboxStorage(opts: {
     }
     await symlink(join(dataDir, name), link);
   }
+  // A deleted subvolume's qgroup goes once btrfs has dropped the subvolume on current kernels; older ones keep it
+  // as a stale qgroup (a few bytes of metadata each). Cleared here, at every start.
+  await run(BTRFS, ["qgroup", "clear-stale", dataDir]).catch((error: unknown) =>
+    logger.debug({ err: error }, "btrfs qgroup clear-stale failed; stale qgroups stay until the next start"),
+  );
   logger.info({ image }, "sandbox storage: btrfs image, one quota-limited subvolume per sandbox");
   return {
     kind: "btrfs",

@@ -2,8 +2,9 @@
 // directory and renamed into place in one step, so a killed build never leaves a half-written layer under a
 // real id, and two builds producing the same key at once keep exactly one copy.
 import { randomBytes } from "node:crypto";
-import { mkdir, rename, rm, stat } from "node:fs/promises";
+import { mkdir, rename, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { removeTree } from "../../storage/remove-tree.js";
 
 /** Prefix of in-progress layer directories; garbage collection removes ones no running build owns. */
 export const TMP_LAYER_PREFIX = ".tmp-";
@@ -32,7 +33,9 @@ export async function commitLayerDir(layersRoot: string, layerId: string, dir: s
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if ((code === "ENOTEMPTY" || code === "EEXIST") && (await layerExists(layersRoot, layerId))) {
-      await rm(dir, { recursive: true, force: true });
+      // Ours may be a RUN step's files, written by a sandbox: removed with removeTree, and when even that fails
+      // it stays inside the build's temporary directory, which the build or garbage collection removes.
+      await removeTree(dir).catch(() => undefined);
       return;
     }
     throw error;

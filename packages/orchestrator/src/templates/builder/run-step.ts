@@ -93,7 +93,7 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
     }
     // Every process must be gone before the upper is taken: nothing may write to it once it is a layer.
     await sandbox.cgroup.killAll(AbortSignal.timeout(10_000));
-    await moveDir(join(sandbox.dir, "upper"), input.resultDir);
+    await moveDir(join(sandbox.dir, "upper"), input.resultDir, signal);
     await input.host.destroy(sandbox);
     destroyed = true;
   } catch (error) {

@@ -1,15 +1,16 @@
 // Template builds: accepts the SDK's build requests, runs them in the background step by step (RUN in build
 // sandboxes, COPY on the host, state steps in memory), caches every step as a content-addressed layer, and
 // publishes the template only at the end by writing its manifest atomically.
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
-import { mkdir, readFile, readdir, rm, writeFile } from "node:fs/promises";
+import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import type { OrchestratorConfig } from "../../config.js";
 import { randomId } from "../../ids.js";
 import type { Logger } from "../../logger.js";
 import type { SandboxHost } from "../../sandbox-host.js";
+import { removeTree } from "../../storage/remove-tree.js";
 import type { SandboxLimits } from "../../types.js";
 import { resolveBase } from "../bases/resolve-base.js";
 import type { TemplateManifest, TemplateRuntime, TemplateStore } from "../template-store.js";
@@ -407,9 +408,21 @@ export class TemplateBuilder {
     const root = this.deps.store.layersRoot;
     for (const name of await readdir(root)) {
       const path = join(root, name);
-      if (name.startsWith(TMP_LAYER_PREFIX) ? building || liveTmp.has(path) : keep.has(name)) continue;
-      await rm(path, { recursive: true, force: true });
-      if (!name.startsWith(TMP_LAYER_PREFIX)) removed.push(name);
+      const isTmp = name.startsWith(TMP_LAYER_PREFIX);
+      if (isTmp ? building || liveTmp.has(path) : keep.has(name)) continue;
+      // A layer is first renamed to a temporary name: one that cannot be removed (all at once) must not stay under
+      // its id, where a build with the same step would take the half-removed directory as its cached layer. What
+      // stays is retried by the next collection; one bad layer never stops the others.
+      try {
+        const doomed = isTmp ? path : join(root, `${TMP_LAYER_PREFIX}gc-${name}-${randomBytes(4).toString("hex")}`);
+        if (!isTmp) {
+          await rename(path, doomed);
+          removed.push(name);
+        }
+        await removeTree(doomed);
+      } catch (error) {
+        this.deps.logger.warn({ layer: name, err: error }, "could not remove a layer; the next collection retries");
+      }
     }
     return { removedLayers: removed };
   }
@@ -557,7 +570,10 @@ export class TemplateBuilder {
       record.status = "error";
       if (failure.code === "internal") this.deps.logger.error({ err: error, buildId: record.buildId }, "template build failed");
     } finally {
-      for (const dir of record.tmpDirs) await rm(dir, { recursive: true, force: true }).catch(() => undefined);
+      // What will not go now is a temporary directory of no running build: garbage collection retries it.
+      for (const dir of record.tmpDirs) {
+        await removeTree(dir).catch((error: unknown) => this.deps.logger.warn({ dir, err: error }, "could not remove a build's temporary directory"));
+      }
       record.tmpDirs.clear();
     }
   }

@@ -1,0 +1,116 @@
+// Removal of directory trees that code in a sandbox could have written (writable layers, RUN-step results,
+// snapshot copies, layers). Such a tree can be deeper than PATH_MAX (a program builds it through directory file
+// descriptors), which path-based removal such as fs.rm cannot take (ENAMETOOLONG), and it can hold symlinks
+// pointing anywhere on the host. So:
+// - a btrfs subvolume (a sandbox's directory) is deleted as a whole with `btrfs subvolume delete`, whatever is
+//   inside; its qgroup goes with it once btrfs has dropped the subvolume (kernels that keep it: clear-stale at start);
+// - anything else goes with coreutils `rm -rf --one-file-system`, whose fts walk works relative to directory
+//   descriptors (any depth), never follows symlinks and refuses to descend into other mounts.
+// A mount inside the tree is never crossed: the removal fails instead, with a RemoveTreeError.
+import { execFile } from "node:child_process";
+import { readFile, realpath, lstat, statfs } from "node:fs/promises";
+import { isAbsolute } from "node:path";
+import { promisify } from "node:util";
+
+const run = promisify(execFile);
+
+const BTRFS = "/usr/bin/btrfs";
+const BTRFS_SUPER_MAGIC = 0x9123683e;
+/** Inode number of every btrfs subvolume's root directory. */
+const BTRFS_SUBVOLUME_ROOT_INO = 256;
+/** How much of a tool's message goes into an error (it may quote paths many kilobytes long). */
+const MAX_DETAIL = 300;
+
+export type RemoveTreeErrorCode = "invalid_argument" | "failed_precondition" | "internal" | "canceled";
+
+/** A tree that could not be removed. `code` is a Connect code name; `path` is the tree's root. */
+export class RemoveTreeError extends Error {
+  override readonly name = "RemoveTreeError";
+  constructor(
+    readonly code: RemoveTreeErrorCode,
+    readonly path: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Remove `path` and everything below it. A missing path is not an error. Rejects with a RemoveTreeError (code
+ * "canceled" when `signal` aborts; the tree may then be partly removed).
+ */
+export async function removeTree(path: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<void> {
+  const { signal } = opts;
+  if (!isAbsolute(path) || path === "/") {
+    throw new RemoveTreeError("invalid_argument", path, `refusing to remove '${path}': not an absolute path below /`);
+  }
+  if (signal?.aborted) throw new RemoveTreeError("canceled", path, `removal of ${path} was canceled`, { cause: signal.reason });
+  const st = await lstat(path).catch((error: NodeJS.ErrnoException) => {
+    if (error.code === "ENOENT") return undefined;
+    throw new RemoveTreeError("internal", path, `cannot remove ${path}: ${error.message}`, { cause: error });
+  });
+  if (!st) return;
+  if (st.isDirectory()) {
+    const mounts = await mountsAtOrBelow(path);
+    if (mounts.length > 0) {
+      throw new RemoveTreeError(
+        "failed_precondition",
+        path,
+        `cannot remove ${path}: ${mounts.length === 1 ? "a filesystem is" : `${mounts.length} filesystems are`} mounted in it (${clip(mounts.join(", "))})`,
+      );
+    }
+    if (st.ino === BTRFS_SUBVOLUME_ROOT_INO && (await isBtrfs(path))) {
+      // Only when the tool is missing or refuses (e.g. a nested subvolume) does the subvolume go file by file.
+      try {
+        await tool(path, BTRFS, ["subvolume", "delete", "--", path], signal);
+        return;
+      } catch (error) {
+        if (error instanceof RemoveTreeError && error.code === "canceled") throw error;
+      }
+    }
+  }
+  await tool(path, "rm", ["-rf", "--one-file-system", "--", path], signal);
+}
+
+/** Run a removal tool; a failure becomes a RemoveTreeError quoting what the tool said (toolFailure). */
+async function tool(path: string, file: string, args: string[], signal: AbortSignal | undefined): Promise<void> {
+  try {
+    await run(file, args, { signal, maxBuffer: 1024 * 1024 });
+  } catch (error) {
+    if (signal?.aborted) throw new RemoveTreeError("canceled", path, `removal of ${path} was canceled`, { cause: error });
+    throw new RemoveTreeError("internal", path, `cannot remove ${path}: ${toolFailure(error)}`, { cause: error });
+  }
+}
+
+async function isBtrfs(path: string): Promise<boolean> {
+  return (await statfs(path)).type === BTRFS_SUPER_MAGIC;
+}
+
+/** Mount points of this mount namespace at or below `path` (resolved: mountinfo has real paths). */
+async function mountsAtOrBelow(path: string): Promise<string[]> {
+  const real = await realpath(path);
+  const mountInfo = await readFile("/proc/self/mountinfo", "utf8");
+  const found: string[] = [];
+  for (const line of mountInfo.split("\n")) {
+    const field = line.split(" ")[4];
+    if (field === undefined) continue;
+    // Spaces, tabs, newlines and backslashes in mount points are written as octal escapes.
+    const mountPoint = field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(Number.parseInt(octal, 8)));
+    if (mountPoint === real || mountPoint.startsWith(`${real}/`)) found.push(mountPoint);
+  }
+  return found;
+}
+
+/** The first line of a failed tool's stderr (or the error's message), its middle cut out when it is long. */
+export function toolFailure(error: unknown): string {
+  const stderr = String((error as { stderr?: unknown }).stderr ?? "").trim();
+  return clip(stderr !== "" ? (stderr.split("\n")[0] ?? "") : (error as Error).message);
+}
+
+/** Long text with its middle cut out: the start names the path, the end says what went wrong. */
+function clip(text: string): string {
+  if (text.length <= MAX_DETAIL) return text;
+  const tail = Math.floor(MAX_DETAIL / 3);
+  return `${text.slice(0, MAX_DETAIL - tail)}…${text.slice(-tail)}`;
+}
