@@ -44,6 +44,9 @@ export {
   subscribeSandboxEvents, type SandboxEvent, type SandboxEventCategory, type SandboxEventFilter, type LifecycleEvent,
   type LifecycleEventType, type ProcessEvent, type ProcessEventType, type FilesystemEvent, type FilesystemEventType,
 } from "./events/sandbox-events.js";
+export {
+  DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, DEFAULT_SANDBOX_EVENT_MAX_BYTES, sandboxEventStreamLimits, type SandboxEventStreamLimits,
+} from "./events/event-stream-limits.js";
 
 // ---- Triggers and tasks ----
 export { codeToCommand, shellQuote, type SandboxRunner, type RunTarget, type RunOptions, type RunResult, type CodeSpec, type ProcessSettings, type TerminalSettings } from "./triggers/sandbox-runner.js";

@@ -65,6 +65,11 @@ export interface StreamConfig {
   retention?: Retention;
   maxAgeMs?: number;
   maxMsgs?: number;
+  /**
+   * Bytes the stream may hold (each message counts its subject, headers and data); past it the oldest messages are
+   * discarded, as JetStream's max_bytes with discard "old". Unlimited when absent.
+   */
+  maxBytes?: number;
   /** @default 120000 (NATS's default) */
   duplicateWindowMs?: number;
 }

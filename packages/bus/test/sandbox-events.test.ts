@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
-  EmbeddedBus, SANDBOX_EVENT_STREAM, ensureSandboxEventStream, matchesSandboxEvent, parseSandboxEventSubject, publishSandboxEvent,
-  sandboxEventPattern, sandboxEventSubject, subscribeSandboxEvents, type SandboxEvent,
+  Code, DEFAULT_SANDBOX_EVENT_MAX_BYTES, EmbeddedBus, SANDBOX_EVENT_STREAM, decodeSandboxEvent, ensureSandboxEventStream, matchesSandboxEvent,
+  parseSandboxEventSubject, publishSandboxEvent, sandboxEventPattern, sandboxEventStreamLimits, sandboxEventSubject, subscribeSandboxEvents,
+  type SandboxEvent,
 } from "../src/index.js";
 
 describe("sandbox event subjects", () => {
@@ -64,5 +65,40 @@ describe("publishing sandbox events", () => {
     expect(ack).toBeUndefined();
     const durable = await publishSandboxEvent(bus, { category: "fs", type: "rename", sandboxId: "s", templateId: "t", path: "/b", oldPath: "/a" });
     expect(durable).toMatchObject({ stream: SANDBOX_EVENT_STREAM, duplicate: false });
+  });
+});
+
+describe("the sandbox event stream's limits", () => {
+  it("keeps 24 h and 1 GiB by default, takes both from the environment, and refuses bad values", () => {
+    expect(sandboxEventStreamLimits({}, {})).toEqual({ maxAgeMs: 86_400_000, maxBytes: DEFAULT_SANDBOX_EVENT_MAX_BYTES });
+    expect(DEFAULT_SANDBOX_EVENT_MAX_BYTES).toBe(1024 ** 3);
+    expect(sandboxEventStreamLimits({}, { BURROW_EVENT_STREAM_MAX_BYTES: "5000", BURROW_EVENT_STREAM_MAX_AGE_MS: "60000" })).toEqual({ maxAgeMs: 60_000, maxBytes: 5000 });
+    expect(sandboxEventStreamLimits({ maxBytes: 7 }, { BURROW_EVENT_STREAM_MAX_BYTES: "5000" }).maxBytes).toBe(7);
+    expect(() => sandboxEventStreamLimits({}, { BURROW_EVENT_STREAM_MAX_BYTES: "1GB" })).toThrow(expect.objectContaining({ code: Code.InvalidArgument }));
+  });
+
+  it("discards the oldest events past the byte cap and keeps the newest", async () => {
+    const bus = new EmbeddedBus({ path: ":memory:" });
+    try {
+      await ensureSandboxEventStream(bus, { maxBytes: 20_000 });
+      for (let i = 0; i < 500; i++) {
+        await publishSandboxEvent(bus, { category: "fs", type: "write", sandboxId: "s", templateId: "t", path: `/w/${i}`, metadata: { team: "a" } });
+      }
+      expect(bus.store.streamBytes(SANDBOX_EVENT_STREAM)).toBeLessThanOrEqual(20_000);
+      const c = await bus.consumer(SANDBOX_EVENT_STREAM, { durable: "all" });
+      const { numPending } = await c.info();
+      expect(numPending).toBeGreaterThan(20);
+      expect(numPending).toBeLessThan(500);
+      const paths: string[] = [];
+      for (let m = await c.next({ timeoutMs: 0 }); m; m = await c.next({ timeoutMs: 0 })) {
+        const e = decodeSandboxEvent(m);
+        if (e.category === "fs") paths.push(e.path);
+        await m.ack();
+      }
+      expect(paths).toEqual(Array.from({ length: numPending }, (_, i) => `/w/${500 - numPending + i}`));
+      await c.close();
+    } finally {
+      await bus.close();
+    }
   });
 });

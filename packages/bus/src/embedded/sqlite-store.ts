@@ -41,6 +41,31 @@ CREATE TABLE IF NOT EXISTS kv (bucket TEXT NOT NULL, key TEXT NOT NULL, value BL
   ts INTEGER NOT NULL, PRIMARY KEY (bucket, key)) WITHOUT ROWID;
 `;
 
+/** A stored message's size for max bytes: subject, headers and data, as JetStream counts them (less its framing). */
+const MSG_BYTES = (row: string) => `(octet_length(${row}.subject) + COALESCE(octet_length(${row}.headers), 0) + length(${row}.data))`;
+
+/**
+ * Each stream's stored bytes, kept by triggers so that every insert and delete (publish, age and count limits,
+ * work-queue acks, another handle on the same file) is counted without a scan. Databases from before the column
+ * are counted once when first opened.
+ */
+function ensureByteCounts(db: Database.Database): void {
+  db.transaction(() => {
+    const cols = db.prepare("PRAGMA table_info(streams)").all() as { name: string }[];
+    if (!cols.some((c) => c.name === "bytes")) {
+      db.exec("ALTER TABLE streams ADD COLUMN bytes INTEGER NOT NULL DEFAULT 0");
+      db.exec(`UPDATE streams SET bytes = (SELECT COALESCE(SUM(${MSG_BYTES("m")}), 0) FROM messages m WHERE m.stream = streams.name)`);
+    }
+    db.exec(`
+      CREATE TRIGGER IF NOT EXISTS messages_bytes_insert AFTER INSERT ON messages BEGIN
+        UPDATE streams SET bytes = bytes + ${MSG_BYTES("NEW")} WHERE name = NEW.stream;
+      END;
+      CREATE TRIGGER IF NOT EXISTS messages_bytes_delete AFTER DELETE ON messages BEGIN
+        UPDATE streams SET bytes = bytes - ${MSG_BYTES("OLD")} WHERE name = OLD.stream;
+      END;`);
+  }).immediate();
+}
+
 /**
  * SQLite persistence for the embedded bus: streams, durable consumer positions and pending deliveries, KV.
  * One connection, WAL, and every multi-row change in one transaction, so a crash never leaves a message
@@ -60,6 +85,7 @@ export class SqliteStore {
     this.db.pragma("synchronous = NORMAL");
     this.db.pragma("busy_timeout = 5000");
     this.db.exec(SCHEMA);
+    ensureByteCounts(this.db);
     this.st = this.prepare();
     this.refresh();
   }
@@ -85,6 +111,9 @@ export class SqliteStore {
       getMsg: db.prepare("SELECT stream, seq, subject, headers, data, msg_id, ts FROM messages WHERE stream = ? AND seq = ?"),
       scanMsgs: db.prepare("SELECT seq, subject FROM messages WHERE stream = ? AND seq > ? ORDER BY seq LIMIT ?"),
       delMsg: db.prepare("DELETE FROM messages WHERE stream = ? AND seq = ?"),
+      getBytes: db.prepare("SELECT bytes FROM streams WHERE name = ?"),
+      oldestSizes: db.prepare(`SELECT seq, ${MSG_BYTES("messages")} AS size FROM messages WHERE stream = ? ORDER BY seq`),
+      delThrough: db.prepare("DELETE FROM messages WHERE stream = ? AND seq <= ?"),
       getConsumer: db.prepare("SELECT config, cursor FROM consumers WHERE stream = ? AND durable = ?"),
       putConsumer: db.prepare("INSERT INTO consumers (stream, durable, config, cursor) VALUES (?, ?, ?, ?) ON CONFLICT (stream, durable) DO UPDATE SET config = excluded.config"),
       setCursor: db.prepare("UPDATE consumers SET cursor = ? WHERE stream = ? AND durable = ?"),
@@ -114,9 +143,36 @@ export class SqliteStore {
     }
     const prev = this.streams.get(cfg.name);
     const lastSeq = prev?.lastSeq ?? 0;
-    this.db.prepare("INSERT INTO streams (name, config, last_seq) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET config = excluded.config")
-      .run(cfg.name, JSON.stringify(cfg), lastSeq);
+    this.db.transaction(() => {
+      this.db.prepare("INSERT INTO streams (name, config, last_seq) VALUES (?, ?, ?) ON CONFLICT (name) DO UPDATE SET config = excluded.config")
+        .run(cfg.name, JSON.stringify(cfg), lastSeq);
+      // A lowered cap applies at once, as JetStream applies a stream update.
+      this.enforceMaxBytes(cfg.name, cfg.maxBytes);
+    })();
     this.streams.set(cfg.name, { cfg, patterns, lastSeq });
+  }
+
+  /**
+   * Discards the oldest messages until the stream fits in `maxBytes` (JetStream's discard "old"). Runs inside the
+   * transaction that stored the message, so readers never see the stream over its cap.
+   */
+  private enforceMaxBytes(stream: string, maxBytes: number | undefined): void {
+    if (!maxBytes || maxBytes <= 0) return;
+    const bytes = (this.st.getBytes.get(stream) as { bytes: number } | undefined)?.bytes ?? 0;
+    let excess = bytes - maxBytes;
+    if (excess <= 0) return;
+    let through = 0;
+    for (const r of this.st.oldestSizes.iterate(stream) as Iterable<{ seq: number; size: number }>) {
+      through = r.seq;
+      excess -= r.size;
+      if (excess <= 0) break;
+    }
+    if (through > 0) this.st.delThrough.run(stream, through);
+  }
+
+  /** Bytes the stream holds now, as max bytes counts them. */
+  streamBytes(stream: string): number {
+    return (this.st.getBytes.get(stream) as { bytes: number } | undefined)?.bytes ?? 0;
   }
 
   deleteStream(name: string): void {
@@ -176,11 +232,12 @@ export class SqliteStore {
     this.st.insertMsg.run(stream, seq, subject, hdr, data, msgId ?? null, now);
     this.st.setLastSeq.run(seq, stream);
     if (msgId !== undefined) this.st.putDedup.run(stream, msgId, seq, now);
+    this.enforceMaxBytes(stream, s.cfg.maxBytes);
     s.lastSeq = seq;
     return { seq, duplicate: false };
   }
 
-  /** Applies max age, max messages and the duplicate window. Cheap enough to call often; runs at most once a second. */
+  /** Applies max age, max messages and the duplicate window (max bytes is applied on every append). Cheap enough to call often; runs at most once a second. */
   prune(now: number): void {
     if (now - this.lastPrune < 1000) return;
     this.lastPrune = now;

@@ -1,6 +1,7 @@
 import type { SandboxEventFilter } from "@burrow/protocol";
 import { decodeToken, encodeToken } from "../subject.js";
 import type { Bus, BusMsg, PubAck } from "../types.js";
+import { sandboxEventStreamLimits, type SandboxEventStreamLimits } from "./event-stream-limits.js";
 
 /**
  * Sandbox events on subjects `sbx.<templateId>.<sandboxId>.<category>.<type>`, each id escaped into one token.
@@ -13,7 +14,8 @@ export const SANDBOX_EVENT_SUBJECTS = ["sbx.>"];
 
 export type LifecycleEventType = "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed";
 export type ProcessEventType = "started" | "output" | "exited";
-export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod";
+/** `overflow`: changes were dropped to keep a flood bounded; `dropped` says how many, `path` is the latest of them. */
+export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod" | "overflow";
 
 interface EventBase {
   sandboxId: string;
@@ -42,8 +44,10 @@ export interface ProcessEvent extends EventBase {
   cmd?: string;
   /** output (only published when the process was started with output events on). */
   stream?: "stdout" | "stderr" | "pty";
-  /** output: base64 of the chunk. */
+  /** output: base64 of the chunk (output within a short window is merged into one event). */
   dataBase64?: string;
+  /** output: bytes of this stream left out just before this chunk, to keep a fast writer's events bounded. */
+  droppedBytes?: number;
   /** exited: the exit code (signal deaths are 128 + signal, as shells report). */
   exitCode?: number;
   error?: string;
@@ -57,6 +61,14 @@ export interface FilesystemEvent extends EventBase {
   oldPath?: string;
   /** chmod: the new mode. */
   mode?: number;
+  /** Changes of this type to this path merged into this one event (absent when 1). */
+  count?: number;
+  /** overflow: changes not published one by one (counted before merging). */
+  dropped?: number;
+  /** overflow: `dropped` by type. */
+  droppedByType?: Partial<Record<Exclude<FilesystemEventType, "overflow">, number>>;
+  /** overflow: when the first dropped change happened (Unix ms); `atMs` is the last. */
+  sinceMs?: number;
 }
 
 export type SandboxEvent = LifecycleEvent | ProcessEvent | FilesystemEvent;
@@ -103,9 +115,10 @@ export function decodeSandboxEvent(m: Pick<BusMsg, "data">): SandboxEvent {
   return JSON.parse(dec.decode(m.data)) as SandboxEvent;
 }
 
-/** Creates the stream that keeps sandbox events for durable consumers such as triggers. */
-export async function ensureSandboxEventStream(bus: Bus, opts: { maxAgeMs?: number } = {}): Promise<void> {
-  await bus.ensureStream({ name: SANDBOX_EVENT_STREAM, subjects: SANDBOX_EVENT_SUBJECTS, retention: "limits", maxAgeMs: opts.maxAgeMs ?? 86_400_000 });
+/** Creates (or updates) the stream that keeps sandbox events for durable consumers such as triggers. */
+export async function ensureSandboxEventStream(bus: Bus, opts: SandboxEventStreamLimits = {}): Promise<void> {
+  const limits = sandboxEventStreamLimits(opts);
+  await bus.ensureStream({ name: SANDBOX_EVENT_STREAM, subjects: SANDBOX_EVENT_SUBJECTS, retention: "limits", ...limits });
 }
 
 /**

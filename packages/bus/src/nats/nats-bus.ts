@@ -1,5 +1,5 @@
 import { connect, nanos, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
-import { AckPolicy, DeliverPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
+import { AckPolicy, DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
 import { AsyncQueue } from "../async-queue.js";
 import { BusError, Code, abortError } from "../errors.js";
@@ -153,6 +153,8 @@ export class NatsBus implements Bus {
       storage: StorageType.File,
       max_age: cfg.maxAgeMs ? nanos(cfg.maxAgeMs) : 0,
       max_msgs: cfg.maxMsgs ?? -1,
+      max_bytes: cfg.maxBytes ?? -1,
+      discard: DiscardPolicy.Old,
       ...(cfg.duplicateWindowMs ? { duplicate_window: nanos(cfg.duplicateWindowMs) } : {}),
     };
     try {

@@ -88,6 +88,40 @@ export function durableSuite(get: () => { backend: BusBackend; bus: Bus }): void
       await c.close();
     });
 
+    it("discards the oldest messages to stay under maxBytes, and applies a lowered cap at once", async () => {
+      const { bus } = get();
+      const name = uniq("S");
+      const readAll = async (durable: string): Promise<number[]> => {
+        const c = await bus.consumer(name, { durable });
+        const got: number[] = [];
+        for (let m = await c.next({ timeoutMs: 1000 }); m; m = await c.next({ timeoutMs: 1000 })) {
+          got.push(Number(dec(m.data).slice(0, 4)));
+          await m.ack();
+        }
+        await c.close();
+        return got;
+      };
+      const newest = (n: number, total: number) => Array.from({ length: n }, (_, i) => total - n + i);
+      // 1 KiB messages under a 10 KiB cap. A message also counts its subject and headers (and on NATS some framing),
+      // so the backends may keep one fewer than ten; what both must do is keep only the newest, in order.
+      await bus.ensureStream({ name, subjects: [`${name}.>`], maxBytes: 10 * 1024 });
+      for (let i = 0; i < 40; i++) {
+        // Discard "old": every publish is accepted, none refused for space.
+        const a = await bus.publishDurable(`${name}.e`, enc(String(i).padStart(4, "0") + "x".repeat(1020)));
+        expect(a.seq).toBe(i + 1);
+      }
+      const kept = await readAll("d1");
+      expect(kept.length).toBeGreaterThanOrEqual(8);
+      expect(kept.length).toBeLessThanOrEqual(10);
+      expect(kept).toEqual(newest(kept.length, 40));
+
+      await bus.ensureStream({ name, subjects: [`${name}.>`], maxBytes: 3 * 1024 });
+      const after = await readAll("d2");
+      expect(after.length).toBeGreaterThanOrEqual(1);
+      expect(after.length).toBeLessThanOrEqual(3);
+      expect(after).toEqual(newest(after.length, 40));
+    });
+
     it("redelivers after nak with a delay, counting deliveries", async () => {
       const { bus } = get();
       const name = uniq("S");
