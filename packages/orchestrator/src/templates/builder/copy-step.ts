@@ -38,6 +38,21 @@ export interface CopyInput {
 const GLOB_CHARS = /[*?[]/;
 
 export async function runCopyStep(input: CopyInput): Promise<string[]> {
+  try {
+    return await copyInto(input);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (error instanceof TemplateBuildError || typeof code !== "string") throw error;
+    // A filesystem error names host paths: the unpack and layer directories become the paths the user knows.
+    const message = String((error as Error).message)
+      .replaceAll(`${join(input.scratchDir, "unpack")}/`, "")
+      .replaceAll(input.layerDir, "")
+      .replaceAll(input.scratchDir, "");
+    throw new TemplateBuildError("internal", `step ${input.step}: COPY failed: ${message}`, { step: input.step, cause: error });
+  }
+}
+
+async function copyInto(input: CopyInput): Promise<string[]> {
   const { step } = input;
   const account = await lookupAccount(input.lowerDirs, input.owner);
   if (!account) {

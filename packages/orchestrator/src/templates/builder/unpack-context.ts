@@ -42,18 +42,19 @@ export async function unpackContext(archive: string, dir: string): Promise<void>
         return true;
       },
     });
+    for (const link of links) {
+      if (lastIndex.get(link.path) !== link.index) continue;
+      await placeLink(dir, link);
+    }
   } catch (error) {
-    // node-tar's messages carry host paths (the unpack directory); they stay on the host.
+    if (error instanceof ContextArchiveError) throw error;
+    // node-tar's and the filesystem's messages carry host paths (the unpack directory); they stay on the host.
     const code = (error as { code?: unknown }).code;
     const detail = String((error as Error).message ?? error)
       .replaceAll(`${dir}/`, "")
       .replaceAll(dir, ".")
       .replaceAll(archive, "the archive");
     throw new ContextArchiveError(typeof code === "string" && !detail.includes(code) ? `${code}: ${detail}` : detail, { cause: error });
-  }
-  for (const link of links) {
-    if (lastIndex.get(link.path) !== link.index) continue;
-    await placeLink(dir, link);
   }
 }
 
