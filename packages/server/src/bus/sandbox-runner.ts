@@ -1,7 +1,7 @@
 // The real SandboxRunner behind triggers and tasks: runs commands through envd in an existing sandbox, or in a fresh
 // sandbox created from a template through the SandboxService (so it is stored, timed out and announced like any
 // other) and killed afterwards unless asked to keep it. Each run publishes `proc` events (started, exited, and
-// output when asked for) on the sandbox's subjects.
+// output when asked for, merged and rate-limited by OutputEventThrottle) on the sandbox's subjects.
 import { posix } from "node:path";
 import { publishSandboxEvent, type Bus, type RunOptions, type RunResult, type RunTarget, type SandboxRunner } from "@burrow/bus";
 import type { Logger } from "pino";
@@ -9,6 +9,7 @@ import { Code, ServerError } from "../errors.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxRow } from "../store/sandboxes.js";
 import { envdError, killProcess, readSandboxFile, streamProcess, writeSandboxFile, type EnvdTarget } from "./envd-client.js";
+import { OutputEventThrottle, resolveOutputEventLimits, type OutputEventLimits } from "./output-event-throttle.js";
 
 /** A file copied into the target sandbox before the command runs (how one pipeline stage hands data to the next). */
 export interface FileInput {
@@ -44,6 +45,8 @@ export interface ServerSandboxRunnerOptions {
   maxInputBytes?: number;
   /** Lifetime of fresh sandboxes beyond the command's timeout, in seconds. @default 300 */
   freshSandboxGraceSec?: number;
+  /** Merging window and byte budget of `proc.output` events (see OutputEventLimits for defaults and env names). */
+  outputLimits?: Partial<OutputEventLimits>;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -64,7 +67,11 @@ class OutputTail {
 }
 
 export class ServerSandboxRunner implements SandboxRunner {
-  constructor(private readonly o: ServerSandboxRunnerOptions) {}
+  private readonly outputLimits: OutputEventLimits;
+
+  constructor(private readonly o: ServerSandboxRunnerOptions) {
+    this.outputLimits = resolveOutputEventLimits(o.outputLimits);
+  }
 
   /** The live sandbox as an envd target, or NotFound in the API's words. */
   target(sandboxId: string): { row: SandboxRow; envd: EnvdTarget } {
@@ -120,6 +127,16 @@ export class ServerSandboxRunner implements SandboxRunner {
         (err: unknown) => this.o.logger.warn({ err, sandboxId: row.sandboxId }, "could not publish a process event"),
       );
     };
+    const output = opts.outputEvents && this.o.bus
+      ? new OutputEventThrottle(this.outputLimits, async (chunks) => {
+        for (const c of chunks) {
+          await publish({
+            ...base, category: "proc", type: "output", pid, stream: c.stream, dataBase64: c.data.toString("base64"),
+            ...(c.droppedBytes > 0 ? { droppedBytes: c.droppedBytes } : {}),
+          }, false);
+        }
+      })
+      : undefined;
     try {
       for await (const e of streamProcess(envd, {
         cmd,
@@ -136,10 +153,10 @@ export class ServerSandboxRunner implements SandboxRunner {
           await publish({ ...base, category: "proc", type: "started", pid, cmd }, true);
         } else if (e.kind === "data") {
           (e.stream === "stderr" ? stderr : stdout).push(e.data);
-          if (opts.outputEvents) {
-            await publish({ ...base, category: "proc", type: "output", pid, stream: e.stream, dataBase64: Buffer.from(e.data).toString("base64") }, false);
-          }
+          output?.push(e.stream, e.data);
         } else {
+          // The last output goes out before the exit, as it happened.
+          await output?.flush();
           await publish({ ...base, category: "proc", type: "exited", pid, exitCode: e.exitCode, ...(e.error ? { error: e.error } : {}) }, true);
           return { exitCode: e.exitCode, stdout: stdout.text(), stderr: stderr.text() };
         }
@@ -149,6 +166,7 @@ export class ServerSandboxRunner implements SandboxRunner {
       const failure = envdError(err, "command failed");
       const error = failure.code === Code.DeadlineExceeded ? new ServerError(Code.DeadlineExceeded, `command timed out after ${timeoutMs} ms`, { cause: err }) : failure;
       if (started) {
+        await output?.flush();
         // envd keeps processes whose client went away; a caller that gave up does not want it running on.
         if (opts.signal?.aborted) await killProcess(envd, pid, opts.user).catch(() => undefined);
         await publish({ ...base, category: "proc", type: "exited", pid, exitCode: -1, error: error.message }, true);

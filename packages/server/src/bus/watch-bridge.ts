@@ -1,15 +1,19 @@
 // Filesystem events onto the bus: for each watch asked for (REST, or `burrow.watch` metadata at create time) the
-// server holds an envd WatchDir stream and publishes every change as `sbx.<template>.<sandbox>.fs.<type>` into the
-// durable sandbox event stream, so triggers see it. Watches live in memory: they end with their sandbox, and a
-// server restart drops them (clients re-create them; the metadata convention does not re-apply after a restart).
+// server holds an envd WatchDir stream and publishes the changes as `sbx.<template>.<sandbox>.fs.<type>` into the
+// durable sandbox event stream, so triggers see them. Changes are merged and rate-limited per sandbox (FsEventThrottle):
+// a flood costs a bounded number of events, with `fs.overflow` summaries for what was dropped. Watches live in memory:
+// they end with their sandbox, and a server restart drops them (clients re-create them; the metadata convention does
+// not re-apply after a restart).
 import { randomUUID } from "node:crypto";
 import { posix } from "node:path";
-import { publishSandboxEvent, type Bus } from "@burrow/bus";
+import { publishSandboxEvent, type Bus, type SandboxEvent } from "@burrow/bus";
 import type { Logger } from "pino";
 import { Code, ServerError } from "../errors.js";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import { FS_EVENT_TYPES, openDirWatch } from "./envd-client.js";
+import { resolveFsEventLimits, type FsEventLimits } from "./fs-event-limits.js";
+import { FsEventThrottle, type FsBatch } from "./fs-event-throttle.js";
 
 /** Create-time metadata: a path (or comma-separated paths) to watch recursively from the start. */
 export const WATCH_METADATA_KEY = "burrow.watch";
@@ -34,16 +38,28 @@ export interface WatchBridgeOptions {
   logger: Logger;
   /** Watches one sandbox may hold. @default 32 */
   maxPerSandbox?: number;
+  /** Merging window and rate limit of each sandbox's events (see FsEventLimits for defaults and env names). */
+  limits?: Partial<FsEventLimits>;
 }
+
+/** Changes read from envd between two yields to the event loop. */
+const READ_YIELD_EVERY = 64;
+
+/** Publishes this many events at a time, then lets other work run: the embedded bus writes each one synchronously. */
+const PUBLISH_CHUNK = 32;
 
 export class WatchBridge {
   readonly #o: WatchBridgeOptions;
   readonly #watches = new Map<string, Held>();
+  /** Per sandbox, shared by its watches, kept until the sandbox ends so that re-creating a watch cannot reset it. */
+  readonly #throttles = new Map<string, FsEventThrottle>();
+  readonly #limits: FsEventLimits;
   readonly #unsubscribe: Array<() => void> = [];
   #closed = false;
 
   constructor(o: WatchBridgeOptions) {
     this.#o = o;
+    this.#limits = resolveFsEventLimits(o.limits);
     this.#unsubscribe.push(o.sandboxes.onRemoved((id) => this.#stopSandbox(id)));
     this.#unsubscribe.push(
       o.events.subscribe((e) => {
@@ -80,26 +96,50 @@ export class WatchBridge {
       throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" ended`);
     }
     this.#watches.set(info.watchId, { info, stop });
-    void this.#pump(info, events, stop.signal, { templateId: live.row.templateId, metadata: live.row.metadata });
+    const throttle = this.#throttleFor(sandboxId, { templateId: live.row.templateId, metadata: live.row.metadata });
+    void this.#pump(info, events, stop.signal, throttle);
     return info;
   }
 
-  async #pump(info: WatchInfo, events: AsyncIterator<{ name: string; type: number }>, signal: AbortSignal, base: { templateId: string; metadata: Record<string, string> }): Promise<void> {
+  #throttleFor(sandboxId: string, base: { templateId: string; metadata: Record<string, string> }): FsEventThrottle {
+    let t = this.#throttles.get(sandboxId);
+    if (!t) {
+      t = new FsEventThrottle(this.#limits, (batch) => this.#publish(sandboxId, base, batch));
+      this.#throttles.set(sandboxId, t);
+    }
+    return t;
+  }
+
+  /** One window's events in order: the overflow summary first, then the kept changes, oldest first. */
+  async #publish(sandboxId: string, base: { templateId: string; metadata: Record<string, string> }, batch: FsBatch): Promise<void> {
+    const common = { category: "fs", sandboxId, templateId: base.templateId, metadata: base.metadata } as const;
+    const events: SandboxEvent[] = [];
+    if (batch.overflow) {
+      const o = batch.overflow;
+      events.push({ ...common, type: "overflow", path: o.path, dropped: o.dropped, droppedByType: o.droppedByType, sinceMs: o.sinceMs, atMs: o.atMs });
+      this.#o.logger.debug({ sandboxId, dropped: o.dropped }, "filesystem events dropped by the rate limit");
+    }
+    for (const c of batch.changes) events.push({ ...common, type: c.type, path: c.path, atMs: c.atMs, ...(c.count > 1 ? { count: c.count } : {}) });
+    for (let i = 0; i < events.length; i += PUBLISH_CHUNK) {
+      if (i > 0) await new Promise<void>((resolve) => setImmediate(resolve));
+      // Started in order without waiting on each other: both backends store them in the order they are sent.
+      const results = await Promise.allSettled(events.slice(i, i + PUBLISH_CHUNK).map((e) => publishSandboxEvent(this.#o.bus, e)));
+      const failed = results.find((r): r is PromiseRejectedResult => r.status === "rejected");
+      if (failed) this.#o.logger.warn({ err: failed.reason, sandboxId }, "could not publish filesystem events");
+    }
+  }
+
+  async #pump(info: WatchInfo, events: AsyncIterator<{ name: string; type: number }>, signal: AbortSignal, throttle: FsEventThrottle): Promise<void> {
+    let read = 0;
     try {
       for (;;) {
         const r = await events.next();
         if (r.done) break;
         const type = FS_EVENT_TYPES[r.value.type as keyof typeof FS_EVENT_TYPES];
-        if (!type) continue;
-        // One at a time, so the stream keeps envd's order.
-        await publishSandboxEvent(this.#o.bus, {
-          category: "fs",
-          type,
-          sandboxId: info.sandboxId,
-          templateId: base.templateId,
-          metadata: base.metadata,
-          path: posix.join(info.path, r.value.name),
-        }).catch((err: unknown) => this.#o.logger.warn({ err, sandboxId: info.sandboxId }, "could not publish a filesystem event"));
+        if (type) throttle.push(type, posix.join(info.path, r.value.name));
+        // Events decoded from one network read arrive as resolved promises, all in one turn of the event loop; in a
+        // flood that turn would hold off every request, so let I/O in now and then.
+        if (++read % READ_YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));
       }
     } catch (err) {
       if (!signal.aborted) this.#o.logger.warn({ err, sandboxId: info.sandboxId, path: info.path }, "filesystem watch ended");
@@ -123,6 +163,10 @@ export class WatchBridge {
 
   #stopSandbox(sandboxId: string): void {
     for (const w of this.list(sandboxId)) this.stop(sandboxId, w.watchId);
+    // Changes made before the end are still published.
+    const t = this.#throttles.get(sandboxId);
+    this.#throttles.delete(sandboxId);
+    void t?.close().catch((err: unknown) => this.#o.logger.warn({ err, sandboxId }, "could not publish the last filesystem events"));
   }
 
   close(): void {
@@ -130,5 +174,9 @@ export class WatchBridge {
     for (const u of this.#unsubscribe.splice(0)) u();
     for (const h of this.#watches.values()) h.stop.abort();
     this.#watches.clear();
+    for (const [sandboxId, t] of this.#throttles) {
+      void t.close().catch((err: unknown) => this.#o.logger.debug({ err, sandboxId }, "could not publish the last filesystem events"));
+    }
+    this.#throttles.clear();
   }
 }
