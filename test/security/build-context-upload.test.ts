@@ -45,11 +45,13 @@ describe("uploads", () => {
     const ids = await requestBuild(env, tpl);
     const first = await filesCheck(env, ids.templateID, hash);
     expect(first).toMatchObject({ status: 201, json: { present: false, url: expect.stringContaining(ids.templateID) } });
-    // Two upload URLs for the same files while absent: the first PUT wins, the second is refused.
+    // Upload URLs issued while absent: the first PUT wins, other bytes are refused, the same bytes are a no-op.
     const second = await filesCheck(env, ids.templateID, hash);
+    const third = await filesCheck(env, ids.templateID, hash);
     expect(await put(first.json.url, rawTar(good))).toEqual({ status: 200, json: undefined });
     const replaced = await put(second.json.url, rawTar(evil));
     expect(replaced).toEqual({ status: 409, json: { code: 409, message: expect.stringMatching(/already uploaded.*never replaced/) } });
+    expect(await put(third.json.url, rawTar(good))).toEqual({ status: 200, json: undefined });
     const again = await put(first.json.url, rawTar(evil));
     expect(again).toEqual({ status: 409, json: { code: 409, message: expect.stringMatching(/already uploaded/) } });
     // Present: no URL, no token.

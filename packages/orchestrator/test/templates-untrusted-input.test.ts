@@ -352,6 +352,10 @@ describe("upload store", () => {
     expect(await store.has("other", h(1))).toBe(false);
     await expect(store.write("tpl", h(1), body(20))).rejects.toMatchObject({ code: "already_exists" });
     expect(statSync(store.path("tpl", h(1))).size).toBe(10);
+    // The same bytes again (two builds uploading at once) are no replacement: accepted, nothing changes.
+    const inode = statSync(store.path("tpl", h(1))).ino;
+    await store.write("tpl", h(1), body(10));
+    expect(statSync(store.path("tpl", h(1))).ino).toBe(inode);
     // Two writers of one hash at once: exactly one wins.
     const results = await Promise.allSettled([store.write("tpl", h(2), body(30)), store.write("tpl", h(2), body(40))]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);

@@ -116,7 +116,8 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
           if (await builder.hasFiles(templateID, hash).catch(() => false)) throw alreadyUploaded();
           throw new ServerError(Code.PermissionDenied, "upload token missing, expired, already used or for another file");
         }
-        if (await builder.hasFiles(templateID, hash)) throw alreadyUploaded();
+        // With a token issued before the files arrived (two builds uploading at once), the body is read: the same
+        // bytes again are fine, other bytes are refused as a replacement.
         const contentLength = request.headers["content-length"] !== undefined ? Number(request.headers["content-length"]) : undefined;
         const max = builder.maxUploadBytes;
         // The route bypasses the API's body limit (a context is large); this is its own. The rest of a refused

@@ -22,7 +22,10 @@ export interface TemplateBuildService {
   hasFiles(templateId: string, hash: string): Promise<boolean>;
   /** Largest upload accepted, in bytes (larger ones are answered 413 before being read). */
   readonly maxUploadBytes: number;
-  /** Store an upload once: already_exists when present, resource_exhausted when too large or too many. */
+  /**
+   * Store an upload once: the same bytes again are a no-op, other bytes already_exists; resource_exhausted when
+   * too large or too many.
+   */
   acceptUpload(
     templateId: string,
     hash: string,

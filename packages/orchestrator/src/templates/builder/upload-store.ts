@@ -5,12 +5,12 @@
 // use), is written once (never replaced: a second write of the same hash is refused), and is bounded in size,
 // number and total bytes. Uploads no running build uses are collected once they are older than a day: a client
 // whose upload was collected simply uploads again (the files check answers "not present").
-import { createWriteStream } from "node:fs";
+import { createReadStream, createWriteStream } from "node:fs";
 import { link, lstat, mkdir, readdir, rm, rmdir, stat, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { randomBytes } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import type { UploadLimits } from "../../config.js";
 import { TemplateBuildError } from "./template-build-error.js";
 
@@ -54,12 +54,13 @@ export class UploadStore {
   }
 
   /**
-   * Store `body` as the upload of `hash` for `templateId`. Rejects with already_exists when that upload is
-   * present (or completes first), resource_exhausted when it is too large or the store is full.
+   * Store `body` as the upload of `hash` for `templateId`. When that upload is present (or completes first), the
+   * same bytes again are accepted as a no-op — two builds of one template may upload the same files at once —
+   * and other bytes are refused with already_exists: an upload is never replaced. resource_exhausted when it is
+   * too large or the store is full.
    */
   async write(templateId: string, hash: string, body: Readable, opts: WriteUploadOptions = {}): Promise<void> {
     const final = this.path(templateId, hash);
-    if (await this.has(templateId, hash)) throw alreadyPresent(hash);
     if (opts.contentLength !== undefined && opts.contentLength > this.limits.maxBytes) throw this.tooLarge();
     const partName = `${templateId}-${hash}-${randomBytes(6).toString("hex")}`;
     const part = join(this.root, PARTIAL_DIR, partName);
@@ -79,8 +80,8 @@ export class UploadStore {
         // link() never replaces: of two uploads of one hash, the second finds the first's file and fails.
         await link(part, final);
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === "EEXIST") throw alreadyPresent(hash);
-        throw error;
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        if ((await sha256File(part)) !== (await sha256File(final))) throw alreadyPresent(hash);
       }
     } finally {
       this.inProgress.delete(partName);
@@ -164,6 +165,12 @@ export class UploadStore {
   private tooLarge(): TemplateBuildError {
     return new TemplateBuildError("resource_exhausted", `upload is larger than the server's limit of ${this.limits.maxBytes} bytes`);
   }
+}
+
+async function sha256File(path: string): Promise<string> {
+  const hash = createHash("sha256");
+  for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest("hex");
 }
 
 export function checkIds(templateId: string, hash: string): void {
