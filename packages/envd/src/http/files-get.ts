@@ -90,6 +90,8 @@ export async function getFile(env: EnvdContext, req: IncomingMessage, res: Serve
     headers["Transfer-Encoding"] = "chunked";
     res.writeHead(200, gzip ? { ...headers, ...GZIP_HEADERS } : headers);
     if (!source) return void res.end();
+    // A FIFO may keep the first byte waiting: the client has its answer meanwhile (the head is ASCII only).
+    res.flushHeaders();
     await sendBody(res, gzip ? [source, gzipStage()] : [source]);
     return;
   }

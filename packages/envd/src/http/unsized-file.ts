@@ -45,21 +45,14 @@ export async function openUnsizedFile(path: string, s: Stats): Promise<Readable>
       await fh.close();
       return Readable.from([]);
     }
-    // the handle's position is after the first chunk; the stream goes on from there (start omitted)
-    const rest = fh.createReadStream({ autoClose: true });
-    return Readable.from(chain(first.subarray(0, bytesRead), rest), { objectMode: false });
+    // the handle's position is after the first chunk: the stream goes on from there (start omitted), and
+    // destroying it (a client that goes away) closes the handle
+    const stream = fh.createReadStream({ autoClose: true });
+    stream.unshift(first.subarray(0, bytesRead));
+    return stream;
   } catch (err) {
     await fh.close().catch(() => undefined);
     throw err;
-  }
-}
-
-async function* chain(first: Buffer, rest: Readable): AsyncGenerator<Buffer> {
-  try {
-    yield first;
-    for await (const chunk of rest) yield chunk as Buffer;
-  } finally {
-    rest.destroy();
   }
 }
 
