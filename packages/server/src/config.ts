@@ -40,6 +40,33 @@ export interface ServerConfig {
   readonly maxTimeoutSec: number;
   /** Largest REST request body; larger bodies get 413. @default 1048576 */
   readonly bodyLimitBytes: number;
+  // Connection limits of the HTTP server (API and gateway alike), resolved by resolveConnectionLimits below.
+  /**
+   * A client must send a request's complete head within this time (slow or half-sent heads are closed with 408).
+   * @default 60000 (env BURROW_HEADERS_TIMEOUT_MS)
+   */
+  readonly headersTimeoutMs: number;
+  /**
+   * A client must send a whole request, body included, within this time; generous because file uploads through
+   * the gateway can be large. Streamed responses are not limited by it. 0 turns it off.
+   * @default 3600000 (env BURROW_REQUEST_TIMEOUT_MS)
+   */
+  readonly requestTimeoutMs: number;
+  /** A keep-alive connection with no request in flight is closed after this long. @default 5000 (env BURROW_KEEP_ALIVE_TIMEOUT_MS) */
+  readonly keepAliveTimeoutMs: number;
+  /**
+   * A connection on which nothing moves for this long, while a request body is being received or its answer is
+   * awaited, is closed. Once a sandbox has started answering, its response streams as long as the sandbox keeps it
+   * open (Connect streams, WebSockets), and the API's event streams ping every 15 s. 0 turns it off.
+   * @default 300000 (env BURROW_IDLE_TIMEOUT_MS)
+   */
+  readonly idleTimeoutMs: number;
+  /**
+   * Connections one client (remote address) may hold open at once; more are answered 503 and closed. Generous so
+   * that one SDK process can run a thousand commands at once. 0 turns it off.
+   * @default 4096 (env BURROW_MAX_CONNECTIONS_PER_CLIENT)
+   */
+  readonly maxConnectionsPerClient: number;
   /** How often every running sandbox's metrics are sampled. @default 5000 */
   readonly metricsIntervalMs: number;
   /** Samples kept per sandbox (a ring; oldest dropped). @default 720 */
@@ -155,10 +182,54 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     defaultTimeoutSec,
     maxTimeoutSec,
     bodyLimitBytes: positiveInt("bodyLimitBytes", input.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES),
+    ...resolveConnectionLimits(input, env),
     metricsIntervalMs: positiveInt("metricsIntervalMs", input.metricsIntervalMs ?? DEFAULT_METRICS_INTERVAL_MS),
     metricsRetention: positiveInt("metricsRetention", input.metricsRetention ?? DEFAULT_METRICS_RETENTION),
     apiKey,
     clientId: input.clientId ?? DEFAULT_CLIENT_ID,
     admission: resolveAdmission(input.admission, env),
   });
+}
+
+type ConnectionLimits = Pick<
+  ServerConfig,
+  "headersTimeoutMs" | "requestTimeoutMs" | "keepAliveTimeoutMs" | "idleTimeoutMs" | "maxConnectionsPerClient"
+>;
+
+/** Connection limits of the HTTP server (see the ServerConfig fields of the same names). */
+export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({
+  headersTimeoutMs: 60_000,
+  requestTimeoutMs: 3_600_000,
+  keepAliveTimeoutMs: 5_000,
+  idleTimeoutMs: 300_000,
+  maxConnectionsPerClient: 4096,
+});
+
+const CONNECTION_LIMITS_ENV: Record<keyof ConnectionLimits, string> = {
+  headersTimeoutMs: "BURROW_HEADERS_TIMEOUT_MS",
+  requestTimeoutMs: "BURROW_REQUEST_TIMEOUT_MS",
+  keepAliveTimeoutMs: "BURROW_KEEP_ALIVE_TIMEOUT_MS",
+  idleTimeoutMs: "BURROW_IDLE_TIMEOUT_MS",
+  maxConnectionsPerClient: "BURROW_MAX_CONNECTIONS_PER_CLIENT",
+};
+
+/** Node's timers hold at most 2^31-1 ms; a larger value would silently become 1 ms. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+function resolveConnectionLimits(input: Partial<ConnectionLimits>, env: NodeJS.ProcessEnv): ConnectionLimits {
+  const out = {} as { -readonly [K in keyof ConnectionLimits]: number };
+  for (const key of Object.keys(DEFAULT_CONNECTION_LIMITS) as (keyof ConnectionLimits)[]) {
+    const raw = env[CONNECTION_LIMITS_ENV[key]];
+    const value = input[key] ?? (raw !== undefined && raw !== "" ? Number(raw) : DEFAULT_CONNECTION_LIMITS[key]);
+    // Off (0) is allowed where the limit is optional; a server without a header or keep-alive timeout is not.
+    const allowZero = key !== "headersTimeoutMs" && key !== "keepAliveTimeoutMs";
+    out[key] = positiveInt(key, value, { allowZero });
+    if (key !== "maxConnectionsPerClient" && out[key] > MAX_TIMER_MS) {
+      throw new ServerError(Code.InvalidArgument, `${key} must be ≤ ${MAX_TIMER_MS}, got ${out[key]}`);
+    }
+  }
+  if (out.requestTimeoutMs !== 0 && out.headersTimeoutMs > out.requestTimeoutMs) {
+    throw new ServerError(Code.InvalidArgument, `headersTimeoutMs (${out.headersTimeoutMs}) exceeds requestTimeoutMs (${out.requestTimeoutMs})`);
+  }
+  return out;
 }

@@ -1,11 +1,13 @@
 // startServer: the control plane in one call — store, lifecycle, REST API and gateway on one port.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 import type { Orchestrator } from "@burrow/orchestrator";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
 import { createApi } from "./api/app.js";
 import { ensureApiKey, type EnsureApiKeyResult } from "./auth/ensure-api-key.js";
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
+import { ClientConnectionCap } from "./gateway/client-connection-cap.js";
 import { Gateway, type UpstreamResolver } from "./gateway/gateway.js";
 import type { TemplateBuildService } from "./templates-api/index.js";
 import { SandboxEvents } from "./lifecycle/events.js";
@@ -54,6 +56,15 @@ export interface RunningServer {
   readonly apiKey: EnsureApiKeyResult;
   /** Stop listening, drop proxied connections, close the store. Sandboxes keep running. Idempotent. */
   close(): Promise<void>;
+}
+
+/**
+ * How often Node looks for requests past their header or request timeout: a quarter of the shorter one, so that a
+ * timeout is enforced within 25 % of its value, but no more often than every 100 ms nor less than every 30 s.
+ */
+function connectionsCheckingInterval(headersTimeoutMs: number, requestTimeoutMs: number): number {
+  const shortest = requestTimeoutMs > 0 ? Math.min(headersTimeoutMs, requestTimeoutMs) : headersTimeoutMs;
+  return Math.min(30_000, Math.max(100, Math.floor(shortest / 4)));
 }
 
 export async function startServer(config: ServerConfigInput, deps: ServerDeps): Promise<RunningServer> {
@@ -119,13 +130,29 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     cleanups.push(() => gateway.close());
 
+    const connectionCap = new ClientConnectionCap(cfg.maxConnectionsPerClient, logger);
     const serverFactory = (apiHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
-      const server = createServer((req, res) => {
-        if (!gateway.handleRequest(req, res)) apiHandler(req, res);
-      });
+      const server = createServer(
+        {
+          headersTimeout: cfg.headersTimeoutMs,
+          // Generous by default: uploads through the gateway may take longer than Node's 5 minutes.
+          requestTimeout: cfg.requestTimeoutMs,
+          keepAliveTimeout: cfg.keepAliveTimeoutMs,
+          connectionsCheckingInterval: connectionsCheckingInterval(cfg.headersTimeoutMs, cfg.requestTimeoutMs),
+        },
+        (req, res) => {
+          if (connectionCap.isRefused(req.socket)) {
+            req.socket.destroy();
+            return;
+          }
+          if (!gateway.handleRequest(req, res)) apiHandler(req, res);
+        },
+      );
+      // Node destroys a socket idle this long unless the exchange on it listens for 'timeout' (the gateway does
+      // once a sandbox streams its answer, see proxy-http.ts).
+      server.setTimeout(cfg.idleTimeoutMs);
+      server.on("connection", (socket: Socket) => connectionCap.admit(socket));
       server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => gateway.handleUpgrade(req, socket, head));
-      // Uploads through the gateway may take longer than Node's default 5-minute request timeout.
-      server.requestTimeout = 0;
       return server;
     };
     const app = await createApi(

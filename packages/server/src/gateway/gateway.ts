@@ -7,9 +7,9 @@ import type { SandboxRecord } from "@burrow/orchestrator";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
 import { SandboxConnections } from "./connections.js";
-import { proxyHttp, type Upstream } from "./proxy-http.js";
+import { proxyHttp, type ProxyFailure, type ProxyFault, type Upstream } from "./proxy-http.js";
 import { proxyUpgrade } from "./proxy-upgrade.js";
-import { goneBody, sendJson, sendRawJson } from "./responses.js";
+import { goneBody, invalidResponseBody, proxyFailedBody, sendJson, sendRawJson } from "./responses.js";
 import { routeRequest, type GatewayRoute, type SandboxToken } from "./route.js";
 
 /**
@@ -29,6 +29,12 @@ export interface GatewayDeps {
 
 function portClosedBody(sandboxId: string, port: number): string {
   return JSON.stringify({ sandboxId, message: "The sandbox is running but port is not open", port, code: 502 });
+}
+
+function failureBody(failure: ProxyFailure, sandboxId: string, port: number): string {
+  if (failure === "invalid_response") return invalidResponseBody(sandboxId, port);
+  if (failure === "internal") return proxyFailedBody(sandboxId, port);
+  return portClosedBody(sandboxId, port);
 }
 
 export class Gateway {
@@ -54,13 +60,17 @@ export class Gateway {
 
   /** Handle a request addressed to a sandbox; false when it belongs to the REST API. Never throws. */
   handleRequest(req: IncomingMessage, res: ServerResponse): boolean {
-    const route = this.#route(req);
-    if (route.kind === "api") return false;
     try {
+      const route = this.#route(req);
+      if (route.kind === "api") return false;
       this.#serve(req, res, route);
     } catch (err) {
       this.#d.logger.error({ err, url: req.url }, "gateway request failed");
-      sendJson(res, 500, JSON.stringify({ code: 500, message: "internal gateway error" }));
+      try {
+        sendJson(res, 500, JSON.stringify({ code: 500, message: "internal gateway error" }));
+      } catch {
+        res.destroy();
+      }
     }
     return true;
   }
@@ -89,7 +99,8 @@ export class Gateway {
         proxyUpgrade(req, socket, head, {
           target: this.#upstream(live.record, route.port),
           track: (...items) => this.#connections.track(route.sandboxId, ...items),
-          unreachableBody: () => portClosedBody(route.sandboxId, route.port),
+          failureBody: (failure) => failureBody(failure, route.sandboxId, route.port),
+          onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),
         });
       }
     } catch (err) {
@@ -137,8 +148,20 @@ export class Gateway {
       target: this.#upstream(live.record, route.port),
       agent: this.#connections.agent(route.sandboxId),
       track: (...items) => this.#connections.track(route.sandboxId, ...items),
-      unreachableBody: () => portClosedBody(route.sandboxId, route.port),
+      failureBody: (failure) => failureBody(failure, route.sandboxId, route.port),
+      onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),
     });
+  }
+
+  /** A sandbox that answers garbage is worth a warning (it may be hostile); a gateway exception is a bug. */
+  #logFault(fault: ProxyFault, sandboxId: string, port: number, req: IncomingMessage): void {
+    try {
+      const fields = { sandboxId, port, method: req.method, url: req.url, cause: fault.cause, ...(fault.err ? { err: fault.err } : {}) };
+      if (fault.kind === "invalid_response") this.#d.logger.warn(fields, "sandbox answered with an invalid HTTP response");
+      else this.#d.logger.error(fields, "gateway proxy listener failed");
+    } catch {
+      // A logger that throws must not take the exchange (or the server) down with it.
+    }
   }
 
   #isPaused(sandboxId: string): boolean {

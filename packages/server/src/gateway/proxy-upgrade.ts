@@ -1,14 +1,20 @@
-// Proxy for HTTP upgrades (WebSocket and friends): forward the handshake, then splice the two sockets.
+// Proxy for HTTP upgrades (WebSocket and friends): forward the handshake, then splice the two sockets. The answer
+// is written to the client's raw socket by hand, so only a head that passed checkUpstreamHead is ever written.
 import { request as httpRequest, type IncomingMessage } from "node:http";
 import type { Duplex } from "node:stream";
+import { guarded } from "./guarded.js";
 import { rawResponseHead } from "./headers.js";
-import type { Upstream } from "./proxy-http.js";
+import type { ProxyFailure, ProxyFault, Upstream } from "./proxy-http.js";
 import { sendRawJson } from "./responses.js";
+import { checkUpstreamHead, isParseError } from "./upstream-response.js";
 
 export interface ProxyUpgradeOptions {
   target: Upstream;
   track: (...items: { destroy(): unknown }[]) => () => void;
-  unreachableBody: () => string;
+  /** Body of the gateway's own 502 answer for each kind of failure. */
+  failureBody: (failure: ProxyFailure) => string;
+  /** Told about refused answers and listener exceptions (the gateway logs them). Must not throw. */
+  onFault: (fault: ProxyFault) => void;
 }
 
 /** Raw headers minus framing, for a non-upgrade answer we relay close-delimited. */
@@ -33,38 +39,101 @@ export function proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer,
     agent: false,
   });
   let release = opts.track(socket, upstream);
-  socket.on("close", () => {
+  // What the client has been sent so far: nothing yet, the sandbox's answer, or the gateway's own 502.
+  let state: "waiting" | "relayed" | "answered" = "waiting";
+
+  const fail = (failure: ProxyFailure) => {
     release();
     upstream.destroy();
-  });
-
-  upstream.on("upgrade", (upstreamRes: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
-    release();
-    release = opts.track(socket, upstreamSocket);
-    upstreamSocket.on("error", () => socket.destroy());
-    upstreamSocket.on("close", () => socket.destroy());
-    socket.on("close", () => upstreamSocket.destroy());
-    if (socket.destroyed) {
-      upstreamSocket.destroy();
-      return;
+    if (state === "waiting") {
+      state = "answered";
+      sendRawJson(socket, 502, opts.failureBody(failure));
+    } else {
+      socket.destroy();
     }
-    socket.write(rawResponseHead(upstreamRes.statusCode ?? 101, upstreamRes.statusMessage ?? "Switching Protocols", upstreamRes.rawHeaders));
-    if (upstreamHead.length) socket.write(upstreamHead);
-    if (head.length) upstreamSocket.write(head);
-    upstreamSocket.pipe(socket);
-    socket.pipe(upstreamSocket);
-  });
+  };
+  const refuse = (cause: string) => {
+    opts.onFault({ kind: "invalid_response", cause });
+    fail("invalid_response");
+  };
+  const guard = <A extends unknown[]>(listener: (...args: A) => void) =>
+    guarded(
+      listener,
+      (err) => {
+        opts.onFault({ kind: "internal", cause: "exception in an upgrade listener", err });
+        fail("internal");
+      },
+      () => socket.destroy(),
+    );
 
-  upstream.on("response", (upstreamRes: IncomingMessage) => {
-    // The upstream declined to upgrade: relay its answer and close.
-    socket.write(rawResponseHead(upstreamRes.statusCode ?? 502, upstreamRes.statusMessage ?? "", withoutFraming(upstreamRes.rawHeaders)));
-    upstreamRes.pipe(socket);
-    upstreamRes.on("error", () => socket.destroy());
-  });
+  // Until the sandbox completes the handshake the server's idle timeout applies (Node stops watching a socket once
+  // it is handed over as an upgrade); a socket nobody listens on for 'timeout' would otherwise stay forever.
+  const onHandshakeIdle = guard(() => socket.destroy());
+  socket.on("timeout", onHandshakeIdle);
+  socket.on(
+    "close",
+    guard(() => {
+      release();
+      upstream.destroy();
+    }),
+  );
 
-  upstream.on("error", () => {
-    release();
-    sendRawJson(socket, 502, opts.unreachableBody());
-  });
+  upstream.on(
+    "upgrade",
+    guard((upstreamRes: IncomingMessage, upstreamSocket: Duplex, upstreamHead: Buffer) => {
+      upstreamSocket.on("error", guard(() => socket.destroy()));
+      const checked = checkUpstreamHead(upstreamRes, "switching");
+      if (!checked.ok || socket.destroyed) {
+        upstreamSocket.destroy();
+        if (!checked.ok) refuse(checked.cause);
+        return;
+      }
+      release();
+      release = opts.track(socket, upstreamSocket);
+      upstreamSocket.on("close", guard(() => socket.destroy()));
+      socket.on("close", guard(() => upstreamSocket.destroy()));
+      // A WebSocket lives as long as both ends keep it open; idle ones are the application's business.
+      socket.off("timeout", onHandshakeIdle);
+      (socket as Duplex & { setTimeout?: (ms: number) => unknown }).setTimeout?.(0);
+      state = "relayed";
+      // latin1: the head holds the sandbox's bytes as Node parsed them (one char per byte); UTF-8 would re-encode
+      // those above 0x7f.
+      socket.write(rawResponseHead(checked.statusCode, checked.statusMessage, checked.rawHeaders), "latin1");
+      if (upstreamHead.length) socket.write(upstreamHead);
+      if (head.length) upstreamSocket.write(head);
+      upstreamSocket.pipe(socket);
+      socket.pipe(upstreamSocket);
+    }),
+  );
+
+  upstream.on(
+    "response",
+    guard((upstreamRes: IncomingMessage) => {
+      // The upstream declined to upgrade: relay its answer and close.
+      upstreamRes.on(
+        "error",
+        guard(() => {
+          if (state === "relayed") socket.destroy();
+        }),
+      );
+      const checked = checkUpstreamHead(upstreamRes, "final");
+      if (!checked.ok) {
+        refuse(checked.cause);
+        return;
+      }
+      state = "relayed";
+      socket.write(rawResponseHead(checked.statusCode, checked.statusMessage, withoutFraming(checked.rawHeaders)), "latin1");
+      upstreamRes.pipe(socket);
+    }),
+  );
+
+  upstream.on(
+    "error",
+    guard((err: Error) => {
+      if (state === "answered") return;
+      if (state === "waiting" && isParseError(err)) refuse(`${err.code}: ${err.message}`);
+      else fail("unreachable");
+    }),
+  );
   upstream.end();
 }

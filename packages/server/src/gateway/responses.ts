@@ -8,6 +8,21 @@ export function goneBody(sandboxId: string, paused = false): string {
   return JSON.stringify({ sandboxId, message: paused ? "The sandbox is paused" : "The sandbox was not found", code: 502 });
 }
 
+/** The sandbox answered, but not with a usable HTTP response (bad status line, header, framing…). */
+export function invalidResponseBody(sandboxId: string, port: number): string {
+  return JSON.stringify({
+    sandboxId,
+    message: `The sandbox ${sandboxId} answered on port ${port} with an invalid HTTP response`,
+    port,
+    code: 502,
+  });
+}
+
+/** The gateway itself failed while proxying; the details are in the server's log. */
+export function proxyFailedBody(sandboxId: string, port: number): string {
+  return JSON.stringify({ sandboxId, message: `The gateway failed while proxying to port ${port} of sandbox ${sandboxId}`, port, code: 502 });
+}
+
 export function sendJson(res: ServerResponse, status: number, body: string): void {
   if (res.headersSent) {
     res.destroy();
