@@ -210,6 +210,29 @@ describe("lookups in the layers below never leave them", () => {
   });
 });
 
+describe("COPY into directories the image has", () => {
+  it("merges into them, keeping their owner and mode, and follows the image's links to them", async () => {
+    const lower = lowerImage();
+    execFileSync("chmod", ["0751", join(lower, "etc")]);
+    symlinkSync("usr/bin", join(lower, "bin"));
+    const archive = rawTar([
+      { path: "etc/", type: "Directory", mode: 0o777 },
+      { path: "etc/app.conf", body: "conf\n" },
+      { path: "bin/", type: "Directory" },
+      { path: "bin/tool", body: "tool\n", mode: 0o755 },
+    ]);
+    const { layerDir, copied } = await copy(archive, ".", "/", [lower]);
+    expect(copied.sort()).toEqual(["/bin", "/etc"]);
+    // /etc stays root's with its mode; the new file is the COPY owner's.
+    expect(statSync(join(layerDir, "etc")).uid).toBe(statSync(join(lower, "etc")).uid);
+    expect(statSync(join(layerDir, "etc")).mode & 0o7777).toBe(0o751);
+    expect(statSync(join(layerDir, "etc/app.conf")).uid).toBe(UID_BASE + 1000);
+    // /bin is the image's link to usr/bin: the file lands there, and no directory shadows the link.
+    expect(readFileSync(join(layerDir, "usr/bin/tool"), "utf8")).toBe("tool\n");
+    expect(existsSync(join(layerDir, "bin"))).toBe(false);
+  });
+});
+
 describe("image layers", () => {
   async function layerWith(names: string[]): Promise<string> {
     const dir = await makeTmpLayerDir(layersRoot, "wh");

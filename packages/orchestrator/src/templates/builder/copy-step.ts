@@ -126,13 +126,29 @@ async function placeEntry(input: CopyInput, from: string, target: string, accoun
   const to = join(input.layerDir, target);
   const existing = await lstat(to).catch(() => undefined);
   const source = await lstat(from);
-  if (existing?.isDirectory() && source.isDirectory()) {
-    for (const name of await readdir(from)) await placeEntry(input, join(from, name), `${target}/${name}`, account);
-    return;
+  if (source.isDirectory()) {
+    // A directory the image already has (or reaches through a link, /bin → usr/bin) is merged into, keeping
+    // its owner and mode: moved over it whole, the copy would shadow it in the overlay.
+    const into = existing?.isDirectory() ? target : existing ? undefined : await existingImageDir(input, target);
+    if (into !== undefined) {
+      await ensureDir(input, into, account);
+      for (const name of await readdir(from)) await placeEntry(input, join(from, name), `${into}/${name}`, account);
+      return;
+    }
   }
   if (existing) await rm(to, { recursive: true, force: true });
   await rename(from, to);
   await ownTree(to, account, input);
+}
+
+/** `target`, or where its symbolic links lead within the image, when that is a directory of the layers below. */
+async function existingImageDir(input: CopyInput, target: string): Promise<string | undefined> {
+  const below = await statInLayers(input.lowerDirs, target);
+  if (below?.isDirectory()) return target;
+  if (!below?.isSymbolicLink()) return undefined;
+  const resolved = await resolveInLayers(input.lowerDirs, target, true);
+  if (resolved.notDirectory) return undefined;
+  return (await statInLayers(input.lowerDirs, resolved.path))?.isDirectory() ? resolved.path : undefined;
 }
 
 async function ownTree(path: string, account: SandboxAccount, input: CopyInput): Promise<void> {
