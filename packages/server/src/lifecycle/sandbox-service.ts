@@ -30,6 +30,8 @@ export interface CreateSandboxInput {
   envVars?: Record<string, string>;
   allowInternetAccess?: boolean;
   apiKeyId?: number | null;
+  /** Names of the MCP servers the create body's `mcp` configures (kept; their configs are not). */
+  mcpServers?: string[];
   signal?: AbortSignal;
 }
 
@@ -205,6 +207,7 @@ export class SandboxService {
       envdAccessToken,
       allowInternetAccess: record.allowInternetAccess,
       apiKeyId: input.apiKeyId ?? null,
+      mcpServers: input.mcpServers ?? null,
     };
     try {
       if (input.signal?.aborted) throw new ServerError(Code.Canceled, "client went away during create");

@@ -27,4 +27,7 @@ export const MIGRATIONS: readonly string[] = [
    CREATE INDEX sandboxes_started ON sandboxes (started_at DESC, sandbox_id DESC);`,
   // When a paused sandbox was paused (unix ms; NULL while running): paused sandboxes expire after a maximum time.
   `ALTER TABLE sandboxes ADD COLUMN paused_at INTEGER;`,
+  // Names of the MCP servers a create asked for (JSON array; NULL for none). Their configs hold credentials and
+  // are passed to the sandbox by the SDK itself, so only the names are kept.
+  `ALTER TABLE sandboxes ADD COLUMN mcp_servers TEXT;`,
 ];

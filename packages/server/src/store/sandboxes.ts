@@ -24,6 +24,8 @@ export interface SandboxRow {
   apiKeyId: number | null;
   /** When it was paused (set by setState); absent or null while running. */
   pausedAt?: Date | null;
+  /** Names of the MCP servers the create asked for (`mcp` in the create body); null or absent for none. */
+  mcpServers?: string[] | null;
 }
 
 interface RawRow {
@@ -43,6 +45,7 @@ interface RawRow {
   allow_internet_access: number;
   api_key_id: number | null;
   paused_at?: number | null;
+  mcp_servers?: string | null;
 }
 
 function fromRaw(r: RawRow): SandboxRow {
@@ -63,6 +66,7 @@ function fromRaw(r: RawRow): SandboxRow {
     allowInternetAccess: r.allow_internet_access !== 0,
     apiKeyId: r.api_key_id,
     pausedAt: r.paused_at != null ? new Date(r.paused_at) : null,
+    mcpServers: r.mcp_servers != null ? (JSON.parse(r.mcp_servers) as string[]) : null,
   };
 }
 
@@ -79,9 +83,10 @@ export class SandboxStore {
   constructor(db: Db) {
     this.#insert = db.prepare<[RawRow]>(
       `INSERT INTO sandboxes (sandbox_id, template_id, alias, client_id, metadata, cpu_count, memory_mb, disk_mb,
-         started_at, end_at, state, envd_version, envd_access_token, allow_internet_access, api_key_id)
+         started_at, end_at, state, envd_version, envd_access_token, allow_internet_access, api_key_id, mcp_servers)
        VALUES (@sandbox_id, @template_id, @alias, @client_id, @metadata, @cpu_count, @memory_mb, @disk_mb,
-         @started_at, @end_at, @state, @envd_version, @envd_access_token, @allow_internet_access, @api_key_id)`,
+         @started_at, @end_at, @state, @envd_version, @envd_access_token, @allow_internet_access, @api_key_id,
+         @mcp_servers)`,
     );
     this.#get = db.prepare<[string], RawRow>("SELECT * FROM sandboxes WHERE sandbox_id = ?");
     this.#all = db.prepare<[], RawRow>("SELECT * FROM sandboxes ORDER BY started_at DESC, sandbox_id DESC");
@@ -109,6 +114,7 @@ export class SandboxStore {
       envd_access_token: row.envdAccessToken,
       allow_internet_access: row.allowInternetAccess ? 1 : 0,
       api_key_id: row.apiKeyId,
+      mcp_servers: row.mcpServers?.length ? JSON.stringify(row.mcpServers) : null,
     });
   }
 

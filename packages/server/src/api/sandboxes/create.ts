@@ -24,7 +24,6 @@ interface NewSandboxBody {
  * lacks what the caller relies on (an egress rule, a volume…).
  */
 function unsupportedFeature(body: NewSandboxBody): string | undefined {
-  if (body.mcp) return "MCP gateway sandboxes are not supported yet";
   if (body.autoPause) return "auto-pause on timeout is not supported yet";
   if (body.autoResume?.enabled) return "auto-resume is not supported yet";
   if (body.volumeMounts?.length) return "volume mounts are not supported yet";
@@ -67,6 +66,8 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
           envVars: body.envVars ?? {},
           ...(body.allow_internet_access !== undefined ? { allowInternetAccess: body.allow_internet_access } : {}),
           apiKeyId: request.apiKeyId,
+          // E2B keeps the `mcp` field and the SDK itself starts the gateway in the sandbox (`mcp-gateway --config`).
+          ...(body.mcp ? { mcpServers: Object.keys(body.mcp) } : {}),
           signal: clientGoneSignal(reply),
         });
         return reply.code(201).send(toSandbox(row, ctx.config));
