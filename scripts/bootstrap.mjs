@@ -27,7 +27,14 @@ const DEBIAN_PACKAGES = [
   ["bubblewrap", "/usr/bin/bwrap"], // benchmark baseline
   ["procps", "/usr/bin/pgrep"],
   ["btrfs-progs", "/usr/bin/btrfs"], // sandbox disk limits (qgroups) and cheap snapshots
+  ["zstd", "/usr/bin/zstd"], // zstd-compressed image layers (GNU tar calls it)
 ];
+
+/** Only `npm test` and `npm run bench` (`--test`) need these: the server never runs them. */
+const TEST_PACKAGES = [
+  ["docker-registry", "/usr/bin/docker-registry"], // a real OCI registry, started on the loopback by the tests
+];
+const forTests = process.argv.includes("--test");
 
 function log(message) {
   process.stderr.write(`[bootstrap] ${message}\n`);
@@ -42,7 +49,8 @@ function run(cmd, args, opts = {}) {
 }
 
 function installDebianPackages() {
-  const missing = DEBIAN_PACKAGES.filter(([, probe]) => !existsSync(probe)).map(([pkg]) => pkg);
+  const wanted = forTests ? [...DEBIAN_PACKAGES, ...TEST_PACKAGES] : DEBIAN_PACKAGES;
+  const missing = wanted.filter(([, probe]) => !existsSync(probe)).map(([pkg]) => pkg);
   if (missing.length === 0) return;
   if (process.getuid?.() !== 0) {
     log(`missing Debian packages: ${missing.join(" ")}; run as root or install them with apt-get`);
@@ -52,6 +60,10 @@ function installDebianPackages() {
   const env = { ...process.env, DEBIAN_FRONTEND: "noninteractive" };
   run("apt-get", ["update", "-qq"], { env });
   run("apt-get", ["install", "-y", "-qq", "--no-install-recommends", ...missing], { env });
+  // Debian enables the registry as a system service listening on every interface; tests start their own.
+  if (missing.includes("docker-registry") && existsSync("/run/systemd/system")) {
+    run("systemctl", ["disable", "--now", "docker-registry.service"]);
+  }
 }
 
 function lockHash() {

@@ -22,7 +22,13 @@ export interface ServerProcess {
   output: () => string;
 }
 
-export async function startServerProcess(instance: TestInstance, port: number, extraArgs: string[] = []): Promise<ServerProcess> {
+/** `env`: extra environment for the server process only (BURROW_* settings), on top of the test's own. */
+export async function startServerProcess(
+  instance: TestInstance,
+  port: number,
+  extraArgs: string[] = [],
+  env: Record<string, string> = {},
+): Promise<ServerProcess> {
   const child = spawn(
     process.execPath,
     [
@@ -34,7 +40,7 @@ export async function startServerProcess(instance: TestInstance, port: number, e
       "--host", "127.0.0.1",
       ...extraArgs,
     ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BURROW_LOG_LEVEL: "warn" } },
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BURROW_LOG_LEVEL: "warn", ...env } },
   );
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));

@@ -10,18 +10,9 @@ import { RateLimitError, Sandbox, SandboxError, Template } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
-/** Start the server with BURROW_* settings in its environment (the helper passes the test's environment on). */
-async function startWith(env: Record<string, string>, port: number): Promise<ServerProcess> {
-  const saved = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, env);
-  try {
-    return await startServerProcess(instance, port, ["--pool-size", "0"]);
-  } finally {
-    for (const [k, v] of Object.entries(saved)) {
-      if (v === undefined) delete process.env[k];
-      else process.env[k] = v;
-    }
-  }
+/** Start the server with BURROW_* settings in its environment. */
+function startWith(env: Record<string, string>, port: number): Promise<ServerProcess> {
+  return startServerProcess(instance, port, ["--pool-size", "0"], env);
 }
 
 const instance = newTestInstance("admit");

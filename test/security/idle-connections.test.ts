@@ -49,17 +49,7 @@ describe("idle connections", () => {
   let sandbox: Sandbox;
 
   beforeAll(async () => {
-    // The server process inherits the environment: set the limits for its start only.
-    const saved = Object.fromEntries(Object.keys(LIMITS).map((k) => [k, process.env[k]]));
-    Object.assign(process.env, LIMITS);
-    try {
-      server = await startServerProcess(instance, await freePort(), ["--pool-size", "0"]);
-    } finally {
-      for (const [k, v] of Object.entries(saved)) {
-        if (v === undefined) delete process.env[k];
-        else process.env[k] = v;
-      }
-    }
+    server = await startServerProcess(instance, await freePort(), ["--pool-size", "0"], LIMITS);
     sandbox = await Sandbox.create("base", { apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url, debug: false, timeoutMs: 300_000 });
   });
 

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import type { SandboxLimits } from "./types.js";
+import { registryOptionsFromEnv, type RegistryOptions } from "./templates/bases/registry/registry-options.js";
 
 export interface PoolConfig {
   /** Template alias or id the pool keeps ready. */
@@ -33,6 +34,14 @@ export interface OrchestratorConfig {
    * may use these uids, and they must not overlap uidBase…uidBase+uidCount-1.
    */
   usernsOwners: UidRange;
+  /**
+   * First host uid of the sandboxes' own uid ranges: the sandbox whose owner is `usernsOwners.base + i` runs as host
+   * uids `uidRangesBase + i * uidCount` …, so the kernel's per-host-uid accounting (pipe buffers, epoll watches) is
+   * separate too; its layers are mounted idmapped, so files keep the `uidBase` ids on disk and layers, snapshots and
+   * forks are shared unchanged. `usernsOwners.count` ranges must fit below 2^32, clear of the other two ranges.
+   * Undefined: every sandbox runs as `uidBase`….
+   */
+  uidRangesBase: number | undefined;
   pool: PoolConfig;
   /** Limits of templates that do not set their own. */
   defaultLimits: SandboxLimits;
@@ -51,6 +60,12 @@ export interface OrchestratorConfig {
    * the state or cache directory are refused whatever it is. @default env BURROW_IMAGE_DIR, else unset
    */
   imageImportDir: string | undefined;
+  /**
+   * Registries template builds pull base images from: mirrors, and registries reached over plain HTTP that may
+   * resolve to loopback or private addresses. Everything else is HTTPS to public addresses only.
+   * @default env BURROW_REGISTRY_MIRRORS and BURROW_INSECURE_REGISTRIES, else none
+   */
+  registries: RegistryOptions;
   /** Uploaded COPY contexts of template builds (kept in the state directory until collected). */
   uploads: UploadLimits;
 }
@@ -73,8 +88,12 @@ export const DEFAULT_CACHE_DIR = "/var/cache/burrow";
 export const DEFAULT_SUBNET = "10.213.0.0/16";
 export const DEFAULT_UID_BASE = 100_000;
 export const DEFAULT_UID_COUNT = 65_536;
-/** Far above ordinary accounts and the usual subordinate-id ranges, below 2^31 (tools that read uids as signed). */
-export const DEFAULT_USERNS_OWNERS: UidRange = Object.freeze({ base: 1_900_000_000, count: 65_536 });
+// Owners and per-sandbox ranges share 0x70000000…0x7FFDFFFF: above the container ranges other tools pick from
+// (subordinate ids, systemd-nspawn's 524288…1879048191), below 2^31 (tools that read uids as signed).
+/** 4000 owners, so at most 4000 live sandboxes on a host. */
+export const DEFAULT_USERNS_OWNERS: UidRange = Object.freeze({ base: 0x7000_0000, count: 4000 });
+/** 4000 ranges of 65536 from here end at 0x7FA10000. */
+export const DEFAULT_UID_RANGES_BASE = 0x7001_0000;
 export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({ cpuCount: 2, memoryMB: 512, diskMB: 4096, pids: 1024 });
 export const DEFAULT_UPLOAD_LIMITS: UploadLimits = Object.freeze({
   maxBytes: 2 ** 30,
@@ -92,17 +111,34 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
   const uidBase = input.uidBase ?? DEFAULT_UID_BASE;
   const uidCount = input.uidCount ?? DEFAULT_UID_COUNT;
   const usernsOwners = Object.freeze({ ...(input.usernsOwners ?? DEFAULT_USERNS_OWNERS) });
+  const overlaps = (a: number, aEnd: number, b: number, bEnd: number) => a < bEnd && b < aEnd;
+  const ownersEnd = usernsOwners.base + usernsOwners.count;
   if (
     !Number.isInteger(usernsOwners.base) ||
     !Number.isInteger(usernsOwners.count) ||
     usernsOwners.base < 1 ||
     usernsOwners.count < 1 ||
-    usernsOwners.base + usernsOwners.count > 0xffff_ffff ||
-    (usernsOwners.base < uidBase + uidCount && uidBase < usernsOwners.base + usernsOwners.count)
+    ownersEnd > 0xffff_ffff ||
+    overlaps(usernsOwners.base, ownersEnd, uidBase, uidBase + uidCount)
   ) {
     throw new Error(
       `usernsOwners ${usernsOwners.base}/${usernsOwners.count} must be real host uids outside uidBase/uidCount ${uidBase}/${uidCount}`,
     );
+  }
+  const uidRangesBase = "uidRangesBase" in input ? input.uidRangesBase : DEFAULT_UID_RANGES_BASE;
+  if (uidRangesBase !== undefined) {
+    const rangesEnd = uidRangesBase + usernsOwners.count * uidCount;
+    if (
+      !Number.isInteger(uidRangesBase) ||
+      uidRangesBase < 1 ||
+      rangesEnd > 0xffff_ffff ||
+      overlaps(uidRangesBase, rangesEnd, uidBase, uidBase + uidCount) ||
+      overlaps(uidRangesBase, rangesEnd, usernsOwners.base, ownersEnd)
+    ) {
+      throw new Error(
+        `uidRangesBase ${uidRangesBase}: ${usernsOwners.count} ranges of ${uidCount} uids must fit below 2^32, clear of uidBase and usernsOwners`,
+      );
+    }
   }
   return Object.freeze({
     stateDir: input.stateDir ?? DEFAULT_STATE_DIR,
@@ -112,12 +148,14 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
     uidBase,
     uidCount,
     usernsOwners,
+    uidRangesBase,
     pool: Object.freeze({ template: "base", size: 0, ...input.pool }),
     defaultLimits: Object.freeze({ ...DEFAULT_LIMITS, ...input.defaultLimits }),
     envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,
     noNewPrivileges: input.noNewPrivileges ?? false,
     storage: input.storage ?? "btrfs",
     imageImportDir: input.imageImportDir ?? (process.env.BURROW_IMAGE_DIR || undefined),
+    registries: input.registries ?? registryOptionsFromEnv(process.env),
     uploads: Object.freeze(uploadLimits(input.uploads)),
   });
 }

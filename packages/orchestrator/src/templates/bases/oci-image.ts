@@ -72,25 +72,50 @@ export async function importImage(path: string, opts: ImportOptions): Promise<Im
         ? await readDockerArchive(root)
         : failFormat(path);
     const config = configFile ? parseImageConfig(await readImageJson<unknown>(root, configFile)) : { env: {} };
-    let parentKey = "";
-    const ids: string[] = [];
-    for (const [index, layer] of layers.entries()) {
-      const key = createHash("sha256").update(`oci-layer\n${parentKey}\n${layer.digest}`).digest("hex");
-      const layerId = layerIdForKey(key);
-      if (await layerExists(opts.layersRoot, layerId)) {
-        opts.log(`image layer ${index + 1}/${layers.length} ${layer.digest.slice(0, 19)}: cached`);
-      } else {
-        opts.log(`image layer ${index + 1}/${layers.length} ${layer.digest.slice(0, 19)}: importing`);
-        await importLayer(layer, layerId, opts);
-      }
-      ids.unshift(layerId);
-      parentKey = key;
-    }
-    if (ids.length === 0) throw new TemplateBuildError("invalid_argument", `image ${path} has no layers`, { step: "base" });
-    return { layers: ids, identity: `image:${parentKey}`, config };
+    if (layers.length === 0) throw new TemplateBuildError("invalid_argument", `image ${path} has no layers`, { step: "base" });
+    const chain = await importLayerChain(
+      layers.map((layer) => ({ digest: layer.digest, open: async () => ({ file: layer.file, release: async () => undefined }) })),
+      opts,
+    );
+    return { ...chain, config };
   } finally {
     if (scratch) await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** One image layer of a chain: its digest, and how to get its tarball when it is not imported yet. */
+export interface ChainLayer {
+  digest: string;
+  /** The layer's tar (plain, gzip or zstd) and what to do once it is imported; called only for uncached layers. */
+  open(): Promise<{ file: string; release(): Promise<void> }>;
+}
+
+/**
+ * Import layers bottom first. Each becomes one read-only layer keyed by its parent's key and its digest, so an
+ * image imported from a file and the same image pulled from a registry share their layers, and a second import
+ * or pull fetches nothing.
+ */
+export async function importLayerChain(layers: readonly ChainLayer[], opts: ImportOptions): Promise<{ layers: string[]; identity: string }> {
+  let parentKey = "";
+  const ids: string[] = [];
+  for (const [index, layer] of layers.entries()) {
+    const key = createHash("sha256").update(`oci-layer\n${parentKey}\n${layer.digest}`).digest("hex");
+    const layerId = layerIdForKey(key);
+    if (await layerExists(opts.layersRoot, layerId)) {
+      opts.log(`image layer ${index + 1}/${layers.length} ${layer.digest.slice(0, 19)}: cached`);
+    } else {
+      opts.log(`image layer ${index + 1}/${layers.length} ${layer.digest.slice(0, 19)}: importing`);
+      const { file, release } = await layer.open();
+      try {
+        await importLayer({ file, digest: layer.digest }, layerId, opts);
+      } finally {
+        await release();
+      }
+    }
+    ids.unshift(layerId);
+    parentKey = key;
+  }
+  return { layers: ids, identity: `image:${parentKey}` };
 }
 
 function failFormat(path: string): never {

@@ -9,6 +9,8 @@ import type { TemplateStore } from "../template-store.js";
 import { debianSuiteOf, ensureDebianSuiteLayer } from "./debian-suite.js";
 import { checkImagePath } from "./image-path-policy.js";
 import { importImage } from "./oci-image.js";
+import { pullImage } from "./registry-image.js";
+import { join } from "node:path";
 import { BASE_SUITE } from "../../rootfs/base-recipe.js";
 
 export interface ResolvedBase {
@@ -32,7 +34,7 @@ const IMAGE_PATH_PREFIXES = ["oci:", "oci-archive:", "docker-archive:"];
 
 export const SUPPORTED_BASES_HINT =
   "bases that work on this server: debian:<suite> (e.g. debian:bookworm, debian:trixie; built with debootstrap), " +
-  "e2bdev/base, fromTemplate(<name or id>), or a local OCI image layout / OCI or docker-archive tarball by absolute path " +
+  "e2bdev/base, registry images (python:3.12-slim, ghcr.io/org/image:tag), fromTemplate(<name or id>), or a local OCI image layout / OCI or docker-archive tarball by absolute path " +
   "under the server's image directory (BURROW_IMAGE_DIR; e.g. fromImage('oci-archive:/srv/images/image.tar'))";
 
 const defaultState = (): BuildState => ({ user: "user", env: {}, args: {}, workdir: undefined });
@@ -81,11 +83,22 @@ export async function resolveBase(spec: BuildSpec, deps: BaseDeps): Promise<Reso
     });
     return { layers: [layerId], identity: `debian:${layerId}`, state: defaultState(), description: `debian:${suite}` };
   }
-  throw new TemplateBuildError(
-    "invalid_argument",
-    `image '${image}' cannot be used: this server pulls from no registry. ${SUPPORTED_BASES_HINT}`,
-    { step: "base" },
-  );
+  const pulled = await pullImage(image, {
+    layersRoot: deps.store.layersRoot,
+    uidBase: deps.config.uidBase,
+    uidCount: deps.config.uidCount,
+    log: deps.log,
+    signal: deps.signal,
+    registries: deps.config.registries,
+    credentials: spec.fromImageRegistry,
+    configCacheDir: join(deps.config.stateDir, "image-configs"),
+  });
+  return {
+    layers: pulled.layers,
+    identity: pulled.identity,
+    state: { user: pulled.config.user ?? "root", workdir: pulled.config.workdir, env: pulled.config.env, args: {} },
+    description: `image ${pulled.reference} (${pulled.layers.length} layers)`,
+  };
 }
 
 function baseTemplateBase(deps: BaseDeps, image: string): ResolvedBase {

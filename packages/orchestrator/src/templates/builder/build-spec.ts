@@ -11,8 +11,15 @@ export interface BuildStep {
   filesHash?: string | undefined;
 }
 
+/** Credentials for pulling `fromImage` (the SDK's `fromImageRegistry`). Never logged, stored or part of a cache key. */
+export interface RegistryAuth {
+  username: string;
+  password: string;
+}
+
 export interface BuildSpec {
   fromImage?: string | undefined;
+  fromImageRegistry?: RegistryAuth | undefined;
   fromTemplate?: string | undefined;
   steps: BuildStep[];
   startCmd?: string | undefined;
@@ -40,6 +47,10 @@ export function parseBuildSpec(input: unknown): BuildSpec {
   const fromTemplate = optionalString(body.fromTemplate, "fromTemplate");
   if (fromImage !== undefined && fromTemplate !== undefined) {
     throw new TemplateBuildError("invalid_argument", "set only one of fromImage and fromTemplate");
+  }
+  const fromImageRegistry = parseRegistryAuth(body.fromImageRegistry);
+  if (fromImageRegistry !== undefined && fromImage === undefined) {
+    throw new TemplateBuildError("invalid_argument", "fromImageRegistry needs fromImage");
   }
   const rawSteps = body.steps ?? [];
   if (!Array.isArray(rawSteps)) throw new TemplateBuildError("invalid_argument", "steps must be an array");
@@ -75,10 +86,40 @@ export function parseBuildSpec(input: unknown): BuildSpec {
   });
   return {
     fromImage,
+    fromImageRegistry,
     fromTemplate,
     steps,
     startCmd: optionalString(body.startCmd, "startCmd"),
     readyCmd: optionalString(body.readyCmd, "readyCmd"),
     force: body.force === true,
   };
+}
+
+/**
+ * The SDK's registry credentials: `{type: "registry", username, password}` from fromImage(image, {username,
+ * password}); `{type: "gcp", serviceAccountJson}` is Google's `_json_key` basic login; AWS needs a token from
+ * AWS's API, which the user can fetch and pass as a plain registry login.
+ */
+function parseRegistryAuth(value: unknown): RegistryAuth | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== "object") throw new TemplateBuildError("invalid_argument", "fromImageRegistry must be an object");
+  const auth = value as Record<string, unknown>;
+  const text = (field: string): string => {
+    const v = auth[field];
+    if (typeof v !== "string" || v === "") throw new TemplateBuildError("invalid_argument", `fromImageRegistry.${field} must be a non-empty string`);
+    return v;
+  };
+  switch (auth.type) {
+    case "registry":
+      return { username: text("username"), password: text("password") };
+    case "gcp":
+      return { username: "_json_key", password: text("serviceAccountJson") };
+    case "aws":
+      throw new TemplateBuildError(
+        "unimplemented",
+        "AWS ECR credentials are not exchanged by this server; use fromImage(image, {username: 'AWS', password: <output of `aws ecr get-login-password`>})",
+      );
+    default:
+      throw new TemplateBuildError("invalid_argument", `fromImageRegistry.type must be registry, gcp or aws, got '${String(auth.type)}'`);
+  }
 }
