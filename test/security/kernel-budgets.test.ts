@@ -1,6 +1,7 @@
 // Kernel per-user budgets (inotify instances here; fanotify, message queues and namespaces work the same way) are
 // charged, at the host's level, to the uid that owns a sandbox's user namespace. Each sandbox has its own owner,
-// so one sandbox that uses up its budget leaves host root and every other sandbox theirs.
+// so one sandbox that uses up its budget leaves host root and every other sandbox theirs. What the kernel counts
+// per host uid instead (pipe buffers) is separate too, since each sandbox runs as host uids of its own.
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -25,15 +26,52 @@ print(n, ctypes.get_errno(), flush=True)
 time.sleep(3600)
 `;
 
+// Grows pipes to the largest size an unprivileged user may until the kernel refuses, then opens default pipes
+// until a fresh one comes out shrunk (the user's pipe budget is spent); prints "<pipes> <size of the last one>"
+// and keeps them all open.
+const PIPES = `
+import fcntl, os, time
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
+big = int(open("/proc/sys/fs/pipe-max-size").read())
+held = []
+for _ in range(100000):
+    r, w = os.pipe()
+    held.append((r, w))
+    try:
+        fcntl.fcntl(w, F_SETPIPE_SZ, big)
+    except OSError:
+        break
+for _ in range(1000):
+    r, w = os.pipe()
+    held.append((r, w))
+    if fcntl.fcntl(w, F_GETPIPE_SZ) < 65536:
+        break
+print(len(held), fcntl.fcntl(held[-1][1], F_GETPIPE_SZ), flush=True)
+time.sleep(3600)
+`;
+
+// A fresh pipe's size, and whether it can grow to the largest size an unprivileged user may.
+const PIPE_PROBE = `
+import fcntl, os
+F_SETPIPE_SZ, F_GETPIPE_SZ = 1031, 1032
+r, w = os.pipe()
+size = fcntl.fcntl(w, F_GETPIPE_SZ)
+try:
+    fcntl.fcntl(w, F_SETPIPE_SZ, int(open("/proc/sys/fs/pipe-max-size").read())); grown = "grows"
+except OSError:
+    grown = "refused"
+print(size, grown)
+`;
+
 function hostMaxInotifyInstances(): number {
   return Number(readFileSync("/proc/sys/user/max_inotify_instances", "utf8").trim());
 }
 
-function recordedOwner(sandboxId: string): number | undefined {
-  const record = JSON.parse(readFileSync(`${sandboxInternals(env.stateDir, sandboxId).dir}/sandbox.json`, "utf8")) as {
+function record(sandboxId: string): { usernsOwner?: number; hostUidBase?: number } {
+  return JSON.parse(readFileSync(`${sandboxInternals(env.stateDir, sandboxId).dir}/sandbox.json`, "utf8")) as {
     usernsOwner?: number;
+    hostUidBase?: number;
   };
-  return record.usernsOwner;
 }
 
 async function until<T>(what: string, check: () => T | undefined, timeoutMs = 15_000): Promise<T> {
@@ -57,6 +95,7 @@ describe("kernel budgets", () => {
       Sandbox.create("base", { ...opts, metadata: { suite: "kernel-budgets" } }),
     ]);
     await a.files.write("/tmp/fill.py", FILL);
+    await a.files.write("/tmp/pipes.py", PIPES);
   });
 
   afterAll(async () => {
@@ -65,10 +104,10 @@ describe("kernel budgets", () => {
     await b?.kill();
   });
 
-  /** Run the filler in sandbox A and wait for its "<opened> <errno>" line; it keeps its instances open. */
-  async function fill(user: "user" | "root", asUid?: number): Promise<[number, number]> {
+  /** Run a filler in sandbox A and wait for its "<a> <b>" line; it keeps what it took. */
+  async function fill(user: "user" | "root", asUid?: number, script = "/tmp/fill.py"): Promise<[number, number]> {
     let out = "";
-    const cmd = `python3 /tmp/fill.py${asUid === undefined ? "" : ` ${asUid}`}`;
+    const cmd = `python3 ${script}${asUid === undefined ? "" : ` ${asUid}`}`;
     fillers.push(await a.commands.run(cmd, { user, background: true, onStdout: (data) => void (out += data) }));
     const line = await until(`filler (${cmd}) to report`, () => (out.includes("\n") ? out.trim() : undefined));
     const [opened, errno] = line.split(" ").map(Number);
@@ -89,12 +128,16 @@ describe("kernel budgets", () => {
     }
   }
 
-  it("gives each sandbox a namespace owner of its own and per-uid limits inside", async () => {
-    const ownerA = recordedOwner(a.sandboxId);
-    const ownerB = recordedOwner(b.sandboxId);
-    expect(ownerA).toBeGreaterThan(0);
-    expect(ownerB).toBeGreaterThan(0);
-    expect(ownerA).not.toBe(ownerB);
+  it("gives each sandbox a namespace owner and host uids of its own, and per-uid limits inside", async () => {
+    const [recordA, recordB] = [record(a.sandboxId), record(b.sandboxId)];
+    expect(recordA.usernsOwner).toBeGreaterThan(0);
+    expect(recordB.usernsOwner).toBeGreaterThan(0);
+    expect(recordA.usernsOwner).not.toBe(recordB.usernsOwner);
+    expect(recordA.hostUidBase).not.toBe(recordB.hostUidBase);
+    for (const [sandbox, rec] of [[a, recordA], [b, recordB]] as const) {
+      const { stdout } = await sandbox.commands.run("cat /proc/self/uid_map");
+      expect(stdout.trim().split(/\s+/).map(Number)).toEqual([0, rec.hostUidBase, 65536]);
+    }
     const { stdout } = await a.commands.run("cat /proc/sys/user/max_inotify_instances", { user: "user" });
     expect(Number(stdout.trim())).toBe(Math.floor(hostMaxInotifyInstances() / 2));
   });
@@ -120,4 +163,17 @@ describe("kernel budgets", () => {
     // ...and the other sandbox's envd still watches directories.
     await watchDelivers(b, "/tmp/watched-in-b");
   });
+
+  // Linux counts pipe buffer pages per host uid; past pipe-user-pages-soft an unprivileged user's new pipes shrink
+  // to two pages and cannot grow. Hosts without that limit have nothing to spend.
+  it.skipIf(readFileSync("/proc/sys/fs/pipe-user-pages-soft", "utf8").trim() === "0")(
+    "a sandbox that spends its pipe buffer budget leaves other sandboxes full-size pipes",
+    async () => {
+      const [pipes, freshInA] = await fill("root", undefined, "/tmp/pipes.py");
+      expect(pipes).toBeGreaterThan(1);
+      expect(freshInA).toBeLessThan(65536);
+      const { stdout } = await b.commands.run(`python3 - <<'EOF'\n${PIPE_PROBE}\nEOF`, { user: "root" });
+      expect(stdout.trim()).toBe("65536 grows");
+    },
+  );
 });

@@ -66,6 +66,8 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
     } else if (strcmp(a, "--owner-count") == 0) {
       if (parse_ulong(v, &cfg->owner_count)) return snprintf(err, errlen, "bad --owner-count %s", v), -1;
       owner_count_given = 1;
+    } else if (strcmp(a, "--ranges-base") == 0) {
+      if (parse_ulong(v, &cfg->ranges_base)) return snprintf(err, errlen, "bad --ranges-base %s", v), -1;
     } else if (strcmp(a, "--grace-ms") == 0) {
       if (parse_ulong(v, &cfg->grace_ms)) return snprintf(err, errlen, "bad --grace-ms %s", v), -1;
     } else {
@@ -98,6 +100,19 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
                            (cfg->owner_base < cfg->uid_base + cfg->uid_count && cfg->uid_base < cfg->owner_base + cfg->owner_count)))
     return snprintf(err, errlen, "bad owner range %lu/%lu (outside 0, (uid_t)-1 and the uid range)", cfg->owner_base,
                     cfg->owner_count), -1;
+  if (cfg->ranges_base) {
+    /* One range of uid_count ids per owner, clear of the canonical ids and of the owners. */
+    unsigned long end = cfg->ranges_base + cfg->owner_count * cfg->uid_count;
+    if (!cfg->owner_count || end > 0xFFFFFFFFUL ||
+        (cfg->ranges_base < cfg->uid_base + cfg->uid_count && cfg->uid_base < end) ||
+        (cfg->ranges_base < cfg->owner_base + cfg->owner_count && cfg->owner_base < end))
+      return snprintf(err, errlen, "bad --ranges-base %lu (needs --owner-base; %lu ranges of %lu must fit below 2^32 clear of the uid and owner ranges)",
+                      cfg->ranges_base, cfg->owner_count, cfg->uid_count), -1;
+    /* upper and work must sit on one mount, so they are reached through one idmapped parent. */
+    const char *us = strrchr(cfg->upper, '/'), *ws = strrchr(cfg->work, '/');
+    if (us - cfg->upper != ws - cfg->work || strncmp(cfg->upper, cfg->work, (size_t)(us - cfg->upper)) || !us[1] || !ws[1])
+      return snprintf(err, errlen, "with --ranges-base, --upper and --work must be siblings"), -1;
+  }
 
   /* A clean environment: only what the caller passed, plus a PATH so execvp finds things. */
   int has_path = 0;

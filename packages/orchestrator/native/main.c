@@ -76,13 +76,53 @@ static void own_upper(const struct config *cfg) {
     if (chown(cfg->upper, (uid_t)cfg->uid_base, (gid_t)cfg->uid_base)) die("upper", "chown %s", cfg->upper);
 }
 
+/* Mount fds mount_overlay made (idmapped copies, their namespace); closed once the overlay holds
+ * its own references, so the sandbox child does not inherit them. */
+static int held[MAX_LOWER + 4];
+static int n_held;
+
+static int hold(int fd) { return held[n_held++] = fd; }
+
+/* With per-sandbox ranges every layer is an idmapped detached copy, named to overlayfs by its
+ * /proc/self/fd path; upper and work are reached through one idmapped copy of their parent
+ * directory, since overlayfs wants both on one mount. */
+static const char *layer(char *buf, size_t len, int userns, const char *path) {
+  if (userns < 0) return path;
+  int tree = idmapped_tree(AT_FDCWD, path, userns);
+  if (tree < 0) die("overlay", "idmapped mount of %s", path);
+  snprintf(buf, len, "/proc/self/fd/%d", hold(tree));
+  return buf;
+}
+
+static const char *under(char *buf, size_t len, int parent, const char *path) {
+  int fd = openat(parent, strrchr(path, '/') + 1, O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) die("overlay", "open %s", path);
+  snprintf(buf, len, "/proc/self/fd/%d", hold(fd));
+  return buf;
+}
+
 static void mount_overlay(const struct config *cfg) {
+  int userns = -1;
+  char upper_buf[32], work_buf[32], lower_buf[32];
+  const char *upper = cfg->upper, *work = cfg->work;
+  if (cfg->ranges_base) {
+    userns = idmap_userns(cfg);
+    if (userns < 0) die("idmap", "user namespace for the idmapped layers");
+    hold(userns);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%.*s", (int)(strrchr(cfg->upper, '/') - cfg->upper), cfg->upper);
+    int parent = idmapped_tree(AT_FDCWD, dir[0] ? dir : "/", userns);
+    if (parent < 0) die("overlay", "idmapped mount of %s", dir);
+    hold(parent);
+    upper = under(upper_buf, sizeof upper_buf, parent, cfg->upper);
+    work = under(work_buf, sizeof work_buf, parent, cfg->work);
+  }
   char opts[4096];
   size_t o = 0;
   o += (size_t)snprintf(opts + o, sizeof opts - o, "lowerdir=");
   for (int i = 0; i < cfg->n_lower && o < sizeof opts; i++)
-    o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%s", i ? ":" : "", cfg->lower[i]);
-  if (o < sizeof opts) o += (size_t)snprintf(opts + o, sizeof opts - o, ",upperdir=%s,workdir=%s", cfg->upper, cfg->work);
+    o += (size_t)snprintf(opts + o, sizeof opts - o, "%s%s", i ? ":" : "", layer(lower_buf, sizeof lower_buf, userns, cfg->lower[i]));
+  if (o < sizeof opts) o += (size_t)snprintf(opts + o, sizeof opts - o, ",upperdir=%s,workdir=%s", upper, work);
   if (o >= sizeof opts - 1) {
     errno = E2BIG;
     die("overlay", "overlay options exceed one page (too many or too long --lower paths)");
@@ -90,6 +130,7 @@ static void mount_overlay(const struct config *cfg) {
   /* nodev: a template layer could carry device nodes (mknod by a build step run as host root);
    * the sandbox must not be able to open them. suid stays: the base template's sudo needs it. */
   if (mount("overlay", cfg->merged, "overlay", MS_NODEV, opts)) die("overlay", "mount overlay on %s", cfg->merged);
+  while (n_held > 0) close(held[--n_held]);
 }
 
 /* The runtime as a detached, recursively read-only, nosuid, nodev copy; the child attaches it at
@@ -152,14 +193,17 @@ int main(int argc, char **argv) {
   if (unshare(CLONE_NEWNS)) die("unshare", "private mount namespace");
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) die("unshare", "make / private");
   own_upper(&cfg);
+  /* The lease comes first: with per-sandbox ranges, the owner's slot decides the sandbox's ids,
+   * which the overlay's idmapped layers need. */
+  const char *what = "";
+  if (owner_lease(&cfg, &what)) die("owner", "%s", what);
+  cfg.host_base = cfg.ranges_base ? cfg.ranges_base + (cfg.owner - cfg.owner_base) * cfg.uid_count : cfg.uid_base;
   mount_overlay(&cfg);
   cfg.runtime_tree = runtime_tree(&cfg);
   /* The child finds the overlay as its cwd: the kernel moves a cwd into the copy of the mount
    * namespace that clone makes, and no host path has to be walked with the owner's credentials. */
   if (chdir(cfg.merged)) die("overlay", "chdir %s", cfg.merged);
 
-  const char *what = "";
-  if (owner_lease(&cfg, &what)) die("owner", "%s", what);
   int p2c[2], c2p[2];
   if (pipe2(p2c, O_CLOEXEC) || pipe2(c2p, O_CLOEXEC)) die("clone", "pipe");
   fflush(NULL);
@@ -194,7 +238,7 @@ int main(int argc, char **argv) {
   /* Written from here, as host root, so no "setgroups deny" is needed: sandbox root keeps
    * setgroups(), which sudo, su and login require. */
   char path[64], map[96];
-  snprintf(map, sizeof map, "0 %lu %lu\n", cfg.uid_base, cfg.uid_count);
+  snprintf(map, sizeof map, "0 %lu %lu\n", cfg.host_base, cfg.uid_count);
   snprintf(path, sizeof path, "/proc/%d/uid_map", (int)pid);
   if (write_file(path, map)) {
     int e = errno;
@@ -231,6 +275,6 @@ int main(int argc, char **argv) {
     errno = EPIPE;
     die("commit", "sandbox child did not acknowledge");
   }
-  report_pid(out_fd, pid, cfg.owner);
+  report_pid(out_fd, pid, cfg.owner, cfg.host_base);
   return 0;
 }

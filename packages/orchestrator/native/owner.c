@@ -8,10 +8,10 @@
  *
  * Leases are host-wide: every Burrow instance and state directory on the machine draws from one
  * registry, REGISTRY/<uid> -> <pid of the sandbox init> (symlinks: nothing but an inode on tmpfs).
- * A lease is live while that pid is in a user namespace owned by <uid>, which the kernel answers
- * (NS_GET_OWNER_UID); so a lease needs no release and survives restarts of the orchestrator, and
- * a dead sandbox's uid is simply taken again. The registry stays flock-ed from the pick until the
- * lease names the new init, which serialises concurrent launchers on the host. */
+ * A lease is live while that pid runs (is not a zombie) in a user namespace owned by <uid>, which
+ * the kernel answers (NS_GET_OWNER_UID); so a lease needs no release and survives restarts of the
+ * orchestrator, and a dead sandbox's uid is simply taken again. The registry stays flock-ed from
+ * the pick until the lease names the new init, which serialises concurrent launchers on the host. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -29,6 +29,20 @@
 #define RUN_DIR "/run/burrow"
 #define REGISTRY RUN_DIR "/userns-owners"
 
+/* A zombie keeps its credentials, so its user namespace, until it is reaped: it holds nothing. */
+static int zombie(long pid) {
+  char path[32], buf[512];
+  snprintf(path, sizeof path, "/proc/%ld/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 1;
+  buf[n] = 0;
+  const char *state = strrchr(buf, ')'); /* comm may hold anything; the state follows the last ')' */
+  return !state || state[1] != ' ' || state[2] == 'Z' || state[2] == 'X';
+}
+
 static int live(int dir, unsigned long uid) {
   char name[16], target[24], path[48];
   snprintf(name, sizeof name, "%lu", uid);
@@ -37,7 +51,7 @@ static int live(int dir, unsigned long uid) {
   target[n] = 0;
   char *end;
   long pid = strtol(target, &end, 10);
-  if (*end || pid <= 0) return 0;
+  if (*end || pid <= 0 || zombie(pid)) return 0;
   snprintf(path, sizeof path, "/proc/%ld/ns/user", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;

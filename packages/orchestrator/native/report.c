@@ -1,4 +1,4 @@
-/* JSON output of the launcher: exactly one line, either {"pid":N,"owner":U} or {"error":"…","step":"…"}. */
+/* JSON output of the launcher: exactly one line, either {"pid":N,"owner":U,"uidBase":B} or {"error":"…","step":"…"}. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -37,9 +37,9 @@ static size_t json_escape(char *out, size_t cap, const char *in) {
   return o;
 }
 
-void report_pid(int fd, pid_t pid, uid_t owner) {
-  char buf[64];
-  int n = snprintf(buf, sizeof buf, "{\"pid\":%d,\"owner\":%u}\n", (int)pid, (unsigned)owner);
+void report_pid(int fd, pid_t pid, uid_t owner, unsigned long host_base) {
+  char buf[96];
+  int n = snprintf(buf, sizeof buf, "{\"pid\":%d,\"owner\":%u,\"uidBase\":%lu}\n", (int)pid, (unsigned)owner, host_base);
   write_all(fd, buf, (size_t)n);
 }
 

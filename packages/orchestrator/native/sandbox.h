@@ -17,6 +17,8 @@ struct config {
   unsigned long uid_base, uid_count;
   /* Host uids that may own the sandbox's user namespace (owner.c); count 0: host root owns it. */
   unsigned long owner_base, owner_count;
+  /* Per-sandbox host ranges (idmap.c): 0 for none, every sandbox then runs as uid_base… */
+  unsigned long ranges_base;
   const char *cgroups[MAX_CGROUPS];
   int n_cgroups;
   const char *env[MAX_ENV + 2]; /* + default PATH + NULL */
@@ -26,6 +28,7 @@ struct config {
   char *const *argv;      /* command, NULL-terminated */
   /* Filled in by the launcher, not from the command line. */
   uid_t owner;        /* host uid owning the sandbox's user namespace (0: host root) */
+  unsigned long host_base; /* first host uid of the sandbox's map: uid_base, or its own range */
   int owner_lock_fd;  /* the locked lease registry, or -1; the child closes its copy at once */
   /* The runtime as a detached read-only mount tree, made by the launcher as host root: the child
    * cannot walk host paths (e.g. a 0700 state directory) with its own credentials. */
@@ -51,7 +54,7 @@ extern char *g_arg_start, *g_arg_end;
 int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen);
 
 /* report.c: the launcher's single line of JSON on stdout. */
-void report_pid(int fd, pid_t pid, uid_t owner);
+void report_pid(int fd, pid_t pid, uid_t owner, unsigned long host_base);
 void report_error(int fd, const char *step, const char *text);
 /* Fill a message with "what: strerror(errno)". */
 void msg_error(struct msg *m, const char *step, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -59,6 +62,11 @@ void msg_error(struct msg *m, const char *step, const char *fmt, ...) __attribut
 /* owner.c: lease a namespace owner uid. Return 0 or -1 with errno set and *what naming the step. */
 int owner_lease(struct config *cfg, const char **what);
 int owner_record(const struct config *cfg, pid_t pid);
+
+/* idmap.c: a user namespace fd whose map turns canonical ids into the sandbox's host range, and a
+ * detached copy of path idmapped with it. Both return -1 with errno set on failure. */
+int idmap_userns(const struct config *cfg);
+int idmapped_tree(int dirfd, const char *path, int userns);
 
 /* limits.c: per-namespace budgets. read_host_limits runs in the launcher (it sees the host's
  * values), write_userns_limits in the child (it sees and may set its namespace's). */

@@ -15,6 +15,8 @@ export interface SandboxRecordFile {
    * init lives). Absent in records written before sandboxes had their own owners: host root.
    */
   usernsOwner?: number;
+  /** Host uid of root in the sandbox: its own range's start, or the shared uidBase. Absent in older records. */
+  hostUidBase?: number;
   ip: string;
   hostVeth: string;
   limits: SandboxLimits;

@@ -4,7 +4,7 @@ import { execFileSync } from "node:child_process";
 import { mkdir, readdir, readFile, readlink, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DEFAULT_USERNS_OWNERS } from "../src/config.js";
+import { DEFAULT_UID_RANGES_BASE, DEFAULT_USERNS_OWNERS } from "../src/config.js";
 import { isSandboxInitAlive, LaunchError, readProcStat } from "../src/launcher/index.js";
 import { ensureTestRootfs, TEST_UID_BASE } from "./helpers/base-rootfs.js";
 import { isRunning, makeMiniRuntime, mountsUnder, processTree, SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
@@ -105,7 +105,7 @@ describe("burrow-sandbox", () => {
     await fx.cleanup();
   });
 
-  it("runs as shifted root in its own user, pid, uts, net and mount namespaces", async () => {
+  it("runs as root shifted to a host uid range of its own, in its own user, pid, uts, net and mount namespaces", async () => {
     const { out, sandbox } = await fx.run(
       [
         "echo uid_map=$(cat /proc/self/uid_map)",
@@ -124,8 +124,12 @@ describe("burrow-sandbox", () => {
       ].join("\n"),
       { hostname: "box-42" },
     );
-    expect(out).toMatch(/^uid_map= *0 100000 65536$/m);
-    expect(out).toMatch(/^gid_map= *0 100000 65536$/m);
+    const { base, count } = DEFAULT_USERNS_OWNERS;
+    const hostUid = sandbox.hostUidBase;
+    expect(hostUid).toBe(DEFAULT_UID_RANGES_BASE + (sandbox.usernsOwner - base) * 65536);
+    expect(hostUid).toBeLessThan(DEFAULT_UID_RANGES_BASE + count * 65536);
+    expect(out).toMatch(new RegExp(`^uid_map= *0 ${hostUid} 65536$`, "m"));
+    expect(out).toMatch(new RegExp(`^gid_map= *0 ${hostUid} 65536$`, "m"));
     expect(out).toMatch(/^id=0:0:0$/m);
     expect(out).toMatch(/^init=burrow-init\s*$/m);
     expect(out).toMatch(/^hostname=box-42$/m);
@@ -143,12 +147,12 @@ describe("burrow-sandbox", () => {
     // CHOWN DAC_OVERRIDE FOWNER FSETID KILL SETGID SETUID SETPCAP NET_BIND_SERVICE NET_RAW SYS_CHROOT AUDIT_WRITE SETFCAP
     expect(out).toMatch(/^CapBnd:00000000a00425fb$/m);
 
-    // Host side: the init and everything under it run as the shifted uid.
+    // Host side: the init and everything under it run as the sandbox's own shifted uid.
     const tree = await processTree(sandbox.pid);
     expect(tree.length).toBeGreaterThanOrEqual(2);
     for (const pid of tree) {
       const status = await readFile(`/proc/${pid}/status`, "utf8");
-      expect(status).toMatch(new RegExp(`^Uid:\\s+${TEST_UID_BASE}\\s+${TEST_UID_BASE}\\s+${TEST_UID_BASE}\\s+${TEST_UID_BASE}$`, "m"));
+      expect(status).toMatch(new RegExp(`^Uid:\\s+${hostUid}\\s+${hostUid}\\s+${hostUid}\\s+${hostUid}$`, "m"));
     }
     // Nothing of the sandbox is mounted on the host.
     expect(await mountsUnder(sandbox.dirs.root)).toEqual([]);
@@ -181,7 +185,7 @@ describe("burrow-sandbox", () => {
     });
   });
 
-  it("writes land in the upper dir owned by the shifted ids; the runtime is read-only", async () => {
+  it("writes land in the upper dir owned by the canonical shifted ids, whatever the sandbox's range; the runtime is read-only", async () => {
     const { out, sandbox } = await fx.run(
       [
         "echo root > /etc/by-root",
@@ -312,15 +316,26 @@ describe("burrow-sandbox", () => {
       expect(await readlink(`/run/burrow/userns-owners/${sandbox.usernsOwner}`)).toBe(String(sandbox.pid));
     }
     expect(a.sandbox.usernsOwner).not.toBe(b.sandbox.usernsOwner);
+    expect(a.sandbox.hostUidBase).not.toBe(b.sandbox.hostUidBase);
     // Inside, each uid gets half the sandbox's inotify share and a few namespaces; the host's own limits stay.
     expect(a.out).toMatch(new RegExp(`^max_inotify_instances=${Math.floor(hostInotify / 2)}$`, "m"));
     expect(a.out).toMatch(new RegExp(`^max_inotify_watches=${Math.floor(hostWatches / 2)}$`, "m"));
     expect(a.out).toMatch(/^max_user_namespaces=64$/m);
     expect(a.out).toMatch(/^max_net_namespaces=64$/m);
     expect(await hostUserLimit("max_inotify_instances")).toBe(hostInotify);
+  });
 
-    await fx.kill(a.sandbox);
-    expect(() => namespaceOwner(a.sandbox.pid)).toThrow();
+  it("holds an owner lease exactly while the sandbox lives", async () => {
+    // A range of one owner that nothing else uses: a second live sandbox finds no owner, one after the first died
+    // (a zombie init included: tests do not reap) gets the same one again.
+    const one = { usernsOwners: { base: 0x7ff0_0000, count: 1 }, uidRangesBase: undefined };
+    const first = await fx.launch({ ...one, command: ["/bin/sh", "-c", "exec sleep infinity"] });
+    expect(first.usernsOwner).toBe(0x7ff0_0000);
+    await expect(fx.launch({ ...one, command: ["/bin/true"] })).rejects.toMatchObject({ code: "setup_failed", step: "owner" });
+    await fx.kill(first);
+    const again = await fx.launch({ ...one, command: ["/bin/sh", "-c", "exec sleep infinity"] });
+    expect(again.usernsOwner).toBe(0x7ff0_0000);
+    expect(namespaceOwner(again.pid)).toBe(0x7ff0_0000);
   });
 
   it("charges inotify instances to the sandbox's owner: filling them leaves host root and other sandboxes theirs", async () => {
@@ -338,6 +353,14 @@ describe("burrow-sandbox", () => {
     expect(JSON.parse(other.out.trim().split("\n").pop() ?? "{}")).toEqual(filled);
   });
 
+  it("without per-sandbox ranges, every sandbox runs as the canonical range itself", async () => {
+    const { out, sandbox } = await fx.run("cat /proc/self/uid_map; echo root > /etc/by-root", { uidRangesBase: undefined });
+    expect(out).toMatch(new RegExp(`^ *0 +${TEST_UID_BASE} +65536$`, "m"));
+    expect(sandbox.hostUidBase).toBe(TEST_UID_BASE);
+    const byRoot = await stat(join(sandbox.dirs.upper, "etc/by-root"));
+    expect([byRoot.uid, byRoot.gid]).toEqual([TEST_UID_BASE, TEST_UID_BASE]);
+  });
+
   it("fails with a typed error and leaves nothing behind", async () => {
     const badLower = fx.launch({ command: ["/bin/true"], lower: ["/nonexistent/layer"] });
     await expect(badLower).rejects.toBeInstanceOf(LaunchError);
@@ -352,6 +375,9 @@ describe("burrow-sandbox", () => {
     // An owner inside the mapped range would be a uid the sandbox's own files and processes carry on the host.
     const badOwners = fx.launch({ command: ["/bin/true"], usernsOwners: { base: TEST_UID_BASE + 10, count: 5 } });
     await expect(badOwners).rejects.toMatchObject({ code: "invalid_argument", step: "args" });
+    // Ranges that would run into the canonical range.
+    const badRanges = fx.launch({ command: ["/bin/true"], uidRangesBase: TEST_UID_BASE - 65536 });
+    await expect(badRanges).rejects.toMatchObject({ code: "invalid_argument", step: "args" });
 
     const aborted = fx.launch({ command: ["/bin/true"] }, AbortSignal.abort());
     await expect(aborted).rejects.toMatchObject({ code: "aborted" });

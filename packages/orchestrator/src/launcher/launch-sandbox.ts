@@ -32,6 +32,13 @@ export interface LaunchOptions {
    * @default DEFAULT_USERNS_OWNERS
    */
   usernsOwners?: UidRange;
+  /**
+   * Give each sandbox host uids of its own: the sandbox holding owner `usernsOwners.base + i` maps root to host uid
+   * `uidRangesBase + i * uidCount`, so what the kernel counts per host uid (pipe buffers, epoll watches) is its
+   * own too. Layers and the writable layer are mounted idmapped, so files keep `uidBase` ownership on disk.
+   * `upper` and `work` must then be siblings. Without it every sandbox runs as `uidBase`….
+   */
+  uidRangesBase?: number;
   /** cgroup directories (v1 or v2) the sandbox starts in; it is placed there before it exists. */
   cgroups?: readonly string[];
   /** File receiving the init's and the command's stdout/stderr (appended). */
@@ -60,6 +67,8 @@ export interface LaunchedSandbox {
   startTime: string;
   /** Host uid that owns the sandbox's user namespace. */
   usernsOwner: number;
+  /** Host uid of root in the sandbox (`uidBase`, or the start of its own range). */
+  hostUidBase: number;
 }
 
 /** Build the launcher's argv (exported for diagnostics and tests of the contract). */
@@ -70,6 +79,7 @@ export function launcherArgs(o: LaunchOptions): string[] {
   args.push("--hostname", o.hostname, "--uid-base", String(o.uidBase), "--uid-count", String(o.uidCount ?? 65536));
   const owners = o.usernsOwners ?? DEFAULT_USERNS_OWNERS;
   args.push("--owner-base", String(owners.base), "--owner-count", String(owners.count));
+  if (o.uidRangesBase !== undefined) args.push("--ranges-base", String(o.uidRangesBase));
   for (const c of o.cgroups ?? []) args.push("--cgroup", c);
   args.push("--log", o.log);
   if (o.noNewPrivileges) args.push("--no-new-privs");
@@ -101,7 +111,7 @@ export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): 
     : await launchAsChild(bin, launcherArgs(opts), signal);
 
   const line = stdout.trim().split("\n").pop() ?? "";
-  let parsed: { pid?: unknown; owner?: unknown; error?: unknown; step?: unknown };
+  let parsed: { pid?: unknown; owner?: unknown; uidBase?: unknown; error?: unknown; step?: unknown };
   try {
     parsed = JSON.parse(line) as typeof parsed;
   } catch (cause) {
@@ -121,7 +131,12 @@ export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): 
     }
     const st = readProcStat(pid);
     if (!st) throw new LaunchError("setup_failed", `sandbox init ${pid} exited right after starting`, { step: "init" });
-    return { pid, startTime: st.startTime, usernsOwner: typeof parsed.owner === "number" ? parsed.owner : 0 };
+    return {
+      pid,
+      startTime: st.startTime,
+      usernsOwner: typeof parsed.owner === "number" ? parsed.owner : 0,
+      hostUidBase: typeof parsed.uidBase === "number" ? parsed.uidBase : opts.uidBase,
+    };
   }
   const step = typeof parsed.step === "string" ? parsed.step : "unknown";
   const message = typeof parsed.error === "string" ? parsed.error : line;

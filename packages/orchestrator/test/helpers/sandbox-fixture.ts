@@ -5,6 +5,7 @@ import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promis
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { isSandboxInitAlive, launchSandbox, readProcStat, type LaunchOptions, type LaunchedSandbox } from "../../src/launcher/index.js";
+import { DEFAULT_UID_RANGES_BASE, DEFAULT_USERNS_OWNERS } from "../../src/config.js";
 import { TEST_UID_BASE, TEST_UID_COUNT } from "./base-rootfs.js";
 
 export interface SandboxDirs {
@@ -71,7 +72,7 @@ export class SandboxFixture {
     return dirs;
   }
 
-  /** Launch with test defaults; `command` is required. */
+  /** Launch with test defaults (those of the orchestrator: own owner and uid range per sandbox); `command` is required. */
   async launch(opts: Partial<LaunchOptions> & Pick<LaunchOptions, "command">, signal?: AbortSignal): Promise<LaunchedTestSandbox> {
     const dirs = await this.newDirs();
     const sb = await launchSandbox(
@@ -84,6 +85,8 @@ export class SandboxFixture {
         hostname: "sbx-test",
         uidBase: TEST_UID_BASE,
         uidCount: TEST_UID_COUNT,
+        usernsOwners: DEFAULT_USERNS_OWNERS,
+        uidRangesBase: DEFAULT_UID_RANGES_BASE,
         log: dirs.log,
         ...opts,
       },
