@@ -91,7 +91,7 @@ void sandbox_child(const struct config *cfg_in, int from_parent, int to_parent, 
   if (read(from_parent, &c, 1) != 1) _exit(1); /* launcher died before writing our id maps */
 
   /* The id map alone does not change credentials: become uid/gid 0 of the namespace (host
-   * 100000) and drop the supplementary groups inherited from host root. */
+   * --uid-base, or the sandbox's own range) and drop the supplementary groups of host root. */
   if (setgroups(0, NULL) || setresgid(0, 0, 0) || setresuid(0, 0, 0)) {
     msg_error(&m, "credentials", "setresuid/setresgid to namespace root");
     fail(to_parent, &m);
