@@ -11,6 +11,11 @@
  * NUL-terminated strings followed by one empty string; the reaper runs the launcher with its stdout and
  * stderr on the connection, and the client reads until EOF.
  *
+ * One client never holds up another: connections are non-blocking and served from one poll loop, each request
+ * is collected as its bytes arrive, and a connection that has not sent a whole request within
+ * REQUEST_TIMEOUT_S is answered with an error and closed. A client that connects and sends nothing (or half a
+ * request) therefore costs one slot for a while, never the reaper's attention.
+ *
  * Usage: burrow-reaper --socket PATH --pidfile PATH --launcher PATH
  */
 #define _GNU_SOURCE
@@ -27,16 +32,41 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MAX_REQUEST (256 * 1024)
 #define MAX_ARGS 4096
+/* Connections being read at once; more wait in the listen backlog until a slot frees. */
+#define MAX_CLIENTS 64
+/* A legitimate client writes its whole request right after connecting; this is long enough for a loaded host. */
+#define REQUEST_TIMEOUT_S 10
+#define REQUEST_TIMEOUT_MS (REQUEST_TIMEOUT_S * 1000)
+#define STRINGIFY_(x) #x
+#define STRINGIFY(x) STRINGIFY_(x)
 
 static const char *socket_path, *pidfile_path, *launcher_path;
+
+/* A connection whose request is still arriving. fd < 0: free slot. */
+struct client {
+  int fd;
+  char *buf;
+  size_t len, cap;
+  long long deadline_ms;
+};
+
+static struct client clients[MAX_CLIENTS];
+static int n_clients;
 
 static void die(const char *what) {
   fprintf(stderr, "burrow-reaper: %s: %s\n", what, strerror(errno));
   exit(1);
+}
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static void reap_all(void) {
@@ -44,44 +74,108 @@ static void reap_all(void) {
   }
 }
 
-/* Read one request (args separated by NUL, ended by an empty arg) and run the launcher with it. */
-static void serve(int conn, const sigset_t *blocked) {
-  static char buf[MAX_REQUEST];
-  size_t len = 0;
-  for (;;) {
-    if (len >= 2 && buf[len - 1] == '\0' && buf[len - 2] == '\0') break;
-    if (len == 1 && buf[0] == '\0') break;
-    if (len == sizeof buf) goto bad;
-    ssize_t n = read(conn, buf + len, sizeof buf - len);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) goto bad;
-    len += (size_t)n;
-  }
+static void drop(struct client *c) {
+  close(c->fd);
+  free(c->buf);
+  *c = (struct client){.fd = -1};
+  n_clients--;
+}
+
+/* Answer a request that will not be run (the client reads this line as the launcher's report) and drop it. */
+static void refuse(struct client *c, const char *why) {
+  dprintf(c->fd, "{\"error\":\"%s\",\"step\":\"reaper-request\"}\n", why);
+  drop(c);
+}
+
+/* Run the launcher with the request in c->buf[0..end) (NUL-separated args) on the connection, then drop it. */
+static void launch(struct client *c, size_t end, const sigset_t *blocked) {
   char *argv[MAX_ARGS + 2];
   int argc = 0;
   argv[argc++] = (char *)launcher_path;
-  for (size_t off = 0; off < len && buf[off] != '\0';) {
-    if (argc > MAX_ARGS) goto bad;
-    argv[argc++] = buf + off;
-    off += strlen(buf + off) + 1;
+  for (size_t off = 0; off < end;) {
+    if (argc > MAX_ARGS) {
+      refuse(c, "malformed launch request");
+      return;
+    }
+    argv[argc++] = c->buf + off;
+    off += strlen(c->buf + off) + 1;
   }
   argv[argc] = NULL;
   pid_t pid = fork();
-  if (pid < 0) goto bad;
+  if (pid < 0) {
+    refuse(c, "cannot fork the launcher");
+    return;
+  }
   if (pid == 0) {
     sigprocmask(SIG_UNBLOCK, blocked, NULL);
-    dup2(conn, STDOUT_FILENO);
-    dup2(conn, STDERR_FILENO);
-    close(conn);
+    /* The launcher writes its report with plain blocking writes. */
+    int flags = fcntl(c->fd, F_GETFL);
+    if (flags >= 0) fcntl(c->fd, F_SETFL, flags & ~O_NONBLOCK);
+    dup2(c->fd, STDOUT_FILENO);
+    dup2(c->fd, STDERR_FILENO);
+    close(c->fd);
     execv(launcher_path, argv);
     dprintf(STDOUT_FILENO, "{\"error\":\"cannot execute launcher: %s\",\"step\":\"reaper-exec\"}\n", strerror(errno));
     _exit(127);
   }
-  close(conn);
-  return;
-bad:
-  dprintf(conn, "{\"error\":\"malformed launch request\",\"step\":\"reaper-request\"}\n");
-  close(conn);
+  drop(c);
+}
+
+/*
+ * Read what a client has sent so far. A request ends with an empty argument: two NULs in a row, or a NUL as the
+ * very first byte (no arguments). Bytes after the end are ignored.
+ */
+static void on_readable(struct client *c, const sigset_t *blocked) {
+  for (;;) {
+    if (c->len == c->cap) {
+      if (c->cap == MAX_REQUEST) {
+        refuse(c, "malformed launch request");
+        return;
+      }
+      size_t cap = c->cap ? c->cap * 2 : 4096;
+      if (cap > MAX_REQUEST) cap = MAX_REQUEST;
+      char *buf = realloc(c->buf, cap);
+      if (!buf) {
+        refuse(c, "out of memory");
+        return;
+      }
+      c->buf = buf;
+      c->cap = cap;
+    }
+    ssize_t n = read(c->fd, c->buf + c->len, c->cap - c->len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    if (n <= 0) {
+      /* EOF or an error before the request was complete. */
+      refuse(c, "malformed launch request");
+      return;
+    }
+    size_t from = c->len ? c->len - 1 : 0;
+    c->len += (size_t)n;
+    if (c->buf[0] == '\0') {
+      launch(c, 0, blocked);
+      return;
+    }
+    for (size_t i = from; i + 1 < c->len; i++) {
+      if (c->buf[i] == '\0' && c->buf[i + 1] == '\0') {
+        launch(c, i + 1, blocked);
+        return;
+      }
+    }
+  }
+}
+
+static void accept_clients(int listener) {
+  while (n_clients < MAX_CLIENTS) {
+    int fd = accept4(listener, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd < 0) return; /* EAGAIN: none left; anything else (EMFILE, ECONNABORTED): try again at the next poll */
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+      if (clients[i].fd >= 0) continue;
+      clients[i] = (struct client){.fd = fd, .deadline_ms = now_ms() + REQUEST_TIMEOUT_MS};
+      n_clients++;
+      break;
+    }
+  }
 }
 
 int main(int argc, char **argv) {
@@ -102,7 +196,7 @@ int main(int argc, char **argv) {
   }
   strcpy(addr.sun_path, socket_path);
   unlink(socket_path);
-  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int listener = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (listener < 0) die("socket");
   mode_t old_mask = umask(0077);
   if (bind(listener, (struct sockaddr *)&addr, sizeof addr) < 0) die("bind");
@@ -140,13 +234,31 @@ int main(int argc, char **argv) {
   int sfd = signalfd(-1, &blocked, SFD_CLOEXEC | SFD_NONBLOCK);
   if (sfd < 0) die("signalfd");
 
-  struct pollfd fds[2] = {{.fd = listener, .events = POLLIN}, {.fd = sfd, .events = POLLIN}};
+  for (int i = 0; i < MAX_CLIENTS; i++) clients[i].fd = -1;
   for (;;) {
-    if (poll(fds, 2, -1) < 0) {
+    /* fds[0]: signals, fds[1]: the listener (ignored while every slot is taken), then one per client. */
+    struct pollfd fds[2 + MAX_CLIENTS];
+    int slot_of[2 + MAX_CLIENTS];
+    int nfds = 2;
+    fds[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
+    fds[1] = (struct pollfd){.fd = n_clients < MAX_CLIENTS ? listener : -1, .events = POLLIN};
+    long long next_deadline = -1;
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+      if (clients[i].fd < 0) continue;
+      slot_of[nfds] = i;
+      fds[nfds++] = (struct pollfd){.fd = clients[i].fd, .events = POLLIN};
+      if (next_deadline < 0 || clients[i].deadline_ms < next_deadline) next_deadline = clients[i].deadline_ms;
+    }
+    int timeout = -1;
+    if (next_deadline >= 0) {
+      long long wait = next_deadline - now_ms();
+      timeout = wait < 0 ? 0 : wait > 60000 ? 60000 : (int)wait;
+    }
+    if (poll(fds, (nfds_t)nfds, timeout) < 0) {
       if (errno == EINTR) continue;
       die("poll");
     }
-    if (fds[1].revents & POLLIN) {
+    if (fds[0].revents & POLLIN) {
       struct signalfd_siginfo info;
       while (read(sfd, &info, sizeof info) == sizeof info) {
         if (info.ssi_signo == SIGTERM || info.ssi_signo == SIGINT) {
@@ -155,12 +267,16 @@ int main(int argc, char **argv) {
           return 0;
         }
       }
-      reap_all();
     }
-    if (fds[0].revents & POLLIN) {
-      int conn = accept4(listener, NULL, NULL, SOCK_CLOEXEC);
-      if (conn >= 0) serve(conn, &blocked);
+    for (int k = 2; k < nfds; k++) {
+      struct client *c = &clients[slot_of[k]];
+      if (c->fd == fds[k].fd && fds[k].revents) on_readable(c, &blocked);
     }
+    long long now = now_ms();
+    for (int i = 0; i < MAX_CLIENTS; i++) {
+      if (clients[i].fd >= 0 && clients[i].deadline_ms <= now) refuse(&clients[i], "launch request incomplete after " STRINGIFY(REQUEST_TIMEOUT_S) " s");
+    }
+    if (fds[1].revents & POLLIN) accept_clients(listener);
     reap_all();
   }
 }

@@ -61,8 +61,19 @@ export function stopReaper(paths: ReaperPaths): void {
   if (pid) process.kill(pid, "SIGTERM");
 }
 
+/**
+ * How long a launch through the reaper may go without a byte from it. The launcher prints its report when it is
+ * done, so this bounds the whole launch; it is far beyond a slow one and only ends a wait that would never end.
+ */
+const REAPER_IDLE_TIMEOUT_MS = 120_000;
+
 /** Run the launcher with `args` through the reaper; resolves with everything it printed. */
-export function runThroughReaper(paths: ReaperPaths, args: string[], signal?: AbortSignal): Promise<string> {
+export function runThroughReaper(
+  paths: ReaperPaths,
+  args: string[],
+  signal?: AbortSignal,
+  idleTimeoutMs = REAPER_IDLE_TIMEOUT_MS,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     if (args.some((arg) => arg.length === 0 || arg.includes("\0"))) {
       reject(new OrchestratorError("invalid_argument", "launcher arguments must be non-empty and contain no NUL"));
@@ -72,6 +83,9 @@ export function runThroughReaper(paths: ReaperPaths, args: string[], signal?: Ab
     const chunks: Buffer[] = [];
     const onAbort = () => socket.destroy(new OrchestratorError("canceled", "launch canceled"));
     signal?.addEventListener("abort", onAbort, { once: true });
+    socket.setTimeout(idleTimeoutMs, () =>
+      socket.destroy(new OrchestratorError("deadline_exceeded", `burrow-reaper sent nothing for ${idleTimeoutMs} ms`)),
+    );
     socket.on("connect", () => socket.write(`${args.join("\0")}\0\0`));
     socket.on("data", (chunk: Buffer) => chunks.push(chunk));
     socket.on("error", (error) => {
