@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
+import { codeInterpreterRuntimeFiles } from "@burrow/code-interpreter/runtime-files";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { createBus, createBusMetrics } from "@burrow/bus";
 import { Registry } from "prom-client";
@@ -25,7 +26,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       pool: { template: "base", size: 2 },
       imageImportDir: imageDir,
     },
-    envd: envdRuntimeFiles(),
+    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
     onProgress: progress,
   });
   const registry = new Registry();

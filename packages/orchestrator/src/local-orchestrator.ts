@@ -41,8 +41,8 @@ import { SandboxHost, type HostedSandbox } from "./sandbox-host.js";
 import { openSandboxStorage, type SandboxStorage } from "./storage/disk-storage.js";
 import { readRecord, writeRecord } from "./sandbox-record.js";
 import { ensureBaseTemplate } from "./templates/base-template.js";
+import { isCodeInterpreterTemplate } from "./templates/code-interpreter.js";
 import {
-  CODE_INTERPRETER_ALIAS,
   TemplateBuilder,
   parseTemplateName,
   ensureCodeInterpreterTemplate,
@@ -383,13 +383,11 @@ export class LocalOrchestrator implements Orchestrator {
     await this.storage.unmount();
   }
 
-  /** The template a create names; the shipped `code-interpreter` is built the first time it is asked for. */
+  /** The template a create names; the shipped code-interpreter is built the first time it is asked for. */
   private async templateFor(ref: string, signal?: AbortSignal): Promise<TemplateManifest> {
+    if (isCodeInterpreterTemplate(ref)) return ensureCodeInterpreterTemplate(this.templateBuilder, this.templates, { signal });
     const template = this.templates.resolve(ref);
     if (template) return template;
-    if (ref.split(":")[0] === CODE_INTERPRETER_ALIAS) {
-      return ensureCodeInterpreterTemplate(this.templateBuilder, this.templates, { signal });
-    }
     throw new OrchestratorError("not_found", `template '${ref}' not found`);
   }
 

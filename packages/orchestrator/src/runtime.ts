@@ -2,8 +2,9 @@
 // Content-addressed, so a new envd build gets a new directory while running sandboxes keep theirs.
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, rm, stat } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, readdir, readFile, rename, rm, stat } from "node:fs/promises";
+import { join, relative } from "node:path";
+import type { RuntimeProgram } from "./rootfs/build-runtime-dir.js";
 import { buildRuntimeDir, runtimeCommand } from "./rootfs/index.js";
 
 export interface EnvdRuntimeSource {
@@ -11,6 +12,11 @@ export interface EnvdRuntimeSource {
   bundle: string;
   /** Native node modules envd loads lazily (node-pty, xattr addon…). */
   nativeModules: { name: string; dir: string }[];
+  /**
+   * Other programs run with the runtime's node, each copied to /.burrow/<name> (the code interpreter's execution
+   * server). One whose directory is missing (not built) is left out.
+   */
+  programs?: RuntimeProgram[] | undefined;
 }
 
 export interface Runtime {
@@ -27,6 +33,17 @@ async function runtimeHash(envd: EnvdRuntimeSource): Promise<string> {
     const info = await stat(module.dir);
     hash.update(`${module.name}:${module.dir}:${info.mtimeMs}\n`);
   }
+  for (const program of envd.programs ?? []) {
+    hash.update(`program ${program.name}\n`);
+    const files = (await readdir(program.dir, { withFileTypes: true, recursive: true }))
+      .filter((e) => e.isFile())
+      .map((e) => join(e.parentPath ?? e.path, e.name))
+      .sort();
+    for (const path of files) {
+      const info = await stat(path);
+      hash.update(`${relative(program.dir, path)}:${info.size}:${info.mtimeMs}\n`);
+    }
+  }
   return hash.digest("hex").slice(0, 16);
 }
 
@@ -35,12 +52,13 @@ export async function ensureRuntime(opts: {
   envd: EnvdRuntimeSource;
   signal?: AbortSignal;
 }): Promise<Runtime> {
-  const dir = join(opts.runtimeRoot, await runtimeHash(opts.envd));
+  const envd = { ...opts.envd, programs: (opts.envd.programs ?? []).filter((p) => existsSync(p.dir)) };
+  const dir = join(opts.runtimeRoot, await runtimeHash(envd));
   if (!existsSync(dir)) {
     await mkdir(opts.runtimeRoot, { recursive: true });
     const tmp = `${dir}.tmp-${process.pid}`;
     await rm(tmp, { recursive: true, force: true });
-    await buildRuntimeDir({ outDir: tmp, files: opts.envd });
+    await buildRuntimeDir({ outDir: tmp, files: envd });
     opts.signal?.throwIfAborted();
     await rename(tmp, dir);
   }

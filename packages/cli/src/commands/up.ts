@@ -41,8 +41,16 @@ export const up = defineCommand({
 });
 
 async function runServer(config: CliConfig): Promise<void> {
-  const [{ envdRuntimeFiles }, { LocalOrchestrator }, { createBus, createBusMetrics }, { resolveServerConfig, startServer }, { pino }, { Registry }] =
-    await Promise.all([import("@burrow/envd"), import("@burrow/orchestrator"), import("@burrow/bus"), import("@burrow/server"), import("pino"), import("prom-client")]);
+  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { LocalOrchestrator }, { createBus, createBusMetrics }, { resolveServerConfig, startServer }, { pino }, { Registry }] =
+    await Promise.all([
+      import("@burrow/envd"),
+      import("@burrow/code-interpreter/runtime-files"),
+      import("@burrow/orchestrator"),
+      import("@burrow/bus"),
+      import("@burrow/server"),
+      import("pino"),
+      import("prom-client"),
+    ]);
   // Resolved here, by the server's resolver, because the default domain depends on the port.
   const serverConfig = resolveServerConfig({ ...config.server, stateDir: config.stateDir });
   // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those host
@@ -53,7 +61,7 @@ async function runServer(config: CliConfig): Promise<void> {
   const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
   const orchestrator = await LocalOrchestrator.create({
     config: { stateDir: config.stateDir, instance: config.instance, subnet: config.subnet, pool: { template: "base", size: config.poolSize } },
-    envd: envdRuntimeFiles(),
+    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
     logger: logger.child({ component: "orchestrator" }),
     onProgress: progress,
   });

@@ -1,6 +1,8 @@
 // The runtime directory is bound read-only at /.burrow in every sandbox. It carries its own Node
 // and every shared library Node needs, including the dynamic loader, so envd runs the same in
 // any template whatever its libc (or none): the loader is invoked directly with --library-path.
+// Other programs that run on that Node (the code interpreter's execution server) sit beside envd,
+// each in /.burrow/<name>, so templates need none of it installed.
 import { execFile } from "node:child_process";
 import { chmod, copyFile, cp, mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
@@ -23,20 +25,35 @@ export interface BuildRuntimeDirOptions {
     bundle: string;
     /** Node addons envd loads at runtime (e.g. node-pty), copied to envd/node_modules/<name>. */
     nativeModules: { name: string; dir: string }[];
+    /** Further programs for the runtime's node, each directory copied whole to <name>/ (e.g. code-interpreter). */
+    programs?: RuntimeProgram[] | undefined;
   };
   /** @default process.execPath */
   nodePath?: string;
   signal?: AbortSignal;
 }
 
+export interface RuntimeProgram {
+  /** Directory name inside the runtime directory (a single path segment). */
+  name: string;
+  dir: string;
+}
+
+/** Names the runtime directory uses itself. */
+const RESERVED_NAMES = new Set(["bin", "lib", "envd"]);
+
 /**
- * argv that runs envd inside a sandbox: the copied loader runs the copied node against the copied
- * libraries. Note: inside, `process.execPath` of that node is the loader, so envd must not
- * re-exec itself through process.execPath (child_process.fork).
+ * argv that runs a script with the runtime's node inside a sandbox: the copied loader runs the
+ * copied node against the copied libraries. Note: inside, `process.execPath` of that node is the
+ * loader, so a program must not re-exec itself through process.execPath (child_process.fork).
  */
+export function runtimeNodeCommand(script: string): string[] {
+  return [`${RUNTIME_MOUNT}/lib/${LOADER_NAME}`, "--library-path", `${RUNTIME_MOUNT}/lib`, `${RUNTIME_MOUNT}/bin/node`, script];
+}
+
+/** argv that runs envd inside a sandbox. */
 export function runtimeCommand(): string[] {
-  return [`${RUNTIME_MOUNT}/lib/${LOADER_NAME}`, "--library-path", `${RUNTIME_MOUNT}/lib`,
-    `${RUNTIME_MOUNT}/bin/node`, `${RUNTIME_MOUNT}/envd/envd.mjs`];
+  return runtimeNodeCommand(`${RUNTIME_MOUNT}/envd/envd.mjs`);
 }
 
 interface LddResult {
@@ -79,6 +96,16 @@ async function findAddons(dir: string): Promise<string[]> {
   return out;
 }
 
+/** Directories 0755, files 0644 (0755 when executable by the owner): sandbox root is an unprivileged host uid. */
+async function makeWorldReadable(dir: string): Promise<void> {
+  await chmod(dir, 0o755);
+  for (const e of await readdir(dir, { withFileTypes: true, recursive: true })) {
+    const path = join(e.parentPath ?? e.path, e.name);
+    if (e.isDirectory()) await chmod(path, 0o755);
+    else if (e.isFile()) await chmod(path, ((await stat(path)).mode & 0o100) !== 0 ? 0o755 : 0o644);
+  }
+}
+
 /** Assemble the runtime directory atomically (built under a temp name, then renamed). */
 export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<void> {
   const { outDir, files, signal } = opts;
@@ -96,10 +123,18 @@ export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<voi
       if (m.name.includes("..") || m.name.startsWith("/")) throw new RootfsError("command_failed", `bad module name ${m.name}`);
       await cp(m.dir, join(tmp, "envd/node_modules", m.name), { recursive: true, dereference: true });
     }
+    const programs = files.programs ?? [];
+    for (const p of programs) {
+      if (!/^[a-z0-9][a-z0-9._-]*$/.test(p.name) || RESERVED_NAMES.has(p.name)) {
+        throw new RootfsError("command_failed", `bad runtime program name ${p.name}`);
+      }
+      await cp(p.dir, join(tmp, p.name), { recursive: true, dereference: true });
+    }
     // Libraries of node and of every addon: addons may need libraries node does not (libstdc++…).
     const needed = new Map<string, string>();
     let loader: string | undefined;
-    for (const file of [nodePath, ...(await findAddons(join(tmp, "envd/node_modules")))]) {
+    const addons = [join(tmp, "envd/node_modules"), ...programs.map((p) => join(tmp, p.name))];
+    for (const file of [nodePath, ...(await Promise.all(addons.map(findAddons))).flat()]) {
       const r = await ldd(file, signal);
       for (const lib of r.libs) needed.set(basename(lib), lib);
       loader ??= r.loader;
@@ -113,6 +148,7 @@ export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<voi
     for (const f of await readdir(join(tmp, "lib"))) await chmod(join(tmp, "lib", f), 0o755);
     await chmod(join(tmp, "bin/node"), 0o755);
     await chmod(join(tmp, "envd/envd.mjs"), 0o644);
+    for (const p of programs) await makeWorldReadable(join(tmp, p.name));
     signal?.throwIfAborted();
     await rename(tmp, outDir);
   } catch (err) {

@@ -235,16 +235,17 @@ export class TemplateBuilder {
     };
   }
 
-  /** Resolves when the build ends (whatever the outcome); for callers that build without polling. */
+  /**
+   * Resolves when the build ends (whatever the outcome); for callers that start a build and then wait for it
+   * without polling. A build that was requested but never started has nothing to wait for: failed_precondition
+   * (waiting for it could last forever). The signal stops the waiting, not the build.
+   */
   async waitForBuild(buildId: string, signal?: AbortSignal): Promise<BuildStatusPage & { counters: BuildCounters }> {
     const record = this.builds.get(buildId);
     if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
-    if (signal) {
-      await Promise.race([
-        record.done,
-        new Promise((_, reject) => signal.addEventListener("abort", () => reject(signal.reason), { once: true })),
-      ]);
-    } else await record.done;
+    const { done } = record;
+    if (!done) throw new TemplateBuildError("failed_precondition", `build ${buildId} has not been started`);
+    await settledOrAborted(done, signal);
     return { ...this.status(record.templateId, buildId, 0), counters: { ...record.counters } };
   }
 
@@ -261,6 +262,7 @@ export class TemplateBuilder {
     spec: BuildSpec,
     opts: { onLog?: (entry: BuildLogEntry) => void; signal?: AbortSignal; memoryMB?: number } = {},
   ): Promise<TemplateManifest> {
+    opts.signal?.throwIfAborted();
     const requested = this.requestBuild({ name, memoryMB: opts.memoryMB });
     const unsubscribe = opts.onLog ? this.onBuildLog(requested.buildID, opts.onLog) : () => undefined;
     const onAbort = () => this.builds.get(requested.buildID)?.controller.abort(opts.signal?.reason);
@@ -694,6 +696,25 @@ export class TemplateBuilder {
     } finally {
       if (this.saveLocks.get(templateId) === next) this.saveLocks.delete(templateId);
     }
+  }
+}
+
+/**
+ * Wait for `done` (a build's run, which never rejects) unless `signal` aborts first. The abort listener goes as soon
+ * as either happens, so a long-lived signal used for many waits does not collect listeners.
+ */
+async function settledOrAborted(done: Promise<void>, signal: AbortSignal | undefined): Promise<void> {
+  if (!signal) return done;
+  signal.throwIfAborted();
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+  try {
+    await Promise.race([done, aborted]);
+  } finally {
+    if (onAbort) signal.removeEventListener("abort", onAbort);
   }
 }
 

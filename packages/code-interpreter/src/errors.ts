@@ -1,0 +1,53 @@
+// Errors of the execution server, each with a stable code; the HTTP layer maps codes to statuses in one place
+// (http/respond.ts). Bodies are plain text, as the E2B SDKs expect from this port.
+
+export type CodeInterpreterErrorCode =
+  | "invalid_argument"
+  | "not_found"
+  | "unauthenticated"
+  | "resource_exhausted"
+  | "failed_precondition"
+  | "unavailable"
+  | "internal";
+
+export class CodeInterpreterError extends Error {
+  override readonly name = "CodeInterpreterError";
+  constructor(
+    readonly code: CodeInterpreterErrorCode,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
+/** How a kernel process ended, as far as the server could tell. */
+export interface KernelExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  /** The sandbox's out-of-memory killer fired while the kernel ran (cgroup memory.events). */
+  oomKilled: boolean;
+  /** The server itself ended it (restart, removal, shutdown). */
+  byServer: boolean;
+  /** Last lines the process wrote to its own stdout/stderr (not user output), for diagnosis. */
+  output: string;
+}
+
+/** A kernel process that ended while it had work: the run it was doing fails with this. */
+export class KernelExitedError extends Error {
+  override readonly name = "KernelExitedError";
+  constructor(
+    readonly language: string,
+    readonly exit: KernelExit,
+  ) {
+    super(describeKernelExit(language, exit));
+  }
+}
+
+export function describeKernelExit(language: string, exit: KernelExit): string {
+  if (exit.byServer) return `the ${language} kernel was stopped by the server`;
+  if (exit.oomKilled) return `the ${language} kernel was killed by the out-of-memory killer (the sandbox ran out of memory)`;
+  if (exit.signal === "SIGKILL") return `the ${language} kernel was killed by SIGKILL (most likely the out-of-memory killer)`;
+  if (exit.signal) return `the ${language} kernel was killed by ${exit.signal}`;
+  return `the ${language} kernel exited with code ${exit.code ?? "unknown"}`;
+}
