@@ -95,6 +95,8 @@ export class LocalOrchestrator implements Orchestrator {
   /** When checkLiveness last retried removing directories of ended sandboxes (ms since the epoch). */
   private removalRetriedAt = 0;
   private pool: WarmPool | undefined;
+  /** Stops the warm pool following template changes (set while a pool runs). */
+  private unfollowTemplates: (() => void) | undefined;
   /** Snapshot storage charged to owners (quotas). */
   private readonly charges: SnapshotCharges;
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
@@ -174,8 +176,9 @@ export class LocalOrchestrator implements Orchestrator {
   async createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
     const template = await this.templateFor(opts.template, opts.signal);
     const limits = validateLimits({ ...template.defaults, ...definedOnly(opts.limits ?? {}) });
-    const pool = this.pool?.templateId === template.templateId ? this.pool : undefined;
-    let sandbox = pool?.take();
+    const pool = this.pool;
+    // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out.
+    let sandbox = pool?.take(template);
     if (!sandbox) {
       sandbox = await this.host.launch(template, limits, {
         allowInternetAccess: opts.allowInternetAccess,
@@ -366,6 +369,7 @@ export class LocalOrchestrator implements Orchestrator {
 
   async close(): Promise<void> {
     if (this.livenessTimer) clearInterval(this.livenessTimer);
+    this.unfollowTemplates?.();
     await this.pool?.close();
     await this.templateBuilder.close();
   }
@@ -428,22 +432,24 @@ export class LocalOrchestrator implements Orchestrator {
   private startPool(): void {
     const { pool } = this.config;
     if (pool.size <= 0) return;
-    const template = this.templates.resolve(pool.template);
-    if (!template) {
-      this.logger.warn({ template: pool.template }, "warm pool template not found; pool disabled");
-      return;
+    if (!this.templates.resolve(pool.template)) {
+      this.logger.warn({ template: pool.template }, "warm pool template not found; the pool fills once it exists");
     }
-    this.pool = new WarmPool({
-      templateId: template.templateId,
+    const warm = new WarmPool({
+      template: pool.template,
       size: pool.size,
+      resolve: (ref) => this.templates.resolve(ref),
       // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
       // claiming one then needs no firewall change. Nothing runs in them until they are claimed.
-      launch: (signal) =>
+      launch: (template, signal) =>
         this.host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, signal }),
       destroy: (sandbox) => this.host.destroy(sandbox),
       logger: this.logger,
     });
-    this.pool.fill();
+    this.pool = warm;
+    // A rebuild, a moved tag or a delete of the pool's template: sandboxes of the old build go, new ones come.
+    this.unfollowTemplates = this.templates.onChange(() => warm.refresh());
+    warm.fill();
   }
 
   /**

@@ -41,6 +41,7 @@ export interface TemplateBuildEntry {
 
 export class TemplateStore {
   private readonly byId = new Map<string, TemplateManifest>();
+  private readonly changeListeners = new Set<(templateId: string) => void>();
 
   constructor(
     private readonly templatesDir: string,
@@ -83,7 +84,27 @@ export class TemplateStore {
     if (!this.byId.has(templateId)) return false;
     await rm(join(this.templatesDir, `${templateId}.json`), { force: true });
     this.byId.delete(templateId);
+    this.changed(templateId);
     return true;
+  }
+
+  /**
+   * Call `listener` after every save or removal of a manifest (a build published, a tag moved, a template
+   * deleted), so that what holds on to a template's layers (the warm pool) can follow. Returns the unsubscribe.
+   */
+  onChange(listener: (templateId: string) => void): () => void {
+    this.changeListeners.add(listener);
+    return () => this.changeListeners.delete(listener);
+  }
+
+  private changed(templateId: string): void {
+    for (const listener of this.changeListeners) {
+      try {
+        listener(templateId);
+      } catch {
+        // A listener's failure is its own; the manifest is saved either way.
+      }
+    }
   }
 
   /** Directory holding every layer, for garbage collection and atomic layer commits. */
@@ -104,6 +125,7 @@ export class TemplateStore {
     await writeFile(`${file}.tmp`, JSON.stringify(manifest, null, 2));
     await rename(`${file}.tmp`, file);
     this.byId.set(manifest.templateId, manifest);
+    this.changed(manifest.templateId);
   }
 }
 
