@@ -22,7 +22,10 @@ export interface ServerProcess {
   output: () => string;
 }
 
-/** `env`: extra environment for the server process only (BURROW_* settings), on top of the test's own. */
+/**
+ * `env`: extra environment for the server process only (BURROW_* settings), on top of the test's own. Public
+ * registries are off unless a test turns them on: a test server never pulls from the internet.
+ */
 export async function startServerProcess(
   instance: TestInstance,
   port: number,
@@ -40,7 +43,7 @@ export async function startServerProcess(
       "--host", "127.0.0.1",
       ...extraArgs,
     ],
-    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BURROW_LOG_LEVEL: "warn", ...env } },
+    { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BURROW_LOG_LEVEL: "warn", BURROW_PUBLIC_REGISTRIES: "false", ...env } },
   );
   let output = "";
   child.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));

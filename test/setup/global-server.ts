@@ -18,16 +18,22 @@ export default async function setup(project: TestProject): Promise<() => Promise
   // Host image paths are allowed only here (outside the state directory); suites put their images in it.
   const imageDir = mkdtempSync("/var/tmp/burrow-images-");
   const progress = (line: string) => process.stderr.write(`[burrow test server] ${line}\n`);
+  // A failed start (a subnet taken by a concurrent instance, say) must not leave the state directory behind.
   const orchestrator = await LocalOrchestrator.create({
     config: {
       stateDir: test.stateDir,
       instance: test.instance,
       subnet: test.subnet,
       pool: { template: "base", size: 2 },
+      // A test server never pulls from the internet: only registries a suite starts on the loopback.
+      registries: { insecure: [], mirrors: {}, allowPublic: false },
       imageImportDir: imageDir,
     },
     envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
     onProgress: progress,
+  }).catch(async (error: unknown) => {
+    await rm(test.stateDir, { recursive: true, force: true });
+    throw error;
   });
   const registry = new Registry();
   const bus = await createBus({ kind: "embedded", path: join(test.stateDir, "bus.db"), metrics: createBusMetrics(registry) });

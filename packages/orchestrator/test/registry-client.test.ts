@@ -107,9 +107,17 @@ describe("pulling from a registry", () => {
   });
 
   it("pulls Docker Hub names through a configured mirror", async () => {
-    const client = new RegistryClient({ options: { insecure: [], mirrors: { "docker.io": [`http://${plain.host}`] } } });
+    // allowPublic false: were the mirror to fail, nothing may fall back to Docker Hub from a test.
+    const client = new RegistryClient({ options: { insecure: [], mirrors: { "docker.io": [`http://${plain.host}`] }, allowPublic: false } });
     const image = await resolveRemoteImage(client, parseImageReference("python:3.12-slim"), { configCacheDir: cacheDir, architecture: "amd64" });
     expect(image.layers.map((l) => l.digest)).toEqual([digestOf(layer2)]);
+  });
+
+  it("pulls from nothing but configured registries when public ones are off", async () => {
+    const client = new RegistryClient({ options: { ...DEFAULT_REGISTRY_OPTIONS, allowPublic: false } });
+    await expect(resolveRemoteImage(client, parseImageReference("ubuntu:22.04"), { configCacheDir: cacheDir })).rejects.toThrow(
+      /pulls only from the registries its operator configured .*docker\.io is not one of them/,
+    );
   });
 
   it("does not reach loopback or private registries the operator did not list", async () => {

@@ -91,10 +91,19 @@ export class RegistryClient {
   }
 
   #endpoints(registry: string): Endpoint[] {
-    const { mirrors, insecure } = this.#opts.options;
+    const { mirrors, insecure, allowPublic } = this.#opts.options;
     const own = registry === DOCKER_HUB ? DOCKER_HUB_API_HOST : registry;
-    const scheme = insecure.includes(registry) ? "http" : "https";
-    return [...(mirrors[registry] ?? []).map((base) => ({ base, mirror: true })), { base: `${scheme}://${own}`, mirror: false }];
+    const listed = insecure.includes(registry);
+    const endpoints: Endpoint[] = (mirrors[registry] ?? []).map((base) => ({ base, mirror: true }));
+    if (listed || allowPublic) endpoints.push({ base: `${listed ? "http" : "https"}://${own}`, mirror: false });
+    if (endpoints.length === 0) {
+      throw new TemplateBuildError(
+        "failed_precondition",
+        `this server pulls only from the registries its operator configured (BURROW_REGISTRY_MIRRORS, BURROW_INSECURE_REGISTRIES); ${registry} is not one of them`,
+        { step: "base" },
+      );
+    }
+    return endpoints;
   }
 
   #trusted(host: string): boolean {

@@ -14,9 +14,15 @@ export interface RegistryOptions {
    * @default {} (env BURROW_REGISTRY_MIRRORS, `docker.io=http://m1,docker.io=https://m2`)
    */
   readonly mirrors: Readonly<Record<string, readonly string[]>>;
+  /**
+   * Pull from registries on the internet (besides mirrors and insecure registries). Off for air-gapped servers
+   * and for test servers, which must never send a packet beyond the machine.
+   * @default true (env BURROW_PUBLIC_REGISTRIES=false turns it off)
+   */
+  readonly allowPublic: boolean;
 }
 
-export const DEFAULT_REGISTRY_OPTIONS: RegistryOptions = Object.freeze({ insecure: Object.freeze([]), mirrors: Object.freeze({}) });
+export const DEFAULT_REGISTRY_OPTIONS: RegistryOptions = Object.freeze({ insecure: Object.freeze([]), mirrors: Object.freeze({}), allowPublic: true });
 
 /** Parse the environment's comma-separated forms (see the fields' docs); throws on malformed entries. */
 export function registryOptionsFromEnv(env: NodeJS.ProcessEnv): RegistryOptions {
@@ -35,5 +41,11 @@ export function registryOptionsFromEnv(env: NodeJS.ProcessEnv): RegistryOptions 
     }
     (mirrors[host] ??= []).push(url.replace(/\/$/, ""));
   }
-  return Object.freeze({ insecure: Object.freeze(list(env.BURROW_INSECURE_REGISTRIES)), mirrors: Object.freeze(mirrors) });
+  const pub = (env.BURROW_PUBLIC_REGISTRIES ?? "true").toLowerCase();
+  if (!["true", "false", "1", "0"].includes(pub)) throw new Error(`BURROW_PUBLIC_REGISTRIES must be true or false, got '${pub}'`);
+  return Object.freeze({
+    insecure: Object.freeze(list(env.BURROW_INSECURE_REGISTRIES)),
+    mirrors: Object.freeze(mirrors),
+    allowPublic: pub === "true" || pub === "1",
+  });
 }
