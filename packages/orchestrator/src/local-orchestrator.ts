@@ -127,9 +127,39 @@ export class LocalOrchestrator implements Orchestrator {
   static async create(opts: LocalOrchestratorOptions): Promise<LocalOrchestrator> {
     const config = resolveOrchestratorConfig(opts.config);
     const logger = opts.logger ?? silentLogger;
-    const paths = statePaths(config.stateDir);
     await mkdir(config.stateDir, { recursive: true });
     const storage = await openSandboxStorage({ stateDir: config.stateDir, preferred: config.storage, logger });
+    let orchestrator: LocalOrchestrator;
+    try {
+      orchestrator = await LocalOrchestrator.assemble(opts, config, storage, logger);
+    } catch (error) {
+      // Nothing runs from this state directory yet (adoption comes later): leave the host as it was, with the
+      // disk image unmounted, so a failed start (a subnet already in use, a broken base build) leaves no mount.
+      await storage.unmount().catch((err: unknown) => logger.error({ err }, "could not unmount sandbox storage after a failed start"));
+      throw error;
+    }
+    await orchestrator.adoptOrReap();
+    await removeStaleSnapshotCopies(orchestrator.templates.layersRoot).catch((error: unknown) =>
+      logger.error({ err: error }, "stale snapshot copies could not all be removed; the next start retries"),
+    );
+    await orchestrator.charges.load();
+    await orchestrator.releaseForkBases();
+    // What a killed build or a deleted template left in the layers directory goes before anything builds.
+    await orchestrator.templateBuilder.requestGarbageCollection();
+    orchestrator.startPool();
+    orchestrator.livenessTimer = setInterval(() => orchestrator.checkLiveness(), LIVENESS_INTERVAL_MS);
+    orchestrator.livenessTimer.unref();
+    return orchestrator;
+  }
+
+  /** What create() sets up before it touches any sandbox; when it fails, create() unmounts the storage again. */
+  private static async assemble(
+    opts: LocalOrchestratorOptions,
+    config: Readonly<OrchestratorConfig>,
+    storage: SandboxStorage,
+    logger: Logger,
+  ): Promise<LocalOrchestrator> {
+    const paths = statePaths(config.stateDir);
     await mkdir(paths.sandboxes, { recursive: true });
     const templates = new TemplateStore(paths.templates, paths.layers);
     await templates.load();
@@ -158,19 +188,7 @@ export class LocalOrchestrator implements Orchestrator {
       layerPath: (layerId) => templates.layerPath(layerId),
       logger,
     });
-    const orchestrator = new LocalOrchestrator(config, templates, host, cgroups, network, storage, logger);
-    await orchestrator.adoptOrReap();
-    await removeStaleSnapshotCopies(templates.layersRoot).catch((error: unknown) =>
-      logger.error({ err: error }, "stale snapshot copies could not all be removed; the next start retries"),
-    );
-    await orchestrator.charges.load();
-    await orchestrator.releaseForkBases();
-    // What a killed build or a deleted template left in the layers directory goes before anything builds.
-    await orchestrator.templateBuilder.requestGarbageCollection();
-    orchestrator.startPool();
-    orchestrator.livenessTimer = setInterval(() => orchestrator.checkLiveness(), LIVENESS_INTERVAL_MS);
-    orchestrator.livenessTimer.unref();
-    return orchestrator;
+    return new LocalOrchestrator(config, templates, host, cgroups, network, storage, logger);
   }
 
   async createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
