@@ -15,3 +15,4 @@ if (!only || only === "bus") {
   await runBusBenchmarks();
 }
 if (!only || only === "templates") await (await import("./templates.mjs")).runTemplateBenchmarks();
+if (!only || only === "code-interpreter") await (await import("./code-interpreter.mjs")).runCodeInterpreterBenchmarks();

@@ -19,13 +19,13 @@ export function accessToken(sandbox: Sandbox): string | undefined {
   return (sandbox as unknown as { envdAccessToken?: string }).envdAccessToken;
 }
 
-/** Raw access to the execution server through the gateway, as the SDK addresses it. */
-export function interpreterHeaders(sandbox: Sandbox, token: string | undefined = accessToken(sandbox)): Record<string, string> {
+/** Raw access to the execution server through the gateway, as the SDK addresses it; `null` sends no token. */
+export function interpreterHeaders(sandbox: Sandbox, token: string | null = accessToken(sandbox) ?? null): Record<string, string> {
   return {
     "Content-Type": "application/json",
     "E2b-Sandbox-Id": sandbox.sandboxId,
     "E2b-Sandbox-Port": "49999",
-    ...(token !== undefined ? { "X-Access-Token": token } : {}),
+    ...(token !== null ? { "X-Access-Token": token } : {}),
   };
 }
 

@@ -22,5 +22,6 @@ try {
   logger.info("listening", { host: address.address, port: address.port });
 } catch (err) {
   logger.error("cannot listen", { err });
+  await interpreter.close();
   process.exit(1);
 }

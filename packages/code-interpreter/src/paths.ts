@@ -1,5 +1,5 @@
 // Where the server's companion files are: beside the bundle in a sandbox's runtime directory (server.mjs,
-// node-worker.mjs, python/), or in the package when run from its tsc output (tests, development).
+// node-worker.mjs, python/), or in the package when run from its tsc output or source (tests, development).
 import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,8 +14,11 @@ export interface CompanionFiles {
 export function companionFiles(): CompanionFiles {
   const bundled = join(here, "node-worker.mjs");
   if (existsSync(bundled)) return { workerScript: bundled, pythonDir: join(here, "python") };
-  // dist/paths.js → dist/kernels/node/node-worker.js and <package>/python
-  return { workerScript: join(here, "kernels", "node", "node-worker.js"), pythonDir: join(here, "..", "python") };
+  // From tsc output (dist/paths.js) or from source under a TypeScript-aware runner (src/paths.ts, tests): the
+  // worker is always the compiled one, python/ sits at the package root.
+  const compiled = join(here, "kernels", "node", "node-worker.js");
+  const workerScript = existsSync(compiled) ? compiled : join(here, "..", "dist", "kernels", "node", "node-worker.js");
+  return { workerScript, pythonDir: join(here, "..", "python") };
 }
 
 /**
