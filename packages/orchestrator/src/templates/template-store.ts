@@ -5,6 +5,7 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from "node:fs/promise
 import { join } from "node:path";
 import type { TemplateInfo } from "../orchestrator-api.js";
 import type { SandboxLimits } from "../types.js";
+import { findBuildId } from "./build-ids.js";
 
 export interface TemplateManifest {
   templateId: string;
@@ -36,7 +37,10 @@ export interface TemplateRuntime {
 export interface TemplateBuildEntry {
   layers: string[];
   runtime: TemplateRuntime;
+  /** When the build was published. */
   createdAt: string;
+  /** The limits the build was made with (absent for builds stored before they were kept). */
+  limits?: SandboxLimits;
 }
 
 export class TemplateStore {
@@ -60,8 +64,10 @@ export class TemplateStore {
   }
 
   /**
-   * Resolve an id, an alias, `alias:tag` or `id:tag`. `latest` and `default` name the template's current build;
-   * other tags resolve to the build they point at (a manifest whose `layers`/`runtime` are that build's).
+   * Resolve an id, an alias, `alias:tag` or `id:tag`, as E2B does: `default` names the template's current build
+   * (what the bare name resolves to); another tag, `latest` included, resolves only when assigned, to the build
+   * it points at; a build id (a UUID, or the UUID shown for a pre-UUID build) after the ':' names that build.
+   * A tag or build resolves to a manifest whose `layers`/`runtime`/`buildId` are that build's.
    */
   resolve(ref: string): TemplateManifest | undefined {
     const direct = this.byId.get(ref);
@@ -69,10 +75,10 @@ export class TemplateStore {
     const [name = "", tag] = ref.split(":", 2);
     const manifest = this.byId.get(name) ?? [...this.byId.values()].find((m) => m.aliases.includes(name));
     if (!manifest || tag === undefined) return manifest;
-    const buildId = manifest.tags?.[tag];
+    const buildId = manifest.tags?.[tag] ?? findBuildId(Object.keys(manifest.builds ?? {}), tag);
     const build = buildId !== undefined ? manifest.builds?.[buildId] : undefined;
     if (build && buildId !== undefined) return { ...manifest, layers: build.layers, runtime: build.runtime, buildId };
-    return tag === "latest" || tag === "default" ? manifest : undefined;
+    return tag === "default" ? manifest : undefined;
   }
 
   get(templateId: string): TemplateManifest | undefined {

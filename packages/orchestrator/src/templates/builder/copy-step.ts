@@ -4,6 +4,11 @@
 // directory takes its owner and mode from the topmost layer that has it, so a root-owned stand-in for
 // /home/user would otherwise take the home directory away from its user).
 //
+// A relative destination is relative to the working directory, as in Docker and E2B; with no WORKDIR set, to the
+// home directory of the build's current user (where E2B runs a build's steps without one). A working directory
+// exists from the WORKDIR step on in Docker and E2B, so a COPY into it first creates it as E2B's WORKDIR does
+// (new directories owned by the current user), and `COPY f .` puts f inside it.
+//
 // The archive and the layers below are both untrusted: sources are resolved beneath the unpack directory
 // (context-paths.ts) and destinations within the image (layer-files.ts), so a chain of harmless-looking
 // symbolic links can neither pull a host file into the layer nor push one out of it.
@@ -22,6 +27,9 @@ export interface CopyInput {
   dest: string;
   /** User name or uid (`user[:group]`) that owns the copied files. */
   owner: string;
+  /** The build's current USER: owns a working directory the COPY creates; its home is the base of a relative
+   * destination when no WORKDIR is set. The owner when absent. */
+  user?: string | undefined;
   /** Octal mode string applied to every copied entry, or "" to keep the archive's modes. */
   mode: string;
   workdir: string | undefined;
@@ -66,13 +74,13 @@ async function copyInto(input: CopyInput): Promise<string[]> {
   if (sources.length === 0) {
     throw new TemplateBuildError("invalid_argument", `step ${step}: COPY source '${input.src}' matched no uploaded files`, { step });
   }
-  const written = normalizePosix(input.dest.startsWith("/") ? input.dest : `${input.workdir ?? "/"}/${input.dest}`);
+  const written = await destinationPath(input);
+  if (input.workdir !== undefined && isWithin(written, normalizePosix(input.workdir))) await ensureWorkdir(input, input.workdir, account);
   // Symbolic links of the image on the way (/bin → usr/bin) are followed as the sandbox would, within the image.
   const resolved = await resolveInLayers(input.lowerDirs, written, true);
   if (resolved.notDirectory) throw notADirectory(input, resolved.notDirectory);
   const destAbs = resolved.path;
-  const destIsDir =
-    input.dest.endsWith("/") || sources.length > 1 || (await statInLayers(input.lowerDirs, destAbs))?.isDirectory() === true;
+  const destIsDir = namesDirectory(input.dest) || sources.length > 1 || (await isDirectory(input, destAbs));
   const under = (name: string) => `${destAbs === "/" ? "" : destAbs}/${name}`;
 
   const copied: string[] = [];
@@ -93,6 +101,48 @@ async function copyInto(input: CopyInput): Promise<string[]> {
   }
   await rm(unpack, { recursive: true, force: true });
   return copied;
+}
+
+/**
+ * What a COPY step adds to its layer's cache key besides the digest of its upload. Layers of COPY steps whose
+ * destination depends on the working directory were made by an older rule (relative to `/`, the working
+ * directory not created first), so those steps get keys of their own; every other COPY keeps its cached layer.
+ */
+export function copyCacheKeyInput(uploadDigest: string, dest: string, workdir: string | undefined): string {
+  const dependsOnWorkdir =
+    !dest.startsWith("/") || /(^|\/)\.\.?$/.test(dest) || (workdir !== undefined && isWithin(normalizePosix(dest), normalizePosix(workdir)));
+  return dependsOnWorkdir ? `${uploadDigest} dest-v2` : uploadDigest;
+}
+
+/** The absolute destination in the sandbox, before the image's symbolic links are followed. */
+async function destinationPath(input: CopyInput): Promise<string> {
+  if (input.dest.startsWith("/")) return normalizePosix(input.dest);
+  const base = input.workdir ?? (await lookupAccount(input.lowerDirs, input.user ?? input.owner))?.home ?? "/";
+  return normalizePosix(`${base}/${input.dest}`);
+}
+
+/** Docker's rule: a destination ending in '/' (or naming '.' or '..') is a directory. */
+function namesDirectory(dest: string): boolean {
+  return /(^|\/)\.{0,2}$/.test(dest);
+}
+
+function isWithin(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir === "/" ? "/" : `${dir}/`);
+}
+
+/** Is `path` (symbolic links resolved) a directory in this layer or the layers below? */
+async function isDirectory(input: CopyInput, path: string): Promise<boolean> {
+  const here = await lstat(join(input.layerDir, path)).catch(() => undefined);
+  if (here) return here.isDirectory();
+  return (await statInLayers(input.lowerDirs, path))?.isDirectory() === true;
+}
+
+/** Create the working directory where it is missing, new parts owned by the current user (E2B's WORKDIR). */
+async function ensureWorkdir(input: CopyInput, workdir: string, owner: SandboxAccount): Promise<void> {
+  const resolved = await resolveInLayers(input.lowerDirs, normalizePosix(workdir), true);
+  if (resolved.notDirectory) throw notADirectory(input, resolved.notDirectory);
+  const user = input.user !== undefined ? await lookupAccount(input.lowerDirs, input.user) : undefined;
+  await ensureDir(input, resolved.path, user ?? owner);
 }
 
 async function unpackArchive(input: CopyInput, unpack: string): Promise<void> {

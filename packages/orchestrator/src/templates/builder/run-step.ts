@@ -40,7 +40,8 @@ export async function launchBuildSandbox(
   signal?: AbortSignal,
 ): Promise<{ sandbox: HostedSandbox; target: EnvdTarget }> {
   const manifest: TemplateManifest = {
-    templateId: `build${buildId}`,
+    // Template ids are [a-z0-9] (E2B's alphabet); a build id is a UUID.
+    templateId: `build${buildId.replaceAll("-", "")}`,
     aliases: [],
     layers,
     defaults: limits,

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import type { OrchestratorConfig } from "../../config.js";
 import { randomId } from "../../ids.js";
+import { isUuid, newBuildId, wireBuildId } from "../build-ids.js";
 import type { Logger } from "../../logger.js";
 import type { SandboxHost } from "../../sandbox-host.js";
 import { removeTree } from "../../storage/remove-tree.js";
@@ -18,7 +19,7 @@ import { BuildLog, LOG_PAGE_SIZE, type BuildLogEntry, type BuildLogLevel } from 
 import { parseBuildSpec, type BuildSpec, type BuildStep } from "./build-spec.js";
 import { applyStateStep, baseKey, expandVars, layerIdForKey, runEnv, stepKey, type BuildState } from "./build-state.js";
 import { commitLayerDir, layerExists, makeTmpLayerDir, TMP_LAYER_PREFIX } from "./commit-layer.js";
-import { runCopyStep } from "./copy-step.js";
+import { copyCacheKeyInput, runCopyStep } from "./copy-step.js";
 import { checkFilesHash } from "./files-hash.js";
 import { UploadStore } from "./upload-store.js";
 import { runRunStep } from "./run-step.js";
@@ -72,6 +73,27 @@ export interface TemplateSummary {
   buildStatus: BuildStatus;
 }
 
+/** One build in GET /templates/{templateID}, in E2B's field names (`TemplateBuild`). */
+export interface TemplateBuildSummary {
+  buildID: string;
+  status: BuildStatus;
+  createdAt: string;
+  updatedAt: string;
+  finishedAt?: string | undefined;
+  cpuCount: number;
+  memoryMB: number;
+}
+
+/** GET /templates/{templateID}: a template and its builds, newest first (E2B's `TemplateWithBuilds`). */
+export interface TemplateWithBuilds {
+  templateID: string;
+  aliases: string[];
+  names: string[];
+  createdAt: string;
+  updatedAt: string;
+  builds: TemplateBuildSummary[];
+}
+
 export interface TemplateBuilderDeps {
   store: TemplateStore;
   host: SandboxHost;
@@ -105,6 +127,7 @@ interface BuildRecord {
   /** Uploads (`<templateId>/<filesHash>`) its COPY steps use; upload collection keeps them. */
   uploads: Set<string>;
   createdAt: string;
+  finishedAt?: string;
 }
 
 /** Minimum memory for build sandboxes: apt and pip need more than a default sandbox. */
@@ -149,7 +172,7 @@ export class TemplateBuilder {
       ...(input.cpuCount !== undefined ? { cpuCount: input.cpuCount } : {}),
       ...(input.memoryMB !== undefined ? { memoryMB: input.memoryMB } : {}),
     };
-    const buildId = randomId();
+    const buildId = newBuildId();
     this.builds.set(buildId, {
       buildId,
       templateId,
@@ -226,8 +249,8 @@ export class TemplateBuilder {
   status(templateId: string, buildId: string, logsOffset = 0): BuildStatusPage {
     const record = this.requireBuild(templateId, buildId);
     return {
-      buildID: buildId,
-      templateID: templateId,
+      buildID: wireBuildId(record.buildId),
+      templateID: record.templateId,
       status: record.status,
       logEntries: record.log.page(Math.max(0, Math.floor(logsOffset)), LOG_PAGE_SIZE),
       logs: [],
@@ -241,7 +264,7 @@ export class TemplateBuilder {
    * (waiting for it could last forever). The signal stops the waiting, not the build.
    */
   async waitForBuild(buildId: string, signal?: AbortSignal): Promise<BuildStatusPage & { counters: BuildCounters }> {
-    const record = this.builds.get(buildId);
+    const record = this.record(buildId);
     if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
     const { done } = record;
     if (!done) throw new TemplateBuildError("failed_precondition", `build ${buildId} has not been started`);
@@ -251,7 +274,7 @@ export class TemplateBuilder {
 
   /** Subscribe to a build's log as it is written (CLI-less callers, e.g. building shipped definitions). */
   onBuildLog(buildId: string, listener: (entry: BuildLogEntry) => void): () => void {
-    const record = this.builds.get(buildId);
+    const record = this.record(buildId);
     if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
     return record.log.onEntry(listener);
   }
@@ -285,7 +308,7 @@ export class TemplateBuilder {
   }
 
   counters(buildId: string): BuildCounters | undefined {
-    const record = this.builds.get(buildId);
+    const record = this.record(buildId);
     return record ? { ...record.counters } : undefined;
   }
 
@@ -293,7 +316,7 @@ export class TemplateBuilder {
     const out: TemplateSummary[] = this.deps.store.list().map((m) => ({
       templateId: m.templateId,
       aliases: [...m.aliases],
-      buildId: m.buildId,
+      buildId: m.buildId !== undefined ? wireBuildId(m.buildId) : undefined,
       tags: Object.keys(m.tags ?? {}),
       createdAt: m.createdAt,
       cpuCount: m.defaults.cpuCount,
@@ -308,9 +331,51 @@ export class TemplateBuilder {
     const manifest = this.requireTemplate(templateRef);
     return Object.entries(manifest.tags ?? {}).map(([tag, buildID]) => ({
       tag,
-      buildID,
+      buildID: wireBuildId(buildID),
       createdAt: manifest.builds?.[buildID]?.createdAt ?? manifest.createdAt,
     }));
+  }
+
+  /**
+   * A template (id or name) and every build of it: the published ones and those this process still knows
+   * (waiting, building, failed), newest first. A template whose first build has not finished is listed too.
+   */
+  templateBuilds(templateRef: string): TemplateWithBuilds {
+    const manifest = this.deps.store.resolve(templateRef);
+    const records = [...this.builds.values()].filter((r) =>
+      manifest ? r.templateId === manifest.templateId : r.templateId === templateRef || r.name === templateRef,
+    );
+    const templateId = manifest?.templateId ?? records[0]?.templateId;
+    if (templateId === undefined) throw new TemplateBuildError("not_found", `template '${templateRef}' not found`);
+    const summaries = new Map<string, TemplateBuildSummary>();
+    for (const [buildId, entry] of Object.entries(manifest?.builds ?? {})) {
+      const limits = entry.limits ?? manifest?.defaults ?? this.deps.config.defaultLimits;
+      summaries.set(buildId, {
+        buildID: wireBuildId(buildId),
+        status: "ready",
+        createdAt: entry.createdAt,
+        updatedAt: entry.createdAt,
+        finishedAt: entry.createdAt,
+        cpuCount: limits.cpuCount,
+        memoryMB: limits.memoryMB,
+      });
+    }
+    // What this process knows is newer: the request time, and builds that were never published.
+    for (const record of records) {
+      summaries.set(record.buildId, {
+        buildID: wireBuildId(record.buildId),
+        status: record.status,
+        createdAt: record.createdAt,
+        updatedAt: record.finishedAt ?? record.createdAt,
+        ...(record.finishedAt !== undefined ? { finishedAt: record.finishedAt } : {}),
+        cpuCount: record.limits.cpuCount,
+        memoryMB: record.limits.memoryMB,
+      });
+    }
+    const builds = [...summaries.values()].sort(newestFirst);
+    const aliases = manifest ? [...manifest.aliases] : [...new Set(records.map((r) => r.name))];
+    const createdAt = manifest?.createdAt ?? builds[builds.length - 1]?.createdAt ?? new Date().toISOString();
+    return { templateID: templateId, aliases, names: aliases, createdAt, updatedAt: builds[0]?.updatedAt ?? createdAt, builds };
   }
 
   /** POST /templates/tags: point `tags` at the build `target` (`name:tag`) names. */
@@ -318,14 +383,14 @@ export class TemplateBuilder {
     const manifest = this.requireTemplate(target);
     const buildId = manifest.buildId;
     if (!buildId) throw new TemplateBuildError("failed_precondition", `template '${target}' has no builds to tag`);
-    const clean = tags.map(checkTag);
+    const clean = [...new Set(tags.map(checkTag))];
     await this.updateManifest(manifest.templateId, (current) => {
       if (!current) throw new TemplateBuildError("not_found", `template '${target}' not found`);
       const next = { ...(current.tags ?? {}) };
       for (const tag of clean) next[tag] = buildId;
       return withDefaultBuild({ ...current, tags: next });
     });
-    return { buildID: buildId, tags: clean };
+    return { buildID: wireBuildId(buildId), tags: clean };
   }
 
   /** DELETE /templates/tags. */
@@ -480,8 +545,13 @@ export class TemplateBuilder {
     return digest.digest("hex");
   }
 
+  /** The build `buildId` names; a UUID in any letter case (canonical ids are lowercase). */
+  private record(buildId: string): BuildRecord | undefined {
+    return this.builds.get(isUuid(buildId) ? buildId.toLowerCase() : buildId);
+  }
+
   private requireBuild(templateId: string, buildId: string): BuildRecord {
-    const record = this.builds.get(buildId);
+    const record = this.record(buildId);
     if (!record || record.templateId !== templateId) {
       throw new TemplateBuildError("not_found", `build ${buildId} of template ${templateId} not found`);
     }
@@ -520,7 +590,10 @@ export class TemplateBuilder {
       for (const [index, step] of spec.steps.entries()) {
         signal.throwIfAborted();
         currentStep = String(index + 1);
-        const contentDigest = step.type === "COPY" ? await this.uploadDigest(record, step, String(index + 1)) : undefined;
+        const contentDigest =
+          step.type === "COPY"
+            ? copyCacheKeyInput(await this.uploadDigest(record, step, String(index + 1)), expandVars(step.args[1] ?? "", state), state.workdir)
+            : undefined;
         const nextKey = stepKey(key, step, state, contentDigest);
         const title = `[${currentStep}/${total}] ${step.type} ${describeArgs(step)}`;
         if (step.type !== "RUN" && step.type !== "COPY") {
@@ -558,6 +631,7 @@ export class TemplateBuilder {
       }
       await this.publish(record, layers, runtime);
       record.status = "ready";
+      record.finishedAt = new Date().toISOString();
       log.add("info", `Template ${record.name} ready (${record.counters.stepsRun} steps run, ${record.counters.stepsCached} cached)`, "finalize");
     } catch (error) {
       const failure =
@@ -570,6 +644,7 @@ export class TemplateBuilder {
       log.add("error", failure.message, step);
       record.reason = { message: failure.message, step, logEntries: log.tail(20) };
       record.status = "error";
+      record.finishedAt = new Date().toISOString();
       if (failure.code === "internal") this.deps.logger.error({ err: error, buildId: record.buildId }, "template build failed");
     } finally {
       // What will not go now is a temporary directory of no running build: garbage collection retries it.
@@ -620,6 +695,7 @@ export class TemplateBuilder {
         src: step.args[0] ?? "",
         dest: expandVars(step.args[1] ?? "", state),
         owner: step.args[2] || state.user,
+        user: state.user,
         mode: step.args[3] ?? "",
         workdir: state.workdir,
         lowerDirs: layers.map((id) => this.deps.store.layerPath(id)),
@@ -664,7 +740,7 @@ export class TemplateBuilder {
   private async publish(record: BuildRecord, layers: string[], runtime: TemplateRuntime): Promise<void> {
     const createdAt = new Date().toISOString();
     await this.updateManifest(record.templateId, (current) => {
-      const builds = { ...(current?.builds ?? {}), [record.buildId]: { layers, runtime, createdAt } };
+      const builds = { ...(current?.builds ?? {}), [record.buildId]: { layers, runtime, createdAt, limits: record.limits } };
       const tags = { ...(current?.tags ?? {}) };
       for (const tag of record.tags) tags[tag] = record.buildId;
       if (!tags[DEFAULT_TAG]) tags[DEFAULT_TAG] = record.buildId;
@@ -716,6 +792,12 @@ async function settledOrAborted(done: Promise<void>, signal: AbortSignal | undef
   } finally {
     if (onAbort) signal.removeEventListener("abort", onAbort);
   }
+}
+
+/** Newest build first; builds created at the same instant by id, so the order is total (a cursor can follow it). */
+export function newestFirst(a: TemplateBuildSummary, b: TemplateBuildSummary): number {
+  if (a.createdAt !== b.createdAt) return a.createdAt < b.createdAt ? 1 : -1;
+  return a.buildID < b.buildID ? 1 : a.buildID > b.buildID ? -1 : 0;
 }
 
 /** `layers`, `runtime` and `buildId` follow the build the default tag names. */

@@ -1,5 +1,7 @@
-// E2B template names: `name` or `name:tag`, with tags naming builds. `default` is what a bare name means;
-// `latest` is accepted as a synonym because older SDKs and Docker habits use it.
+// E2B template names: `name` or `name:tag`, with tags naming builds. A bare name means the `default` tag (and
+// `name:default` the bare name); every other tag, `latest` included, is an ordinary tag that names a build only
+// once it is assigned. A tag cannot be a UUID: `name:<build id>` names that build (build ids are UUIDs).
+import { isUuid } from "../build-ids.js";
 import { TemplateBuildError } from "./template-build-error.js";
 
 export const DEFAULT_TAG = "default";
@@ -15,7 +17,9 @@ export function parseTemplateName(input: string): { name: string; tag?: string |
   return { name, tag };
 }
 
+/** A tag as given, when it is one a build may carry. */
 export function checkTag(tag: string): string {
   if (!TAG.test(tag)) throw new TemplateBuildError("invalid_argument", `invalid tag '${tag}'`);
-  return tag === "latest" ? DEFAULT_TAG : tag;
+  if (isUuid(tag)) throw new TemplateBuildError("invalid_argument", `invalid tag '${tag}': a tag cannot be a UUID (a UUID after ':' names a build)`);
+  return tag;
 }
