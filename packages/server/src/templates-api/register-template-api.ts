@@ -22,6 +22,8 @@ export interface TemplateApiOptions {
 export const UPLOAD_PATH_PREFIX = "/burrow/v1/uploads";
 
 const HASH = "^[a-f0-9]{64}$";
+/** Builds per page of GET /templates/{templateID} (E2B's default and maximum). */
+const BUILDS_PAGE_MAX = 100;
 const idParams = (...names: string[]) => ({
   type: "object",
   required: names,
@@ -223,6 +225,43 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     })),
   );
 
+  // E2B's "list template builds": the template and a page of its builds, newest first; the cursor (X-Next-Token)
+  // names the last build of a page, so builds started meanwhile do not shift the pages that follow.
+  app.get<{ Params: { templateID: string }; Querystring: { limit?: number; nextToken?: string } }>(
+    "/templates/:templateID",
+    {
+      onRequest,
+      schema: {
+        params: idParams("templateID"),
+        querystring: {
+          type: "object",
+          properties: { limit: { type: "integer", minimum: 1, maximum: BUILDS_PAGE_MAX, default: BUILDS_PAGE_MAX }, nextToken: { type: "string" } },
+        },
+      },
+    },
+    async (request, reply) => {
+      const template = builder.templateBuilds(request.params.templateID);
+      const limit = request.query.limit ?? BUILDS_PAGE_MAX;
+      const after = request.query.nextToken !== undefined ? decodeBuildCursor(request.query.nextToken) : undefined;
+      const rest = after ? template.builds.filter((b) => b.createdAt < after.createdAt || (b.createdAt === after.createdAt && b.buildID < after.buildID)) : template.builds;
+      const page = rest.slice(0, limit);
+      const last = page[page.length - 1];
+      if (rest.length > limit && last) reply.header("X-Next-Token", Buffer.from(`${last.createdAt}__${last.buildID}`).toString("base64url"));
+      return reply.send({
+        templateID: template.templateID,
+        // Templates on a Burrow node belong to its operator: none is public.
+        public: false,
+        aliases: template.aliases,
+        names: template.names,
+        createdAt: template.createdAt,
+        updatedAt: template.updatedAt,
+        lastSpawnedAt: null,
+        spawnCount: 0,
+        builds: page,
+      });
+    },
+  );
+
   app.get<{ Params: { templateID: string } }>(
     "/templates/:templateID/tags",
     { onRequest, schema: { params: idParams("templateID") } },
@@ -272,6 +311,15 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
       return reply.code(204).send();
     },
   );
+}
+
+/** A nextToken of the builds list: base64url of `<createdAt>__<buildID>` of the last build of the page before. */
+function decodeBuildCursor(token: string): { createdAt: string; buildID: string } {
+  const [createdAt, buildID, extra] = Buffer.from(token, "base64url").toString("utf8").split("__");
+  if (!createdAt || !buildID || extra !== undefined || Number.isNaN(Date.parse(createdAt))) {
+    throw new ServerError(Code.InvalidArgument, "invalid nextToken");
+  }
+  return { createdAt, buildID };
 }
 
 function alreadyUploaded(): ServerError {

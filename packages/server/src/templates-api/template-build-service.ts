@@ -9,6 +9,17 @@ export interface BuildLogEntryDto {
   step?: string | undefined;
 }
 
+/** One build of a template, in E2B's `TemplateBuild` field names. */
+export interface TemplateBuildDto {
+  buildID: string;
+  status: "waiting" | "building" | "ready" | "error";
+  createdAt: string;
+  updatedAt: string;
+  finishedAt?: string | undefined;
+  cpuCount: number;
+  memoryMB: number;
+}
+
 export interface TemplateBuildService {
   requestBuild(input: { name: string; tags?: string[] | undefined; cpuCount?: number | undefined; memoryMB?: number | undefined }): {
     templateID: string;
@@ -55,6 +66,15 @@ export interface TemplateBuildService {
     memoryMB: number;
     buildStatus: string;
   }[];
+  /** A template and its builds, newest first (by createdAt, then buildID); not_found for an unknown template. */
+  templateBuilds(templateRef: string): {
+    templateID: string;
+    aliases: string[];
+    names: string[];
+    createdAt: string;
+    updatedAt: string;
+    builds: TemplateBuildDto[];
+  };
   tagsOf(templateRef: string): { tag: string; buildID: string; createdAt: string }[];
   assignTags(target: string, tags: string[]): Promise<{ buildID: string; tags: string[] }>;
   removeTags(name: string, tags: string[]): Promise<void>;
