@@ -69,9 +69,18 @@ export async function startInterpreter(overrides: Partial<CodeInterpreterConfig>
   const envd = await startEnvd();
   const cwd = await mkdtemp(join(tmpdir(), "burrow-interpreter-test-"));
   const config = resolveConfig({ host: "127.0.0.1", port: 0, envdUrl: envd.url, defaultCwd: cwd, defaultContexts: ["javascript"], ...overrides }, {});
-  const interpreter = await createCodeInterpreter(config, silentLogger);
-  const address = await interpreter.listen();
-  await interpreter.ready;
+  let interpreter: CodeInterpreter | undefined;
+  let address;
+  try {
+    interpreter = await createCodeInterpreter(config, silentLogger);
+    address = await interpreter.listen();
+    await interpreter.ready;
+  } catch (error) {
+    await interpreter?.close();
+    await envd.stop();
+    await rm(cwd, { recursive: true, force: true });
+    throw error;
+  }
   return {
     url: `http://127.0.0.1:${address.port}`,
     interpreter,
