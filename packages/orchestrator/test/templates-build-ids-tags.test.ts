@@ -133,6 +133,25 @@ describe("build ids", () => {
   });
 });
 
+describe("the builds of a template", () => {
+  it("include a first build not yet published, and are not found once the template is deleted", async () => {
+    const requested = builder.requestBuild({ name: "pending", cpuCount: 1, memoryMB: 300 });
+    const waiting = builder.templateBuilds("pending");
+    expect(waiting).toMatchObject({ templateID: requested.templateID, aliases: ["pending"] });
+    expect(waiting.builds).toEqual([
+      { buildID: requested.buildID, status: "waiting", createdAt: expect.any(String), updatedAt: expect.any(String), cpuCount: 1, memoryMB: 300 },
+    ]);
+    expect(builder.templateBuilds(requested.templateID).builds).toHaveLength(1);
+    builder.startBuild(requested.templateID, requested.buildID, envSpec("1"));
+    await builder.waitForBuild(requested.buildID);
+    const done = builder.templateBuilds(requested.templateID).builds[0];
+    expect(done).toMatchObject({ buildID: requested.buildID, status: "ready", finishedAt: expect.any(String) });
+    expect(await builder.deleteTemplate("pending")).toBe(true);
+    expect(() => builder.templateBuilds(requested.templateID)).toThrow(/not found/);
+    expect(() => builder.templateBuilds("pending")).toThrow(/not found/);
+  });
+});
+
 describe("tags", () => {
   it("keep `latest` as an ordinary tag: never rewritten, unresolved until assigned", async () => {
     const first = await build("lat", "1", ["v1"]);

@@ -338,12 +338,14 @@ export class TemplateBuilder {
 
   /**
    * A template (id or name) and every build of it: the published ones and those this process still knows
-   * (waiting, building, failed), newest first. A template whose first build has not finished is listed too.
+   * (waiting, building, failed), newest first. A template whose first build has not finished is listed too; a
+   * deleted one is not found, whatever builds of it this process remembers.
    */
   templateBuilds(templateRef: string): TemplateWithBuilds {
     const manifest = this.deps.store.resolve(templateRef);
+    const pending = new Set(this.pendingNames.values());
     const records = [...this.builds.values()].filter((r) =>
-      manifest ? r.templateId === manifest.templateId : r.templateId === templateRef || r.name === templateRef,
+      manifest ? r.templateId === manifest.templateId : pending.has(r.templateId) && (r.templateId === templateRef || r.name === templateRef),
     );
     const templateId = manifest?.templateId ?? records[0]?.templateId;
     if (templateId === undefined) throw new TemplateBuildError("not_found", `template '${templateRef}' not found`);
