@@ -75,7 +75,15 @@ export async function runCodeInterpreterBenchmarks() {
   try {
     process.stdout.write("\n== code interpreter (official @e2b/code-interpreter SDK → Burrow) ==\n");
     process.stderr.write("[bench] building the code-interpreter-v1 template (first use; minutes)\n");
-    await (await Sandbox.create({ ...opts, requestTimeoutMs: 0 })).kill();
+    // The server drops a connection silent past its idle timeout (5 minutes); the build goes on, so ask again.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await (await Sandbox.create({ ...opts, requestTimeoutMs: 0 })).kill();
+        break;
+      } catch (error) {
+        if (attempt >= 3 || error?.cause?.code !== "UND_ERR_SOCKET") throw error;
+      }
+    }
 
     const baseCreate = [];
     for (let i = 0; i < COLD_RUNS; i++) {

@@ -8,10 +8,25 @@ export function connection(env: BurrowTestEnv) {
   return { apiKey: env.apiKey, apiUrl: env.apiUrl, sandboxUrl: env.sandboxUrl };
 }
 
+function isConnectionDrop(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    if ((e as { code?: string }).code === "UND_ERR_SOCKET" || (e as { code?: string }).code === "ECONNRESET") return true;
+  }
+  return false;
+}
+
 /** Create a code-interpreter sandbox; the first create of a run waits for the template build. */
 export async function createInterpreter(env: BurrowTestEnv, opts: { envs?: Record<string, string> } = {}): Promise<Sandbox> {
-  // No request timeout on create: the first one builds the template.
-  return Sandbox.create({ ...connection(env), ...opts, requestTimeoutMs: 0 });
+  // No request timeout on create: the first one builds the template. The server drops a connection that stays
+  // silent past its idle timeout (5 minutes); a build slower than that (a busy machine) goes on regardless, and
+  // asking again waits for the same build.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await Sandbox.create({ ...connection(env), ...opts, requestTimeoutMs: 0 });
+    } catch (error) {
+      if (attempt >= 3 || !isConnectionDrop(error)) throw error;
+    }
+  }
 }
 
 /** The sandbox's envd access token (the SDK keeps it protected). */

@@ -75,6 +75,14 @@ describe("interrupting runs", () => {
     expect((await sandbox.runCode("40 + 2", { language: "javascript" })).text).toBe("42");
   });
 
+  it("a kernel that exits (os._exit) is reported and restarts under the same id", async () => {
+    const context = await sandbox.createCodeContext();
+    const died = await sandbox.runCode("import os; os._exit(7)", { context });
+    expect(died.error?.name).toBe("KernelDiedError");
+    expect(died.error?.value).toContain("exited with code 7");
+    expect((await sandbox.runCode("1 + 1", { context })).text).toBe("2");
+  });
+
   it("a kernel killed by memory exhaustion is reported and its context works again", async () => {
     const context = await sandbox.createCodeContext();
     await sandbox.runCode("before = 1", { context });

@@ -76,24 +76,36 @@ function isCurrent(manifest: TemplateManifest): boolean {
 /** Concurrent first uses share one build (per builder). */
 const inFlight = new WeakMap<TemplateBuilder, Promise<TemplateManifest>>();
 
+/** Wait for a shared build, giving up (without stopping it) when this caller's signal aborts. */
+function waitFor<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return work;
+  signal.throwIfAborted();
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 /**
  * The code-interpreter template (by either name), building it when missing or built from an older definition.
- * Call when a create asks for `code-interpreter-v1` or `code-interpreter`.
+ * Call when a create asks for `code-interpreter-v1` or `code-interpreter`. The build is shared by every caller
+ * and outlives any one of them: a caller that gives up (its request timed out) stops waiting, not the build, so
+ * the next create finds it done or nearly done.
  */
 export async function ensureCodeInterpreterTemplate(
   builder: TemplateBuilder,
   store: TemplateStore,
-  opts: { onLog?: (entry: BuildLogEntry) => void; signal?: AbortSignal } = {},
+  opts: { onLog?: (entry: BuildLogEntry) => void; signal?: AbortSignal | undefined } = {},
 ): Promise<TemplateManifest> {
   const existing = store.resolve(CODE_INTERPRETER_TEMPLATE) ?? store.resolve(CODE_INTERPRETER_ALIAS);
   if (existing && isCurrent(existing)) return existing;
   const running = inFlight.get(builder);
-  if (running) return running;
+  if (running) return waitFor(running, opts.signal);
   const build = (async () => {
     const built = await builder.buildAndWait(CODE_INTERPRETER_TEMPLATE, codeInterpreterSpec(), {
       memoryMB: CODE_INTERPRETER_LIMITS.memoryMB,
       ...(opts.onLog ? { onLog: opts.onLog } : {}),
-      ...(opts.signal ? { signal: opts.signal } : {}),
     });
     // An outdated template that held the alias gives it up (and goes, unless it has other names).
     for (const old of store.list()) {
@@ -110,6 +122,7 @@ export async function ensureCodeInterpreterTemplate(
     await store.save(manifest);
     return manifest;
   })().finally(() => inFlight.delete(builder));
+  build.catch(() => undefined);
   inFlight.set(builder, build);
-  return build;
+  return waitFor(build, opts.signal);
 }
