@@ -28,6 +28,7 @@ export {
 export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
 export type { EnvdRuntimeSource } from "./runtime.js";
 export type { Logger } from "./logger.js";
+export * from "./envd-client/index.js";
 export {
   TemplateBuilder,
   parseDockerfile,

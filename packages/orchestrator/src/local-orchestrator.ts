@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "./config.js";
 import { createCgroupManager } from "./cgroups/index.js";
 import { diskUsageBytes } from "./disk-usage.js";
-import { initEnvd } from "./envd-client.js";
+import { envdAt, initEnvd } from "./envd-client/index.js";
 import { OrchestratorError } from "./errors.js";
 import { isSandboxInitAlive, launcherBinaryPath } from "./launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper } from "./reaper/reaper.js";
@@ -426,8 +426,7 @@ export class LocalOrchestrator implements Orchestrator {
       await sandbox.network.setInternetAccess(opts.allowInternetAccess);
     }
     await initEnvd(
-      record.ip,
-      record.initToken,
+      envdAt(record.ip, record.initToken),
       {
         envVars: { ...template.runtime?.env, ...opts.envVars },
         accessToken: opts.envdAccessToken,
@@ -436,7 +435,7 @@ export class LocalOrchestrator implements Orchestrator {
       },
       opts.signal,
     );
-    await startTemplateProcess({ address: record.ip, accessToken: opts.envdAccessToken }, template, { signal: opts.signal });
+    await startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal });
     sandbox.record = {
       ...record,
       limits,

@@ -7,7 +7,7 @@ import { basename, join } from "node:path";
 import { ENVD_PORT } from "@burrow/protocol";
 import type { OrchestratorConfig } from "./config.js";
 import { statePaths } from "./config.js";
-import { waitForEnvd } from "./envd-client.js";
+import { EnvdError, envdAt, waitForEnvd } from "./envd-client/index.js";
 import { OrchestratorError } from "./errors.js";
 import { randomId } from "./ids.js";
 import { launchSandbox } from "./launcher/index.js";
@@ -123,7 +123,7 @@ export class SandboxHost {
       };
       const attachedAt = performance.now();
       await writeRecord(dir, record);
-      await waitForEnvd(net.ip, config.envdReadyTimeoutMs, opts.signal);
+      await waitForEnvd(envdAt(net.ip), { timeoutMs: config.envdReadyTimeoutMs, signal: opts.signal });
       this.deps.logger.debug(
         {
           sandboxId,
@@ -140,7 +140,7 @@ export class SandboxHost {
       await this.teardown({ sandboxId, dir, cgroup, network: net, pid }).catch((cleanupError: unknown) =>
         this.deps.logger.error({ sandboxId, err: cleanupError }, "cleanup after failed launch failed"),
       );
-      if (error instanceof OrchestratorError) throw error;
+      if (error instanceof OrchestratorError || error instanceof EnvdError) throw error;
       if (opts.signal?.aborted) throw new OrchestratorError("canceled", "sandbox creation was canceled", { cause: error });
       throw new OrchestratorError("internal", `sandbox could not be started: ${(error as Error).message}`, {
         cause: error,

@@ -8,7 +8,7 @@ import { createApi } from "./api/app.js";
 import { ensureApiKey, type EnsureApiKeyResult } from "./auth/ensure-api-key.js";
 import { resolveServerConfig, type ServerConfig, type ServerConfigInput } from "./config.js";
 import { ClientConnectionCap } from "./gateway/client-connection-cap.js";
-import { Gateway, type UpstreamResolver } from "./gateway/gateway.js";
+import { Gateway, defaultUpstream, type UpstreamResolver } from "./gateway/gateway.js";
 import type { TemplateBuildService } from "./templates-api/index.js";
 import { SandboxEvents } from "./lifecycle/events.js";
 import { SandboxService } from "./lifecycle/sandbox-service.js";
@@ -114,8 +114,9 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     // With a bus: fs watches, and triggers and tasks run by a real runner (rules resume from the bus's KV).
     let busServices: SandboxBusServices | undefined;
     if (deps.bus) {
-      const runner = new ServerSandboxRunner({ sandboxes, bus: deps.bus, logger });
-      const watches = new WatchBridge({ bus: deps.bus, sandboxes, events, logger });
+      const upstream = deps.upstream ?? defaultUpstream;
+      const runner = new ServerSandboxRunner({ sandboxes, upstream, bus: deps.bus, logger });
+      const watches = new WatchBridge({ bus: deps.bus, sandboxes, upstream, events, logger });
       cleanups.push(() => watches.close());
       const triggers = await TriggerService.open({ bus: deps.bus, runner, logger });
       cleanups.push(() => triggers.close());

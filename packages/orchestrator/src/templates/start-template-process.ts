@@ -2,8 +2,7 @@
 // then the ready command is polled until it exits 0. Creation fails with the start command's output when the
 // command dies or readiness does not come in time. A template sets its own ready timeout with the ENV variable
 // BURROW_READY_TIMEOUT_MS (e.g. `setEnvs({ BURROW_READY_TIMEOUT_MS: "5000" })` or `ENV BURROW_READY_TIMEOUT_MS=5000`).
-import { Code } from "@connectrpc/connect";
-import { EnvdCommandError, runEnvdCommand, startEnvdCommand, type EnvdTarget } from "../envd-rpc/index.js";
+import { EnvdError, runProcess, startBackgroundProcess, type EnvdTarget } from "../envd-client/index.js";
 import { OrchestratorError } from "../errors.js";
 import type { TemplateManifest } from "./template-store.js";
 
@@ -50,9 +49,9 @@ export async function startTemplateProcess(
   const { signal } = opts;
   const timeoutMs = templateReadyTimeoutMs(runtime.env) ?? opts.readyTimeoutMs ?? DEFAULT_READY_TIMEOUT_MS;
   const user = runtime.user;
-  const base = { user, cwd: runtime.workdir, envs: runtime.env };
+  const base = { cmd: "/bin/sh", user, cwd: runtime.workdir, envs: runtime.env };
   const started = runtime.startCmd
-    ? await startEnvdCommand(sandbox, { ...base, command: runtime.startCmd, tag: START_COMMAND_TAG, signal }).catch(
+    ? await startBackgroundProcess(sandbox, { ...base, args: ["-c", runtime.startCmd], tag: START_COMMAND_TAG, signal }).catch(
         (error: unknown) => {
           throw new OrchestratorError("failed_precondition", `start command could not be started: ${(error as Error).message}`, {
             cause: error,
@@ -73,11 +72,11 @@ export async function startTemplateProcess(
       if (!runtime.readyCmd) return;
       // One run of the ready command never outlasts the deadline (by more than a second, so it can report).
       const runLimit = Math.min(READY_CMD_RUN_LIMIT_MS, Math.max(1000, deadline - Date.now()));
-      const result = await runEnvdCommand(sandbox, { ...base, command: runtime.readyCmd, timeoutMs: runLimit, signal }, (_s, chunk) => {
+      const result = await runProcess(sandbox, { ...base, args: ["-c", runtime.readyCmd], timeoutMs: runLimit, signal }, (_s, chunk) => {
         lastReady = (lastReady + Buffer.from(chunk).toString("utf8")).slice(-2000);
       }).catch((error: unknown) => {
         // A ready command that hangs counts as "not ready yet"; anything else (envd gone) is a real failure.
-        if (signal?.aborted || !(error instanceof EnvdCommandError) || error.code !== Code.DeadlineExceeded) throw error;
+        if (signal?.aborted || !(error instanceof EnvdError) || error.code !== "deadline_exceeded") throw error;
         lastReady = `${lastReady}(the ready command ran for ${runLimit} ms without finishing)`.slice(-2000);
         return { exitCode: -1 };
       });

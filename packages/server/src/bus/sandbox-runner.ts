@@ -4,11 +4,13 @@
 // output when asked for, merged and rate-limited by OutputEventThrottle) on the sandbox's subjects.
 import { posix } from "node:path";
 import { publishSandboxEvent, type Bus, type RunOptions, type RunResult, type RunTarget, type SandboxRunner } from "@burrow/bus";
+import { readFile, sendSignal, streamProcess, writeFile, type EnvdTarget } from "@burrow/orchestrator";
 import type { Logger } from "pino";
-import { Code, ServerError } from "../errors.js";
+import { Code, ServerError, fromDependencyError } from "../errors.js";
+import type { UpstreamResolver } from "../gateway/gateway.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxRow } from "../store/sandboxes.js";
-import { envdError, killProcess, readSandboxFile, streamProcess, writeSandboxFile, type EnvdTarget } from "./envd-client.js";
+import { liveEnvd } from "./live-envd.js";
 import { OutputEventThrottle, resolveOutputEventLimits, type OutputEventLimits } from "./output-event-throttle.js";
 
 /** A file copied into the target sandbox before the command runs (how one pipeline stage hands data to the next). */
@@ -37,6 +39,8 @@ export type ServerRunOptions = RunOptions & ServerRunExtensions;
 
 export interface ServerSandboxRunnerOptions {
   sandboxes: SandboxService;
+  /** The gateway's mapping of a sandbox port to where it is reachable; envd is reached through it too. */
+  upstream: UpstreamResolver;
   bus?: Bus | undefined;
   logger: Logger;
   /** Output kept per stream in a RunResult (the tail). @default 1 MiB */
@@ -75,9 +79,7 @@ export class ServerSandboxRunner implements SandboxRunner {
 
   /** The live sandbox as an envd target, or NotFound in the API's words. */
   target(sandboxId: string): { row: SandboxRow; envd: EnvdTarget } {
-    const live = this.o.sandboxes.live(sandboxId);
-    if (!live) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or is not running`);
-    return { row: live.row, envd: { address: live.record.address, accessToken: live.row.envdAccessToken } };
+    return liveEnvd(this.o.sandboxes, this.o.upstream, sandboxId);
   }
 
   async runCommand(target: RunTarget, cmd: string, opts: ServerRunOptions): Promise<RunResult> {
@@ -109,8 +111,8 @@ export class ServerSandboxRunner implements SandboxRunner {
 
   private async copyIn(input: FileInput, to: EnvdTarget, opts: ServerRunOptions): Promise<void> {
     const from = this.target(input.sandboxId);
-    const data = await readSandboxFile(from.envd, input.path, { user: opts.user, maxBytes: this.o.maxInputBytes ?? 64 * 1024 * 1024, signal: opts.signal });
-    await writeSandboxFile(to, posix.resolve("/", input.to ?? input.path), data, { user: opts.user, signal: opts.signal });
+    const data = await readFile(from.envd, input.path, { user: opts.user, maxBytes: this.o.maxInputBytes ?? 64 * 1024 * 1024, signal: opts.signal });
+    await writeFile(to, posix.resolve("/", input.to ?? input.path), data, { user: opts.user, signal: opts.signal });
   }
 
   private async exec(row: SandboxRow, envd: EnvdTarget, cmd: string, opts: ServerRunOptions, timeoutMs: number): Promise<Omit<RunResult, "sandboxId">> {
@@ -139,7 +141,9 @@ export class ServerSandboxRunner implements SandboxRunner {
       : undefined;
     try {
       for await (const e of streamProcess(envd, {
-        cmd,
+        // As the E2B SDK runs commands.
+        cmd: "/bin/bash",
+        args: ["-l", "-c", cmd],
         user: opts.user,
         cwd: opts.cwd,
         envs: opts.env,
@@ -163,12 +167,13 @@ export class ServerSandboxRunner implements SandboxRunner {
       }
       throw new ServerError(Code.Unavailable, "envd closed the process stream without an end event");
     } catch (err) {
-      const failure = envdError(err, "command failed");
+      const mapped = fromDependencyError(err);
+      const failure = ServerError.is(mapped) ? mapped : new ServerError(Code.Internal, `command failed: ${(err as Error).message}`, { cause: err });
       const error = failure.code === Code.DeadlineExceeded ? new ServerError(Code.DeadlineExceeded, `command timed out after ${timeoutMs} ms`, { cause: err }) : failure;
       if (started) {
         await output?.flush();
         // envd keeps processes whose client went away; a caller that gave up does not want it running on.
-        if (opts.signal?.aborted) await killProcess(envd, pid, opts.user).catch(() => undefined);
+        if (opts.signal?.aborted) await sendSignal(envd, pid, "SIGKILL", { user: opts.user }).catch(() => undefined);
         await publish({ ...base, category: "proc", type: "exited", pid, exitCode: -1, error: error.message }, true);
       }
       throw error;

@@ -7,11 +7,13 @@
 import { randomUUID } from "node:crypto";
 import { posix } from "node:path";
 import { publishSandboxEvent, type Bus, type SandboxEvent } from "@burrow/bus";
+import { watchDir, type DirEvent } from "@burrow/orchestrator";
 import type { Logger } from "pino";
 import { Code, ServerError } from "../errors.js";
+import type { UpstreamResolver } from "../gateway/gateway.js";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
-import { FS_EVENT_TYPES, openDirWatch } from "./envd-client.js";
+import { liveEnvd } from "./live-envd.js";
 import { resolveFsEventLimits, type FsEventLimits } from "./fs-event-limits.js";
 import { FsEventThrottle, type FsBatch } from "./fs-event-throttle.js";
 
@@ -34,6 +36,8 @@ interface Held {
 export interface WatchBridgeOptions {
   bus: Bus;
   sandboxes: SandboxService;
+  /** The gateway's mapping of a sandbox port to where it is reachable; envd is reached through it too. */
+  upstream: UpstreamResolver;
   events: SandboxEvents;
   logger: Logger;
   /** Watches one sandbox may hold. @default 32 */
@@ -78,17 +82,13 @@ export class WatchBridge {
   async start(sandboxId: string, o: { path: string; recursive: boolean; user?: string | undefined }): Promise<WatchInfo> {
     if (this.#closed) throw new ServerError(Code.Unavailable, "the server is shutting down");
     if (!o.path.startsWith("/")) throw new ServerError(Code.InvalidArgument, `path must be absolute, got "${o.path}"`);
-    const live = this.#o.sandboxes.live(sandboxId);
-    if (!live) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or is not running`);
+    const live = liveEnvd(this.#o.sandboxes, this.#o.upstream, sandboxId);
     if (this.list(sandboxId).length >= (this.#o.maxPerSandbox ?? 32)) {
       throw new ServerError(Code.ResourceExhausted, `sandbox "${sandboxId}" already has ${this.#o.maxPerSandbox ?? 32} watches`);
     }
     const root = posix.normalize(o.path);
     const stop = new AbortController();
-    const events = await openDirWatch(
-      { address: live.record.address, accessToken: live.row.envdAccessToken },
-      { path: root, recursive: o.recursive, user: o.user, signal: stop.signal },
-    );
+    const events = await watchDir(live.envd, { path: root, recursive: o.recursive, user: o.user, signal: stop.signal });
     const info: WatchInfo = { watchId: randomUUID(), sandboxId, path: root, recursive: o.recursive, createdAtMs: Date.now() };
     // The sandbox may have ended while envd was answering.
     if (!this.#o.sandboxes.live(sandboxId) || this.#closed) {
@@ -129,14 +129,11 @@ export class WatchBridge {
     }
   }
 
-  async #pump(info: WatchInfo, events: AsyncIterator<{ name: string; type: number }>, signal: AbortSignal, throttle: FsEventThrottle): Promise<void> {
+  async #pump(info: WatchInfo, events: AsyncIterable<DirEvent>, signal: AbortSignal, throttle: FsEventThrottle): Promise<void> {
     let read = 0;
     try {
-      for (;;) {
-        const r = await events.next();
-        if (r.done) break;
-        const type = FS_EVENT_TYPES[r.value.type as keyof typeof FS_EVENT_TYPES];
-        if (type) throttle.push(type, posix.join(info.path, r.value.name));
+      for await (const event of events) {
+        throttle.push(event.type, posix.join(info.path, event.name));
         // Events decoded from one network read arrive as resolved promises, all in one turn of the event loop; in a
         // flood that turn would hold off every request, so let I/O in now and then.
         if (++read % READ_YIELD_EVERY === 0) await new Promise<void>((resolve) => setImmediate(resolve));

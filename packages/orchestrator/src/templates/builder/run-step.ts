@@ -4,8 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { moveDir } from "../../storage/move-dir.js";
 import { join } from "node:path";
-import { initEnvd } from "../../envd-client.js";
-import { runEnvdCommand, type EnvdTarget } from "../../envd-rpc/index.js";
+import { envdAt, initEnvd, runProcess, type EnvdTarget } from "../../envd-client/index.js";
 import type { HostedSandbox, SandboxHost } from "../../sandbox-host.js";
 import type { SandboxLimits } from "../../types.js";
 import type { TemplateManifest } from "../template-store.js";
@@ -51,12 +50,12 @@ export async function launchBuildSandbox(
   const sandbox = await host.launch(manifest, limits, { allowInternetAccess: true, pooled: true, signal });
   const accessToken = randomBytes(24).toString("hex");
   try {
-    await initEnvd(sandbox.record.ip, sandbox.record.initToken, { envVars: {}, accessToken, defaultUser: "root" }, signal);
+    await initEnvd(envdAt(sandbox.record.ip, sandbox.record.initToken), { envVars: {}, accessToken, defaultUser: "root" }, signal);
   } catch (error) {
     await host.destroy(sandbox).catch(() => undefined);
     throw error;
   }
-  return { sandbox, target: { address: sandbox.record.ip, accessToken } };
+  return { sandbox, target: envdAt(sandbox.record.ip, accessToken) };
 }
 
 export async function runRunStep(input: RunStepInput): Promise<void> {
@@ -66,8 +65,9 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
   try {
     if (input.workdir) {
       // WORKDIR is created on first use, owned by the user that will work in it (as Docker and E2B do).
-      const made = await runEnvdCommand(target, {
-        command: '[ -d "$BURROW_WORKDIR" ] || { mkdir -p "$BURROW_WORKDIR" && chown "$BURROW_USER" "$BURROW_WORKDIR"; }',
+      const made = await runProcess(target, {
+        cmd: "/bin/sh",
+        args: ["-c", '[ -d "$BURROW_WORKDIR" ] || { mkdir -p "$BURROW_WORKDIR" && chown "$BURROW_USER" "$BURROW_WORKDIR"; }'],
         user: "root",
         envs: { BURROW_WORKDIR: input.workdir, BURROW_USER: input.user },
         signal,
@@ -78,10 +78,10 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
     }
     const stdout = new LineSplitter((line) => input.onLine("stdout", line));
     const stderr = new LineSplitter((line) => input.onLine("stderr", line));
-    const result = await runEnvdCommand(
+    const result = await runProcess(
       target,
-      { command: input.command, user: input.user, cwd: input.workdir, envs: input.env, signal },
-      (stream, chunk) => (stream === "stdout" ? stdout : stderr).push(chunk),
+      { cmd: "/bin/sh", args: ["-c", input.command], user: input.user, cwd: input.workdir, envs: input.env, signal },
+      (stream, chunk) => (stream === "stderr" ? stderr : stdout).push(chunk),
     );
     stdout.flush();
     stderr.flush();

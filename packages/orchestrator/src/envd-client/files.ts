@@ -1,0 +1,75 @@
+// Whole files in and out of a sandbox through envd's /files endpoint.
+import { EnvdError, type EnvdErrorCode } from "./envd-error.js";
+import { envdBaseUrl, type EnvdTarget } from "./envd-target.js";
+import { tokenHeader } from "./transport.js";
+import { DEFAULT_USER } from "@burrow/protocol";
+
+export interface FileOptions {
+  /** Resolves relative paths and owns written files. @default DEFAULT_USER */
+  user?: string | undefined;
+  signal?: AbortSignal | undefined;
+}
+
+function filesUrl(target: EnvdTarget, path: string, user: string | undefined): string {
+  return `${envdBaseUrl(target)}/files?${new URLSearchParams({ path, username: user ?? DEFAULT_USER })}`;
+}
+
+const CODE_BY_STATUS: Record<number, EnvdErrorCode> = { 400: "invalid_argument", 403: "permission_denied", 404: "not_found" };
+
+async function failure(res: Response, what: string): Promise<EnvdError> {
+  let message = res.statusText;
+  try {
+    message = ((await res.json()) as { message?: string }).message ?? message;
+  } catch {
+    // not JSON: the status text says enough
+  }
+  return new EnvdError(CODE_BY_STATUS[res.status] ?? "unavailable", `${what}: ${message}`);
+}
+
+async function call(url: string, init: RequestInit, what: string): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    const aborted = (init.signal as AbortSignal | undefined)?.aborted === true;
+    throw new EnvdError(aborted ? "canceled" : "unavailable", `${what}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** Reads a whole file, refusing one larger than `maxBytes` (sized or not). */
+export async function readFile(target: EnvdTarget, path: string, opts: FileOptions & { maxBytes: number }): Promise<Uint8Array> {
+  const what = `cannot read ${path}`;
+  const res = await call(filesUrl(target, path, opts.user), { headers: tokenHeader(target), signal: opts.signal ?? null }, what);
+  if (!res.ok) throw await failure(res, what);
+  const tooLarge = () => new EnvdError("resource_exhausted", `${path} is larger than ${opts.maxBytes} bytes`);
+  if (Number(res.headers.get("content-length") ?? "0") > opts.maxBytes) {
+    await res.body?.cancel();
+    throw tooLarge();
+  }
+  // Files without a size (FIFOs, /proc) arrive chunked: count as they come.
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  try {
+    for await (const chunk of res.body ?? []) {
+      size += chunk.length;
+      if (size > opts.maxBytes) throw tooLarge();
+      chunks.push(chunk);
+    }
+  } catch (error) {
+    await res.body?.cancel().catch(() => undefined);
+    if (EnvdError.is(error)) throw error;
+    throw new EnvdError(opts.signal?.aborted ? "canceled" : "unavailable", `${what}: ${(error as Error).message}`, { cause: error });
+  }
+  return Buffer.concat(chunks);
+}
+
+/** Writes a whole file; envd creates missing parents and makes `user` the owner. */
+export async function writeFile(target: EnvdTarget, path: string, data: Uint8Array, opts: FileOptions = {}): Promise<void> {
+  const what = `cannot write ${path}`;
+  const res = await call(
+    filesUrl(target, path, opts.user),
+    { method: "POST", headers: { ...tokenHeader(target), "content-type": "application/octet-stream" }, body: data, signal: opts.signal ?? null },
+    what,
+  );
+  if (!res.ok) throw await failure(res, what);
+  await res.body?.cancel();
+}
