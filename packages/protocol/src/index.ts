@@ -1,4 +1,5 @@
-// Wire contracts shared by every Burrow package: generated envd protobuf code and protocol constants.
+// Wire contracts shared by every Burrow package: generated envd protobuf code, protocol constants and the one
+// error type with its code set.
 export * as processPb from "./gen/process/process_pb.js";
 export * as filesystemPb from "./gen/filesystem/filesystem_pb.js";
 export { Process } from "./gen/process/process_pb.js";
@@ -12,3 +13,4 @@ export {
 } from "./constants.js";
 export * as envelopePb from "./gen/bus/envelope_pb.js";
 export type { SandboxEventFilter, RunTarget, ProcessSettings, TerminalSettings, CodeSpec } from "./automation.js";
+export { BurrowError, Code, codeName, codeFromAbort, codeFromNodeError, errnoOf, type BurrowErrorInit } from "./errors/index.js";

@@ -1,0 +1,4 @@
+export { Code } from "@connectrpc/connect";
+export { BurrowError, type BurrowErrorInit } from "./burrow-error.js";
+export { codeName } from "./code-name.js";
+export { causeChain, codeFromAbort, codeFromNodeError, errnoOf } from "./node-error.js";
