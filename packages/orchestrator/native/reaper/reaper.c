@@ -11,6 +11,12 @@
  * NUL-terminated strings followed by one empty string; the reaper runs the launcher with its stdout and
  * stderr on the connection, and the client reads until EOF.
  *
+ * A launch is cancellable: a client that closes the connection, or shuts down its sending side, while the
+ * launcher runs gets the launcher SIGKILLed. Until it commits, a launcher takes its half-made sandbox with it
+ * (the sandbox child has a parent-death signal); one that had already committed has printed its report, which
+ * a client that only shut down its sending side still reads before EOF (and then kills that sandbox itself).
+ * EOF therefore always means the launcher is gone: the reaper holds the connection until it has reaped it.
+ *
  * One client never holds up another: connections are non-blocking and served from one poll loop, each request
  * is collected as its bytes arrive, and a connection that has not sent a whole request within
  * REQUEST_TIMEOUT_S is answered with an error and closed. A client that connects and sends nothing (or half a
@@ -39,6 +45,8 @@
 #define MAX_ARGS 4096
 /* Connections being read at once; more wait in the listen backlog until a slot frees. */
 #define MAX_CLIENTS 64
+/* Launches watched for cancellation at once; beyond that a launch still runs, it just cannot be cancelled. */
+#define MAX_RUNNING 512
 /* A legitimate client writes its whole request right after connecting; this is long enough for a loaded host. */
 #define REQUEST_TIMEOUT_S 10
 #define REQUEST_TIMEOUT_MS (REQUEST_TIMEOUT_S * 1000)
@@ -58,6 +66,16 @@ struct client {
 static struct client clients[MAX_CLIENTS];
 static int n_clients;
 
+/* A launcher running for a client: its connection is watched for a hang-up until the launcher is reaped.
+ * fd < 0: free slot. */
+struct running {
+  int fd;
+  pid_t pid;
+  int cancelled; /* SIGKILL sent; no longer polled, only waiting to be reaped */
+};
+
+static struct running running[MAX_RUNNING];
+
 static void die(const char *what) {
   fprintf(stderr, "burrow-reaper: %s: %s\n", what, strerror(errno));
   exit(1);
@@ -69,16 +87,46 @@ static long long now_ms(void) {
   return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Reap every child that exited (sandbox inits and launchers); a launcher's connection ends with it. */
 static void reap_all(void) {
-  while (waitpid(-1, NULL, WNOHANG) > 0) {
+  pid_t pid;
+  while ((pid = waitpid(-1, NULL, WNOHANG)) > 0) {
+    for (int i = 0; i < MAX_RUNNING; i++) {
+      if (running[i].fd < 0 || running[i].pid != pid) continue;
+      close(running[i].fd);
+      running[i] = (struct running){.fd = -1};
+      break;
+    }
   }
+}
+
+/* Free a client slot; its connection stays open (the caller closes or keeps it). */
+static void release(struct client *c) {
+  free(c->buf);
+  *c = (struct client){.fd = -1};
+  n_clients--;
 }
 
 static void drop(struct client *c) {
   close(c->fd);
-  free(c->buf);
-  *c = (struct client){.fd = -1};
-  n_clients--;
+  release(c);
+}
+
+/* Watch the connection of a launcher just forked; without a free slot it is closed (not cancellable). */
+static void watch_launch(int fd, pid_t pid) {
+  for (int i = 0; i < MAX_RUNNING; i++) {
+    if (running[i].fd >= 0) continue;
+    running[i] = (struct running){.fd = fd, .pid = pid};
+    return;
+  }
+  close(fd);
+}
+
+/* The client went away (or asked to cancel by shutting down its side): stop the launcher. Its connection is
+ * closed once it has been reaped, so that the client's EOF means the launcher is gone. */
+static void cancel_launch(struct running *r) {
+  kill(r->pid, SIGKILL);
+  r->cancelled = 1;
 }
 
 /* Answer a request that will not be run (the client reads this line as the launcher's report) and drop it. */
@@ -118,7 +166,9 @@ static void launch(struct client *c, size_t end, const sigset_t *blocked) {
     dprintf(STDOUT_FILENO, "{\"error\":\"cannot execute launcher: %s\",\"step\":\"reaper-exec\"}\n", strerror(errno));
     _exit(127);
   }
-  drop(c);
+  int fd = c->fd;
+  release(c);
+  watch_launch(fd, pid);
 }
 
 /*
@@ -235,10 +285,12 @@ int main(int argc, char **argv) {
   if (sfd < 0) die("signalfd");
 
   for (int i = 0; i < MAX_CLIENTS; i++) clients[i].fd = -1;
+  for (int i = 0; i < MAX_RUNNING; i++) running[i].fd = -1;
   for (;;) {
-    /* fds[0]: signals, fds[1]: the listener (ignored while every slot is taken), then one per client. */
-    struct pollfd fds[2 + MAX_CLIENTS];
-    int slot_of[2 + MAX_CLIENTS];
+    /* fds[0]: signals, fds[1]: the listener (ignored while every slot is taken), then one per client, then one
+     * per running launch (only its hang-up is of interest: POLLRDHUP, and POLLHUP/POLLERR, always reported). */
+    struct pollfd fds[2 + MAX_CLIENTS + MAX_RUNNING];
+    int slot_of[2 + MAX_CLIENTS + MAX_RUNNING];
     int nfds = 2;
     fds[0] = (struct pollfd){.fd = sfd, .events = POLLIN};
     fds[1] = (struct pollfd){.fd = n_clients < MAX_CLIENTS ? listener : -1, .events = POLLIN};
@@ -248,6 +300,12 @@ int main(int argc, char **argv) {
       slot_of[nfds] = i;
       fds[nfds++] = (struct pollfd){.fd = clients[i].fd, .events = POLLIN};
       if (next_deadline < 0 || clients[i].deadline_ms < next_deadline) next_deadline = clients[i].deadline_ms;
+    }
+    int first_running = nfds;
+    for (int i = 0; i < MAX_RUNNING; i++) {
+      if (running[i].fd < 0 || running[i].cancelled) continue;
+      slot_of[nfds] = i;
+      fds[nfds++] = (struct pollfd){.fd = running[i].fd, .events = POLLRDHUP};
     }
     int timeout = -1;
     if (next_deadline >= 0) {
@@ -268,9 +326,14 @@ int main(int argc, char **argv) {
         }
       }
     }
-    for (int k = 2; k < nfds; k++) {
+    for (int k = 2; k < first_running; k++) {
       struct client *c = &clients[slot_of[k]];
       if (c->fd == fds[k].fd && fds[k].revents) on_readable(c, &blocked);
+    }
+    /* A launch forked in this iteration is watched from the next poll on. */
+    for (int k = first_running; k < nfds; k++) {
+      struct running *r = &running[slot_of[k]];
+      if (r->fd == fds[k].fd && (fds[k].revents & (POLLRDHUP | POLLHUP | POLLERR))) cancel_launch(r);
     }
     long long now = now_ms();
     for (int i = 0; i < MAX_CLIENTS; i++) {

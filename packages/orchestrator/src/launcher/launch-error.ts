@@ -3,7 +3,8 @@ export type LaunchErrorCode =
   | "invalid_argument" // the launcher rejected its command line
   | "setup_failed" // a namespace, mount, cgroup, seccomp… step failed; `step` says which
   | "exec_failed" // the sandbox command could not be exec'd inside the sandbox
-  | "binary_missing" // burrow-sandbox is not built (see buildNative)
+  | "binary_missing" // burrow-sandbox is not built (see buildNative), so the reaper cannot run it
+  | "reaper_unavailable" // burrow-reaper is not answering, or refused the request
   | "bad_output" // the launcher printed something that is not its JSON contract
   | "build_failed" // gcc/libseccomp build of the launcher failed
   | "aborted";

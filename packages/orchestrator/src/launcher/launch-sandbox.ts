@@ -1,10 +1,9 @@
-// Runs the burrow-sandbox launcher and turns its one-line JSON answer into a typed result.
-// The launcher exits as soon as the sandbox runs; the sandbox init is not our child, so it
+// Runs the burrow-sandbox launcher and turns its answer into a typed result. There is one way to run it: through
+// burrow-reaper, so that every sandbox init becomes the reaper's child (and is reaped when it exits, whatever the
+// host's PID 1 does) and a launch whose caller gives up is killed by the reaper. The init is not our child; it
 // survives this process (restart safety) and is tracked by (pid, startTime) instead.
-import { spawn } from "node:child_process";
-import { access, constants } from "node:fs/promises";
-import { LaunchError, type LaunchErrorCode } from "./launch-error.js";
-import { launcherBinaryPath } from "./launcher-binary.js";
+import { LaunchError } from "./launch-error.js";
+import { launchFailure, parseLaunchReport, type LaunchReport } from "./launch-report.js";
 import { readProcStat } from "./proc-stat.js";
 import { DEFAULT_USERNS_OWNERS, type UidRange } from "../config.js";
 import { runThroughReaper, type ReaperPaths } from "../reaper/reaper.js";
@@ -51,13 +50,8 @@ export interface LaunchOptions {
   command: readonly string[];
   /** How long the init waits after SIGTERM before killing everything. @default 2000 */
   stopGraceMs?: number;
-  /** @default launcherBinaryPath() */
-  binaryPath?: string;
-  /**
-   * Run the launcher through this burrow-reaper so the sandbox init becomes the reaper's child and is reaped
-   * when it exits. Without it the init is handed to the host's PID 1, which may not reap.
-   */
-  reaper?: ReaperPaths;
+  /** The burrow-reaper that runs the launcher (ensureReaper) and parents the sandbox init. */
+  reaper: ReaperPaths;
 }
 
 export interface LaunchedSandbox {
@@ -89,97 +83,43 @@ export function launcherArgs(o: LaunchOptions): string[] {
   return args;
 }
 
-function codeForStep(step: string): LaunchErrorCode {
-  if (step === "args") return "invalid_argument";
-  if (step === "exec") return "exec_failed";
-  return "setup_failed";
-}
-
-/** Start a sandbox; resolves once its command has been exec'd inside it. */
+/**
+ * Start a sandbox; resolves once its command has been exec'd inside it. On abort the launch is canceled (the
+ * reaper kills the launcher) and this rejects with `aborted`, leaving no sandbox behind.
+ */
 export async function launchSandbox(opts: LaunchOptions, signal?: AbortSignal): Promise<LaunchedSandbox> {
   if (opts.command.length === 0) throw new LaunchError("invalid_argument", "command is empty");
-  const bin = opts.binaryPath ?? launcherBinaryPath();
+  const aborted = () => new LaunchError("aborted", "launch aborted", { cause: signal?.reason });
+  if (signal?.aborted) throw aborted();
+  let output: string;
   try {
-    await access(bin, constants.X_OK);
+    output = await runThroughReaper(opts.reaper, launcherArgs(opts), signal);
   } catch (cause) {
-    throw new LaunchError("binary_missing", `${bin} is not executable; run buildNative()`, { cause });
+    if (signal?.aborted) throw aborted();
+    throw new LaunchError("reaper_unavailable", `burrow-reaper at ${opts.reaper.socket} is not answering`, { cause });
   }
-  if (signal?.aborted) throw new LaunchError("aborted", "launch aborted", { cause: signal.reason });
-
-  const { code, stdout, stderr } = opts.reaper
-    ? await launchThroughReaper(opts.reaper, launcherArgs(opts))
-    : await launchAsChild(bin, launcherArgs(opts), signal);
-
-  const line = stdout.trim().split("\n").pop() ?? "";
-  let parsed: { pid?: unknown; owner?: unknown; uidBase?: unknown; error?: unknown; step?: unknown };
+  let report: LaunchReport;
   try {
-    parsed = JSON.parse(line) as typeof parsed;
-  } catch (cause) {
-    if (signal?.aborted) throw new LaunchError("aborted", "launch aborted", { cause: signal.reason });
-    throw new LaunchError("bad_output", `launcher exited ${code} with ${JSON.stringify(stdout + stderr)}`, { cause });
+    report = parseLaunchReport(output);
+  } catch (error) {
+    // A launcher killed by the cancel printed no report.
+    throw signal?.aborted ? aborted() : error;
   }
-  if (typeof parsed.pid === "number" && code === 0) {
-    const pid = parsed.pid;
-    if (signal?.aborted) {
-      // The abort raced the commit: the sandbox exists but nobody asked for it any more.
-      try {
-        process.kill(pid, "SIGKILL");
-      } catch {
-        // Already gone.
-      }
-      throw new LaunchError("aborted", "launch aborted", { cause: signal.reason });
-    }
-    const st = readProcStat(pid);
-    if (!st) throw new LaunchError("setup_failed", `sandbox init ${pid} exited right after starting`, { step: "init" });
-    return {
-      pid,
-      startTime: st.startTime,
-      usernsOwner: typeof parsed.owner === "number" ? parsed.owner : 0,
-      hostUidBase: typeof parsed.uidBase === "number" ? parsed.uidBase : opts.uidBase,
-    };
+  if (!report.ok) throw signal?.aborted ? aborted() : launchFailure(report);
+  if (signal?.aborted) {
+    // The cancel came after the launcher had committed: the sandbox exists, but nobody wants it any more.
+    killQuietly(report.pid);
+    throw aborted();
   }
-  const step = typeof parsed.step === "string" ? parsed.step : "unknown";
-  const message = typeof parsed.error === "string" ? parsed.error : line;
-  throw new LaunchError(codeForStep(step), `${step}: ${message}`, { step });
+  const st = readProcStat(report.pid);
+  if (!st) throw new LaunchError("setup_failed", `sandbox init ${report.pid} exited right after starting`, { step: "init" });
+  return { pid: report.pid, startTime: st.startTime, usernsOwner: report.owner, hostUidBase: report.uidBase ?? opts.uidBase };
 }
 
-interface LauncherOutcome {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/**
- * Through the reaper, the launcher's exit code is not seen: success is the `{"pid":N}` line. The request is not
- * cancelled on abort (the launcher is not our child); the caller kills a sandbox that arrives after an abort.
- */
-async function launchThroughReaper(reaper: ReaperPaths, args: string[]): Promise<LauncherOutcome> {
+function killQuietly(pid: number): void {
   try {
-    const output = await runThroughReaper(reaper, args);
-    const last = output.trim().split("\n").pop() ?? "";
-    return { code: last.startsWith('{"pid"') ? 0 : 1, stdout: output, stderr: "" };
-  } catch (cause) {
-    throw new LaunchError("binary_missing", `burrow-reaper at ${reaper.socket} is not answering`, { cause });
+    process.kill(pid, "SIGKILL");
+  } catch {
+    // Already gone.
   }
-}
-
-function launchAsChild(bin: string, args: string[], signal?: AbortSignal): Promise<LauncherOutcome> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], env: {} });
-    let stdout = "";
-    let stderr = "";
-    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
-    // SIGKILL is enough: until the launcher commits, the sandbox child has a parent-death signal.
-    const onAbort = () => child.kill("SIGKILL");
-    signal?.addEventListener("abort", onAbort, { once: true });
-    child.on("error", (err) => {
-      signal?.removeEventListener("abort", onAbort);
-      reject(new LaunchError("binary_missing", `cannot run ${bin}: ${err.message}`, { cause: err }));
-    });
-    child.on("close", (code) => {
-      signal?.removeEventListener("abort", onAbort);
-      resolve({ code, stdout, stderr });
-    });
-  });
 }

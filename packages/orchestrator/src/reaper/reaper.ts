@@ -67,7 +67,17 @@ export function stopReaper(paths: ReaperPaths): void {
  */
 const REAPER_IDLE_TIMEOUT_MS = 120_000;
 
-/** Run the launcher with `args` through the reaper; resolves with everything it printed. */
+/** How long a canceled launch may take to end: the reaper kills the launcher at once, so this is generous. */
+const CANCEL_TIMEOUT_MS = 10_000;
+
+/**
+ * Run the launcher with `args` through the reaper; resolves with everything it printed once the launcher is gone.
+ *
+ * Cancellable: on abort the request is cancelled by shutting down our sending side, which makes the reaper
+ * SIGKILL the launcher (and with it a sandbox it had not committed yet); the promise still resolves with what the
+ * launcher printed, because one that committed just before has printed the pid of a sandbox that now needs
+ * killing. The caller checks the signal. An abort before the request was sent rejects with `canceled`.
+ */
 export function runThroughReaper(
   paths: ReaperPaths,
   args: string[],
@@ -79,14 +89,32 @@ export function runThroughReaper(
       reject(new OrchestratorError("invalid_argument", "launcher arguments must be non-empty and contain no NUL"));
       return;
     }
+    if (signal?.aborted) {
+      reject(new OrchestratorError("canceled", "launch canceled", { cause: signal.reason }));
+      return;
+    }
     const socket = connect(paths.socket);
     const chunks: Buffer[] = [];
-    const onAbort = () => socket.destroy(new OrchestratorError("canceled", "launch canceled"));
+    let sent = false;
+    const onAbort = () => {
+      if (!sent) {
+        socket.destroy(new OrchestratorError("canceled", "launch canceled", { cause: signal?.reason }));
+        return;
+      }
+      // The reaper answers a shut-down sending side by killing the launcher, then closes the connection.
+      socket.end();
+      socket.setTimeout(CANCEL_TIMEOUT_MS, () =>
+        socket.destroy(new OrchestratorError("canceled", `burrow-reaper did not end a canceled launch within ${CANCEL_TIMEOUT_MS} ms`)),
+      );
+    };
     signal?.addEventListener("abort", onAbort, { once: true });
     socket.setTimeout(idleTimeoutMs, () =>
       socket.destroy(new OrchestratorError("deadline_exceeded", `burrow-reaper sent nothing for ${idleTimeoutMs} ms`)),
     );
-    socket.on("connect", () => socket.write(`${args.join("\0")}\0\0`));
+    socket.on("connect", () => {
+      sent = true;
+      socket.write(`${args.join("\0")}\0\0`);
+    });
     socket.on("data", (chunk: Buffer) => chunks.push(chunk));
     socket.on("error", (error) => {
       signal?.removeEventListener("abort", onAbort);

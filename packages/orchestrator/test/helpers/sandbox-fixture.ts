@@ -4,7 +4,15 @@
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { isSandboxInitAlive, launchSandbox, readProcStat, type LaunchOptions, type LaunchedSandbox } from "../../src/launcher/index.js";
+import {
+  isSandboxInitAlive,
+  launcherBinaryPath,
+  launchSandbox,
+  readProcStat,
+  type LaunchOptions,
+  type LaunchedSandbox,
+} from "../../src/launcher/index.js";
+import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper, type ReaperPaths } from "../../src/reaper/reaper.js";
 import { DEFAULT_UID_RANGES_BASE, DEFAULT_USERNS_OWNERS } from "../../src/config.js";
 import { TEST_UID_BASE, TEST_UID_COUNT } from "./base-rootfs.js";
 
@@ -54,6 +62,8 @@ export class SandboxFixture {
   private scratch: string | undefined;
   private readonly launched: LaunchedSandbox[] = [];
   private n = 0;
+  /** The fixture's own burrow-reaper (launches go through one), started on first use. */
+  private reaper: { paths: ReaperPaths; pid: number } | undefined;
 
   /** Host dir bound at /.burrow; set it before the first launch. */
   runtime = "";
@@ -72,9 +82,20 @@ export class SandboxFixture {
     return dirs;
   }
 
+  /** The reaper launches go through unless a test passes its own. */
+  async reaperPaths(): Promise<ReaperPaths> {
+    if (!this.reaper) {
+      const paths = reaperPaths(await this.dir());
+      const launcher = launcherBinaryPath();
+      this.reaper = { paths, pid: await ensureReaper(paths, { reaper: reaperBinaryPath(launcher), launcher }) };
+    }
+    return this.reaper.paths;
+  }
+
   /** Launch with test defaults (those of the orchestrator: own owner and uid range per sandbox); `command` is required. */
   async launch(opts: Partial<LaunchOptions> & Pick<LaunchOptions, "command">, signal?: AbortSignal): Promise<LaunchedTestSandbox> {
     const dirs = await this.newDirs();
+    const reaper = opts.reaper ?? (await this.reaperPaths());
     const sb = await launchSandbox(
       {
         lower: [this.lower],
@@ -89,6 +110,7 @@ export class SandboxFixture {
         uidRangesBase: DEFAULT_UID_RANGES_BASE,
         log: dirs.log,
         ...opts,
+        reaper,
       },
       signal,
     );
@@ -116,6 +138,12 @@ export class SandboxFixture {
 
   async cleanup(): Promise<void> {
     for (const sb of this.launched.splice(0)) await this.kill(sb);
+    if (this.reaper) {
+      const { paths, pid } = this.reaper;
+      this.reaper = undefined;
+      stopReaper(paths);
+      await waitFor("the fixture's reaper to exit", () => (isRunning(pid) ? undefined : true));
+    }
     if (this.scratch === undefined) return;
     const left = await mountsUnder(this.scratch);
     await rm(this.scratch, { recursive: true, force: true });
