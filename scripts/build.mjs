@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds everything the server runs: TypeScript packages (incremental tsc -b), the envd bundle, the code
-// interpreter's runtime bundle and the native sandbox launcher. Safe to run repeatedly.
+// interpreter's runtime bundle, the MCP gateway bundle and the native sandbox launcher. Safe to run repeatedly.
 import { spawnSync } from "node:child_process";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,4 +18,5 @@ function run(cmd, args) {
 run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-b"]);
 run(process.execPath, [join(root, "packages", "envd", "build.mjs")]);
 run(process.execPath, [join(root, "packages", "code-interpreter", "build.mjs")]);
+run(process.execPath, [join(root, "packages", "mcp", "build.mjs")]);
 run("bash", [join(root, "packages", "orchestrator", "native", "build.sh")]);
