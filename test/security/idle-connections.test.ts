@@ -4,7 +4,7 @@
 import { rmSync } from "node:fs";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sandbox } from "e2b";
+import { Sandbox, Template } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
@@ -101,5 +101,18 @@ describe("idle connections", () => {
     const result = await sandbox.commands.run(SILENT_COMMAND, { timeoutMs: 60_000 });
     expect(result.stdout).toBe("done\n");
     expect(result.exitCode).toBe(0);
+  });
+
+  it("lets an API request the server takes longer than the idle timeout to answer finish (a create waiting for readiness)", { timeout: 300_000 }, async () => {
+    const conn = { apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url, debug: false };
+    const name = `slow-ready-${Math.random().toString(36).slice(2, 8)}`;
+    // The ready check passes only after 8 s (the idle timeout is 3 s): the create's connection is silent meanwhile.
+    await Template.build(Template().fromTemplate("base").setStartCmd("sleep 8; touch /tmp/ready; sleep infinity", "test -f /tmp/ready"), name, conn);
+    const slow = await Sandbox.create(name, { ...conn, timeoutMs: 60_000 });
+    try {
+      expect((await slow.commands.run("echo ready")).stdout).toBe("ready\n");
+    } finally {
+      await slow.kill();
+    }
   });
 });

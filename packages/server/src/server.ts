@@ -21,6 +21,10 @@ import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
 import { TriggerService } from "./bus/trigger-service.js";
 import { WatchBridge } from "./bus/watch-bridge.js";
 import type { SandboxBusServices } from "./bus-api/index.js";
+import { createMountDispatcher, type HttpMount } from "./http-mounts.js";
+import type { ApiContext } from "./api/context.js";
+import { resolveDomain } from "./local-domain.js";
+import { acceptTlsOnSamePort, prepareServerTls } from "./tls/index.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -39,13 +43,18 @@ export interface ServerDeps {
    * The caller owns it (creates and closes it).
    */
   bus?: Bus;
+  /** Endpoints other packages serve on this port behind the API key (Burrow's MCP server at /mcp). */
+  mounts?: readonly HttpMount[];
 }
 
 export interface RunningServer {
   /** Base URL for clients, e.g. `http://127.0.0.1:3000` (E2B_API_URL and E2B_SANDBOX_URL alike). */
   readonly url: string;
   readonly port: number;
+  /** The resolved config, with `domain` as the API returns it (the automatic one decided). */
   readonly config: ServerConfig;
+  /** HTTPS is served on the same port with a certificate from the CA in this file; null when it is not. */
+  readonly caCertFile: string | null;
   readonly store: Store;
   readonly sandboxes: SandboxService;
   /** Lifecycle events (created, paused, resumed, killed, timed_out) for the bus and other observers. */
@@ -131,6 +140,13 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     cleanups.push(() => gateway.close());
 
+    const domainForPort = await resolveDomain(cfg, logger);
+    const tls = await prepareServerTls(cfg, logger, deps.signal);
+    let serverUrl = "";
+    const mounts = createMountDispatcher(deps.mounts ?? [], {
+      verifyApiKey: (key) => store.apiKeys.verify(key) !== undefined,
+      serverUrl: () => serverUrl,
+    });
     const connectionCap = new ClientConnectionCap(cfg.maxConnectionsPerClient, logger);
     const serverFactory = (apiHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
       const server = createServer(
@@ -146,7 +162,14 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
             req.socket.destroy();
             return;
           }
-          if (!gateway.handleRequest(req, res)) apiHandler(req, res);
+          if (gateway.handleRequest(req, res)) return;
+          // The idle timeout is for clients that go quiet. Once an API request is complete, what remains is the
+          // server's own work (a create may wait minutes for a template's first build): no idle limit until it
+          // answers; keep-alive idleness after the answer is keepAliveTimeoutMs's business.
+          const hasBody = req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
+          if (!hasBody) req.socket.setTimeout(0);
+          else req.once("end", () => req.socket.setTimeout(0));
+          if (!mounts.handle(req, res)) apiHandler(req, res);
         },
       );
       // Node destroys a socket idle this long unless the exchange on it listens for 'timeout' (the gateway does
@@ -154,12 +177,19 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       server.setTimeout(cfg.idleTimeoutMs);
       server.on("connection", (socket: Socket) => connectionCap.admit(socket));
       server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => gateway.handleUpgrade(req, socket, head));
+      if (tls) acceptTlsOnSamePort(server, tls);
       return server;
     };
-    const app = await createApi(
-      { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry },
-      { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices },
-    );
+    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry };
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
+    // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
+    // handlers read the config per request.
+    let servedConfig = cfg;
+    app.server.once("listening", () => {
+      const address = app.server.address();
+      const port = typeof address === "object" && address ? address.port : cfg.port;
+      servedConfig = apiContext.config = Object.freeze({ ...cfg, domain: domainForPort(port) });
+    });
     // The gateway goes first: upgraded (WebSocket) sockets are invisible to fastify's close and would hold it open.
     cleanups.push(async () => {
       gateway.close();
@@ -171,6 +201,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const address = app.server.address();
     const port = typeof address === "object" && address ? address.port : cfg.port;
     const urlHost = cfg.host === "0.0.0.0" || cfg.host === "::" ? "127.0.0.1" : cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host;
+    serverUrl = `http://${urlHost}:${port}`;
     logger.info({ host: cfg.host, port }, "burrow server listening");
 
     let closing: Promise<void> | undefined;
@@ -179,9 +210,10 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     if (deps.signal?.aborted) await close();
 
     return {
-      url: `http://${urlHost}:${port}`,
+      url: serverUrl,
       port,
-      config: cfg,
+      config: servedConfig,
+      caCertFile: tls?.caCertFile ?? null,
       store,
       sandboxes,
       events,
