@@ -6,6 +6,7 @@ import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { codeInterpreterRuntimeFiles } from "@burrow/code-interpreter/runtime-files";
+import { createMcpHttpHandler, mcpGatewayRuntimeFiles } from "@burrow/mcp";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { createBus, createBusMetrics } from "@burrow/bus";
 import { Registry } from "prom-client";
@@ -29,7 +30,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
       registries: { insecure: [], mirrors: {}, allowPublic: false },
       imageImportDir: imageDir,
     },
-    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
+    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles(), mcpGatewayRuntimeFiles()] },
     onProgress: progress,
   }).catch(async (error: unknown) => {
     await rm(test.stateDir, { recursive: true, force: true });
@@ -39,7 +40,15 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const bus = await createBus({ kind: "embedded", path: join(test.stateDir, "bus.db"), metrics: createBusMetrics(registry) });
   const server = await startServer(
     { host: "127.0.0.1", port: 0, stateDir: test.stateDir },
-    { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }) },
+    {
+      orchestrator,
+      templates: orchestrator.templateBuilder,
+      bus,
+      registry,
+      logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }),
+      // Burrow's MCP server at /mcp, wired as `burrow up` wires it.
+      mounts: [{ path: "/mcp", handle: createMcpHttpHandler() }],
+    },
   );
   const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();
   const url = `http://127.0.0.1:${server.port}`;

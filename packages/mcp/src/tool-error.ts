@@ -1,17 +1,6 @@
 // Tool failures as an agent sees them: one line, `<code>: <message>`, with codes from Connect's set (the codes the
-// rest of Burrow uses). The official SDK's error classes and the Burrow SDK's BurrowApiError map here, once.
-import { BurrowApiError } from "@burrow/sdk";
-import {
-  AuthenticationError,
-  CommandExitError,
-  InvalidArgumentError,
-  NotEnoughSpaceError,
-  NotFoundError,
-  RateLimitError,
-  SandboxError,
-  TimeoutError,
-} from "e2b";
-
+// rest of Burrow uses). The official SDK's errors and the Burrow SDK's BurrowApiError map here, once. They are told
+// apart by name, not instanceof: a process may load the SDK more than once (ESM and CommonJS copies, test runners).
 export type ToolErrorCode =
   | "invalid_argument"
   | "not_found"
@@ -47,25 +36,41 @@ function fromStatus(status: number): ToolErrorCode {
   return "internal";
 }
 
+/** The official SDK's error classes (e2b) by their `name`. */
+const BY_NAME: Record<string, ToolErrorCode> = {
+  NotFoundError: "not_found",
+  SandboxNotFoundError: "not_found",
+  FileNotFoundError: "not_found",
+  InvalidArgumentError: "invalid_argument",
+  AuthenticationError: "unauthenticated",
+  TimeoutError: "deadline_exceeded",
+  AbortError: "deadline_exceeded",
+  RateLimitError: "resource_exhausted",
+  NotEnoughSpaceError: "resource_exhausted",
+  ServiceBusyError: "unavailable",
+  CommandExitError: "failed_precondition",
+};
+
 export function toToolError(error: unknown): ToolError {
   if (error instanceof ToolError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  if (!(error instanceof Error)) return new ToolError("internal", String(error));
+  const message = error.message;
   const as = (code: ToolErrorCode) => new ToolError(code, message, { cause: error });
-  if (error instanceof BurrowApiError) return as(fromStatus(error.status));
-  if (error instanceof NotFoundError) return as("not_found");
-  if (error instanceof InvalidArgumentError) return as("invalid_argument");
-  if (error instanceof AuthenticationError) return as("unauthenticated");
-  if (error instanceof TimeoutError) return as("deadline_exceeded");
-  if (error instanceof RateLimitError || error instanceof NotEnoughSpaceError) return as("resource_exhausted");
-  if (error instanceof CommandExitError) return as("failed_precondition");
-  if (error instanceof SandboxError) {
-    // The SDK reports most API failures as SandboxError with the status in the text ("404: …").
-    const status = /^(\d{3}):/.exec(message)?.[1];
-    return as(status ? fromStatus(Number(status)) : "failed_precondition");
-  }
-  if (error instanceof Error && (error.name === "AbortError" || error.name === "TimeoutError")) return as("deadline_exceeded");
+  const status = (error as { status?: unknown }).status;
+  if (error.name === "BurrowApiError" && typeof status === "number") return as(fromStatus(status));
+  const known = BY_NAME[error.name];
+  if (known) return as(known);
+  // The SDK reports other API failures as SandboxError or TemplateError with the status first ("404: …").
+  const leading = /^(\d{3}):/.exec(message)?.[1];
+  if (leading) return as(fromStatus(Number(leading)));
+  if (error.name === "SandboxError" || error.name === "TemplateError") return as("failed_precondition");
   if (error instanceof TypeError && /fetch failed/.test(message)) return as("unavailable");
   return as("internal");
+}
+
+/** Whether an error is the SDK's CommandExitError (a command that ran and exited non-zero). */
+export function isCommandExit(error: unknown): error is Error & { exitCode: number; stdout: string; stderr: string; error?: string } {
+  return error instanceof Error && error.name === "CommandExitError" && typeof (error as { exitCode?: unknown }).exitCode === "number";
 }
 
 export function describeToolError(error: unknown): string {

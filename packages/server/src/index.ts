@@ -1,5 +1,6 @@
 // Public surface of @burrow/server.
 export { startServer, type RunningServer, type ServerDeps } from "./server.js";
+export type { HttpMount, HttpMountAuth } from "./http-mounts.js";
 export {
   resolveServerConfig,
   DEFAULT_HOST,

@@ -2,8 +2,9 @@
 // when they run, so `burrow sandbox list` never loads the server.
 import type { Entry } from "../help.js";
 import { down } from "./down.js";
+import { mcp } from "./mcp.js";
 import { sandboxCommands } from "./sandbox/index.js";
 import { templateCommands } from "./template/index.js";
 import { up } from "./up.js";
 
-export const COMMANDS: readonly Entry[] = [up, down, sandboxCommands, templateCommands];
+export const COMMANDS: readonly Entry[] = [up, down, sandboxCommands, templateCommands, mcp];

@@ -41,10 +41,12 @@ export const up = defineCommand({
 });
 
 async function runServer(config: CliConfig): Promise<void> {
-  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { LocalOrchestrator }, { createBus, createBusMetrics }, { resolveServerConfig, startServer }, { pino }, { Registry }] =
+  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { mcpGatewayRuntimeFiles }, { createMcpHttpHandler }, { LocalOrchestrator }, { createBus, createBusMetrics }, { resolveServerConfig, startServer }, { pino }, { Registry }] =
     await Promise.all([
       import("@burrow/envd"),
       import("@burrow/code-interpreter/runtime-files"),
+      import("@burrow/mcp/gateway-runtime-files"),
+      import("@burrow/mcp"),
       import("@burrow/orchestrator"),
       import("@burrow/bus"),
       import("@burrow/server"),
@@ -61,7 +63,7 @@ async function runServer(config: CliConfig): Promise<void> {
   const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
   const orchestrator = await LocalOrchestrator.create({
     config: { stateDir: config.stateDir, instance: config.instance, subnet: config.subnet, pool: { template: "base", size: config.poolSize } },
-    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
+    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles(), mcpGatewayRuntimeFiles()] },
     logger: logger.child({ component: "orchestrator" }),
     onProgress: progress,
   });
@@ -78,7 +80,15 @@ async function runServer(config: CliConfig): Promise<void> {
     );
     server = await startServer(
       { ...serverConfig, domain },
-      { orchestrator, templates: orchestrator.templateBuilder, bus, registry, logger: logger.child({ component: "server" }) },
+      {
+        orchestrator,
+        templates: orchestrator.templateBuilder,
+        bus,
+        registry,
+        logger: logger.child({ component: "server" }),
+        // Burrow's own MCP server, in-process, calling this server's HTTP APIs with the caller's key.
+        mounts: [{ path: "/mcp", handle: createMcpHttpHandler({ onError: (err) => logger.error({ err }, "MCP request failed") }) }],
+      },
     );
   } catch (error) {
     // E.g. the port is taken: stop the warm pool and background work so that the process can exit.

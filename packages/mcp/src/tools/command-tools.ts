@@ -1,9 +1,9 @@
 // Commands in a sandbox: run one and wait (its output streamed as progress notifications while it runs), start
 // one in the background (its output collected in the sandbox's logs resource), list and kill processes.
 import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
-import { CommandExitError } from "e2b";
 import { z } from "zod";
 import type { BurrowSession } from "../session.js";
+import { isCommandExit } from "../tool-error.js";
 import { sandboxId } from "./sandbox-tools.js";
 import { defineTool } from "./tool-kit.js";
 
@@ -52,7 +52,7 @@ export function registerCommandTools(server: McpServer, session: BurrowSession):
         log(`[pid ${handle.pid}] started in background: ${args.command}`);
         handle.wait().then(
           (r) => log(`[pid ${handle.pid}] exited with code ${r.exitCode}`),
-          (e: unknown) => log(`[pid ${handle.pid}] ${e instanceof CommandExitError ? `exited with code ${e.exitCode}` : `ended: ${(e as Error).message}`}`),
+          (e: unknown) => log(`[pid ${handle.pid}] ${isCommandExit(e) ? `exited with code ${e.exitCode}` : `ended: ${(e as Error).message}`}`),
         );
         return { pid: handle.pid, background: true };
       }
@@ -68,12 +68,14 @@ export function registerCommandTools(server: McpServer, session: BurrowSession):
         log(`exit ${result.exitCode}${result.stdout ? `\n${tail(result.stdout, 4096)}` : ""}`);
         return { exitCode: result.exitCode, stdout: tail(result.stdout), stderr: tail(result.stderr) };
       } catch (error) {
-        if (!(error instanceof CommandExitError)) {
+        if (!isCommandExit(error)) {
           session.forget(args.sandboxId);
           throw error;
         }
         log(`exit ${error.exitCode}${error.stderr ? `\n${tail(error.stderr, 4096)}` : ""}`);
-        return { exitCode: error.exitCode, stdout: tail(error.stdout), stderr: tail(error.stderr), ...(error.error ? { error: error.error } : {}) };
+        // envd's "exit status N" says nothing more than exitCode; anything else (a signal, an OOM kill) is kept.
+        const why = error.error && error.error !== `exit status ${error.exitCode}` ? { error: error.error } : {};
+        return { exitCode: error.exitCode, stdout: tail(error.stdout), stderr: tail(error.stderr), ...why };
       }
     },
   );
