@@ -42,6 +42,7 @@ import { openSandboxStorage, type SandboxStorage } from "./storage/disk-storage.
 import { readRecord, writeRecord } from "./sandbox-record.js";
 import { ensureBaseTemplate } from "./templates/base-template.js";
 import { isCodeInterpreterTemplate } from "./templates/code-interpreter.js";
+import { ensureMcpGatewayTemplate, isMcpGatewayTemplate } from "./templates/mcp-gateway.js";
 import {
   TemplateBuilder,
   parseTemplateName,
@@ -405,9 +406,10 @@ export class LocalOrchestrator implements Orchestrator {
     await this.storage.unmount();
   }
 
-  /** The template a create names; the shipped code-interpreter is built the first time it is asked for. */
+  /** The template a create names; the shipped code-interpreter and mcp-gateway are built the first time they are asked for. */
   private async templateFor(ref: string, signal?: AbortSignal): Promise<TemplateManifest> {
     if (isCodeInterpreterTemplate(ref)) return ensureCodeInterpreterTemplate(this.templateBuilder, this.templates, { signal });
+    if (isMcpGatewayTemplate(ref)) return ensureMcpGatewayTemplate(this.templateBuilder, this.templates, { signal });
     const template = this.templates.resolve(ref);
     if (template) return template;
     throw new OrchestratorError("not_found", `template '${ref}' not found`);

@@ -1,7 +1,7 @@
 // The runtime directory is bound read-only at /.burrow in every sandbox. It carries its own Node
 // and every shared library Node needs, including the dynamic loader, so envd runs the same in
 // any template whatever its libc (or none): the loader is invoked directly with --library-path.
-// Other programs that run on that Node (the code interpreter's execution server) sit beside envd,
+// Other programs that run on that Node (the code interpreter's execution server, the MCP gateway) sit beside envd,
 // each in /.burrow/<name>, so templates need none of it installed.
 import { execFile } from "node:child_process";
 import { chmod, copyFile, cp, mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";

@@ -31,4 +31,5 @@ export {
   CODE_INTERPRETER_ALIAS,
   CODE_INTERPRETER_PACKAGES,
 } from "./code-interpreter.js";
+export { ensureMcpGatewayTemplate, mcpGatewaySpec, MCP_GATEWAY_TEMPLATE, MCP_GATEWAY_PORT } from "./mcp-gateway.js";
 export type { TemplateManifest, TemplateRuntime, TemplateBuildEntry } from "./template-store.js";
