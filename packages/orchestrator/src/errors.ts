@@ -1,4 +1,8 @@
-// Typed orchestrator errors. Codes are Connect's code names so the server maps them to HTTP once.
+// Transitional: orchestrator errors are BurrowErrors (Code plus reason). This class only keeps the code names of
+// callers not converted yet compiling, and goes with the last of them.
+import { BurrowError, Code } from "@burrow/protocol";
+
+/** @deprecated Use BurrowError with a Code. */
 export type OrchestratorErrorCode =
   | "not_found"
   | "invalid_argument"
@@ -9,13 +13,20 @@ export type OrchestratorErrorCode =
   | "internal"
   | "canceled";
 
-export class OrchestratorError extends Error {
-  override readonly name = "OrchestratorError";
-  constructor(
-    readonly code: OrchestratorErrorCode,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
+const CODES: Record<OrchestratorErrorCode, Code> = {
+  not_found: Code.NotFound,
+  invalid_argument: Code.InvalidArgument,
+  resource_exhausted: Code.ResourceExhausted,
+  unavailable: Code.Unavailable,
+  deadline_exceeded: Code.DeadlineExceeded,
+  failed_precondition: Code.FailedPrecondition,
+  internal: Code.Internal,
+  canceled: Code.Canceled,
+};
+
+/** @deprecated Use BurrowError with a Code. */
+export class OrchestratorError extends BurrowError {
+  constructor(code: OrchestratorErrorCode, message: string, options?: { cause?: unknown }) {
+    super(CODES[code], message, options);
   }
 }

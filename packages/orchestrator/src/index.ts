@@ -26,6 +26,7 @@ export {
   type PoolConfig,
 } from "./config.js";
 export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
+export { SNAPSHOT_REFUSALS } from "./snapshots/snapshot-charges.js";
 export type { EnvdRuntimeSource } from "./runtime.js";
 export type { Logger } from "./logger.js";
 export * from "./envd-client/index.js";

@@ -72,8 +72,8 @@ export interface SnapshotInfo {
 
 /**
  * Who a snapshot is charged to and the limits it must fit in: the control plane's policy, enforced where the
- * bytes are. Refusals are OrchestratorErrors with code `resource_exhausted` and `quota` set to "storage" (the
- * owner's bytes) or "count" (snapshots of one sandbox).
+ * bytes are. Refusals are BurrowErrors with code ResourceExhausted and reason "snapshot_storage" (the owner's
+ * bytes) or "snapshot_count" (snapshots of one sandbox).
  */
 export interface SnapshotQuota {
   /** An API key today (`key:<id>`), a team later. */

@@ -6,7 +6,8 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type BurrowCgroupManager, CgroupError, createCgroupManager } from "../src/cgroups/index.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { type BurrowCgroupManager, createCgroupManager } from "../src/cgroups/index.js";
 import type { SandboxCgroup } from "../src/types.js";
 
 const instance = `t${randomBytes(4).toString("hex")}`;
@@ -138,7 +139,7 @@ describe("cgroup manager (real kernel)", () => {
     if (memoryPath !== undefined) {
       expect(cg.procsPaths.some((d) => d.includes(`${memoryPath === "/" ? "" : memoryPath}/burrow-${instance}/nest`))).toBe(true);
     }
-    await expect(cm.open("../escape")).rejects.toBeInstanceOf(CgroupError);
+    await expect(cm.open("../escape")).rejects.toMatchObject({ code: Code.InvalidArgument });
   });
 
   it("OOM-kills a process that allocates beyond the memory limit", async () => {
@@ -248,8 +249,8 @@ describe("cgroup manager (real kernel)", () => {
     const ac = new AbortController();
     ac.abort();
     const err = await cg.killAll(ac.signal).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(CgroupError);
-    expect((err as CgroupError).code).toBe("aborted");
+    expect(err).toBeInstanceOf(BurrowError);
+    expect((err as BurrowError).code).toBe(Code.Canceled);
   });
 
   it("close() removes the instance parents once every sandbox is gone", async () => {

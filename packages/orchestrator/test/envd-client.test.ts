@@ -6,8 +6,8 @@ import { existsSync, mkdirSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
+import { BurrowError, Code } from "@burrow/protocol";
 import {
-  EnvdError,
   envdBaseUrl,
   initEnvd,
   readFile,
@@ -39,12 +39,12 @@ afterAll(async () => {
 
 const sh = (line: string) => ({ cmd: "/bin/sh", args: ["-c", line] });
 
-async function failure(promise: Promise<unknown>): Promise<EnvdError> {
+async function failure(promise: Promise<unknown>): Promise<BurrowError> {
   const error = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  if (!EnvdError.is(error)) throw new Error(`expected an EnvdError, got ${String(error)}`);
+  if (!(error instanceof BurrowError)) throw new Error(`expected a BurrowError, got ${String(error)}`);
   return error;
 }
 
@@ -120,7 +120,7 @@ describe("streamProcess", () => {
         for await (const e of streamProcess(target, { ...sh("sleep 60"), user, timeoutMs: 500 })) if (e.kind === "start") pid = e.pid;
       })(),
     );
-    expect(error.code).toBe("deadline_exceeded");
+    expect(error.code).toBe(Code.DeadlineExceeded);
     expect(pid).toBeGreaterThan(0);
     await until(() => !alive(pid), "envd to kill the process at its deadline");
   });
@@ -141,25 +141,25 @@ describe("runProcess", () => {
     expect(result.pid).toBeGreaterThan(0);
   });
 
-  test("a process envd cannot start is an EnvdError with envd's code", async () => {
+  test("a process envd cannot start is a BurrowError with envd's code", async () => {
     const error = await failure(runProcess(target, { ...sh("true"), user, cwd: join(env.dir, "no-such-dir") }));
-    expect(error.code).toBe("invalid_argument");
+    expect(error.code).toBe(Code.InvalidArgument);
     expect(error.message).toContain("no-such-dir");
   });
 
   test("a wrong access token is unauthenticated", async () => {
     const error = await failure(runProcess({ ...target, accessToken: "wrong" }, { ...sh("true"), user }));
-    expect(error.code).toBe("unauthenticated");
+    expect(error.code).toBe(Code.Unauthenticated);
   });
 
   test("an aborted signal cancels the call", async () => {
     const error = await failure(runProcess(target, { ...sh("sleep 60"), user, signal: AbortSignal.abort() }));
-    expect(error.code).toBe("canceled");
+    expect(error.code).toBe(Code.Canceled);
   });
 
   test("nobody listening is unavailable", async () => {
     const error = await failure(runProcess({ ...target, port: await closedPort() }, { ...sh("true"), user }));
-    expect(error.code).toBe("unavailable");
+    expect(error.code).toBe(Code.Unavailable);
   });
 });
 
@@ -169,7 +169,7 @@ describe("startBackgroundProcess and sendSignal", () => {
     expect(started.pid).toBeGreaterThan(0);
     await until(() => started.output() === "ready\n", "the start output to be kept");
     started.detach();
-    expect(await started.ended).toBeInstanceOf(EnvdError);
+    expect(await started.ended).toBeInstanceOf(BurrowError);
     expect(alive(started.pid)).toBe(true);
     await sendSignal(target, started.pid, "SIGKILL", { user });
     await until(() => !alive(started.pid), "SIGKILL to end the process");
@@ -183,12 +183,12 @@ describe("startBackgroundProcess and sendSignal", () => {
 
   test("a process that cannot start rejects", async () => {
     const error = await failure(startBackgroundProcess({ ...target, accessToken: "wrong" }, { ...sh("true"), user }));
-    expect(error.code).toBe("unauthenticated");
+    expect(error.code).toBe(Code.Unauthenticated);
   });
 
   test("signalling a pid envd does not run is not_found", async () => {
     const error = await failure(sendSignal(target, 999_999, "SIGKILL", { user }));
-    expect(error.code).toBe("not_found");
+    expect(error.code).toBe(Code.NotFound);
   });
 });
 
@@ -209,13 +209,13 @@ describe("watchDir", () => {
         }
       })(),
     );
-    expect(error.code).toBe("canceled");
+    expect(error.code).toBe(Code.Canceled);
     expect(seen).toContainEqual({ name: "new.txt", type: "create" });
   });
 
   test("a missing directory is not_found", async () => {
     const error = await failure(watchDir(target, { path: join(env.dir, "missing"), recursive: true, user, signal: new AbortController().signal }));
-    expect(error.code).toBe("not_found");
+    expect(error.code).toBe(Code.NotFound);
     expect(error.message).toContain("cannot watch");
   });
 });
@@ -232,15 +232,15 @@ describe("readFile and writeFile", () => {
   test("a file over maxBytes is refused, sized or not", async () => {
     const path = join(env.dir, "sized.txt");
     writeFileSync(path, "0123456789");
-    expect((await failure(readFile(target, path, { user, maxBytes: 9 }))).code).toBe("resource_exhausted");
+    expect((await failure(readFile(target, path, { user, maxBytes: 9 }))).code).toBe(Code.ResourceExhausted);
     // /proc files have no size: envd streams them chunked.
     const unsized = await failure(readFile(target, "/proc/self/maps", { user, maxBytes: 16 }));
-    expect(unsized.code).toBe("resource_exhausted");
+    expect(unsized.code).toBe(Code.ResourceExhausted);
     expect((await readFile(target, "/proc/self/maps", { user, maxBytes: 1 << 20 })).length).toBeGreaterThan(16);
   });
 
   test("a missing file is not_found; a wrong token is refused", async () => {
-    expect((await failure(readFile(target, join(env.dir, "missing"), { user, maxBytes: 10 }))).code).toBe("not_found");
+    expect((await failure(readFile(target, join(env.dir, "missing"), { user, maxBytes: 10 }))).code).toBe(Code.NotFound);
     const refused = await failure(writeFile({ ...target, accessToken: "wrong" }, join(env.dir, "nope"), new Uint8Array(1), { user }));
     expect(refused.message).toContain("cannot write");
     expect(existsSync(join(env.dir, "nope"))).toBe(false);
@@ -251,7 +251,7 @@ describe("waitForEnvd and initEnvd", () => {
   test("waitForEnvd returns once envd answers; with nobody listening it fails deadline_exceeded", async () => {
     await waitForEnvd(target, { timeoutMs: 5000 });
     const error = await failure(waitForEnvd({ host: "127.0.0.1", port: await closedPort() }, { timeoutMs: 300 }));
-    expect(error.code).toBe("deadline_exceeded");
+    expect(error.code).toBe(Code.DeadlineExceeded);
   });
 
   test("waitForEnvd stops at an aborted signal", async () => {
@@ -268,7 +268,7 @@ describe("waitForEnvd and initEnvd", () => {
       const at = (accessToken?: string): EnvdTarget => ({ host: "127.0.0.1", port: fresh.port, accessToken });
       const init = { envVars: { FROM_INIT: "yes" }, accessToken: "new-token", defaultUser: user };
       const refused = await failure(initEnvd(at("not-the-init-token"), init));
-      expect(refused.code).toBe("internal");
+      expect(refused.code).toBe(Code.Internal);
       expect(refused.message).toContain("401");
       await initEnvd(at(initToken), init);
       const out: string[] = [];

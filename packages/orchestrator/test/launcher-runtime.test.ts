@@ -4,7 +4,8 @@ import { readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildRuntimeDir, parseLdd, RootfsError, runtimeCommand } from "../src/rootfs/index.js";
+import { Code } from "@burrow/protocol";
+import { buildRuntimeDir, parseLdd, runtimeCommand } from "../src/rootfs/index.js";
 import { ensureTestRootfs } from "./helpers/base-rootfs.js";
 import { SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
 
@@ -59,9 +60,8 @@ describe("runtime dir", () => {
     expect(await readFile(join(runtime, "envd/envd.mjs"), "utf8")).toBe(FAKE_ENVD);
     expect((await stat(join(runtime, "envd/node_modules/node-pty/build/Release/pty.node"))).isFile()).toBe(true);
     await expect(buildRuntimeDir({ outDir: runtime, files: { bundle: "/x", nativeModules: [] } })).rejects.toMatchObject({
-      code: "already_exists",
+      code: Code.AlreadyExists,
     });
-    expect(RootfsError).toBeDefined();
   });
 
   it("runs envd's node from /.burrow inside a sandbox, with HTTP and a PTY", async () => {

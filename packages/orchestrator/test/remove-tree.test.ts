@@ -5,7 +5,8 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileS
 import { mkdtemp, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { removeTree, RemoveTreeError } from "../src/storage/remove-tree.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { removeTree } from "../src/storage/remove-tree.js";
 import { buildDeepTreeOnHost, DEEP_LEVELS, DEEP_NAME, deepTreeDepthOnHost } from "../../../test/helpers/deep-tree.js";
 
 const BTRFS_TOOLS = existsSync("/usr/sbin/mkfs.btrfs") && existsSync("/usr/bin/btrfs");
@@ -31,13 +32,13 @@ function plantHostileTree(root: string, outside: string): void {
   chmodSync(join(root, "locked"), 0o000);
 }
 
-async function rejection(promise: Promise<unknown>): Promise<RemoveTreeError> {
+async function rejection(promise: Promise<unknown>): Promise<BurrowError> {
   const error = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(error).toBeInstanceOf(RemoveTreeError);
-  return error as RemoveTreeError;
+  expect(error).toBeInstanceOf(BurrowError);
+  return error as BurrowError;
 }
 
 describe("removeTree", () => {
@@ -81,19 +82,19 @@ describe("removeTree", () => {
 
     const error = await rejection(removeTree(root));
 
-    expect(error.code).toBe("failed_precondition");
-    expect(error.path).toBe(root);
+    expect(error).toMatchObject({ code: Code.FailedPrecondition, reason: "mounted_inside" });
+    expect(error.details?.["path"]).toBe(root);
     expect(error.message).toContain(mountPoint);
     expect(readFileSync(join(mountPoint, "precious"), "utf8")).toBe("x");
   });
 
   it("refuses relative paths and /, and reports cancellation", async () => {
-    expect((await rejection(removeTree("relative/dir"))).code).toBe("invalid_argument");
-    expect((await rejection(removeTree("/"))).code).toBe("invalid_argument");
+    expect((await rejection(removeTree("relative/dir"))).code).toBe(Code.InvalidArgument);
+    expect((await rejection(removeTree("/"))).code).toBe(Code.InvalidArgument);
     const root = join(work, "tree");
     mkdirSync(root);
     const error = await rejection(removeTree(root, { signal: AbortSignal.abort() }));
-    expect(error.code).toBe("canceled");
+    expect(error.code).toBe(Code.Canceled);
     expect(existsSync(root)).toBe(true);
   });
 

@@ -4,6 +4,7 @@ import { chmod, link, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, symlin
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BurrowError, Code } from "@burrow/protocol";
 import {
   findDebianMirror,
   parseDeb822Sources,
@@ -12,7 +13,7 @@ import {
   renderSourcesList,
   sourcesForSuite,
 } from "../src/rootfs/apt-sources.js";
-import { baseRootfsCachePath, buildBaseRootfs, RootfsError, shiftOwnership } from "../src/rootfs/index.js";
+import { baseRootfsCachePath, buildBaseRootfs, shiftOwnership } from "../src/rootfs/index.js";
 import { ensureTestRootfs, TEST_UID_BASE } from "./helpers/base-rootfs.js";
 
 let scratch: string;
@@ -61,7 +62,7 @@ describe("apt sources", () => {
     await mkdir(join(etc, "sources.list.d"), { recursive: true });
     await writeFile(join(etc, "sources.list.d", "old.list.disabled"), "deb http://wrong.example/debian bookworm main\n");
     await writeFile(join(etc, "sources.list.d", "other.list"), "deb http://vendor.example/apt nodistro main\n");
-    await expect(readAptSources(etc).then((s) => findDebianMirror(s, "bookworm"))).rejects.toMatchObject({ code: "no_mirror" });
+    await expect(readAptSources(etc).then((s) => findDebianMirror(s, "bookworm"))).rejects.toMatchObject({ code: Code.FailedPrecondition, reason: "no_mirror" });
 
     await writeFile(
       join(etc, "sources.list.d", "debian.sources"),
@@ -109,7 +110,7 @@ describe("shiftOwnership", () => {
     const root = join(scratch, "shift-twice");
     await mkdir(root);
     await chown(root, 100000, 100000);
-    await expect(shiftOwnership(root, { uidBase: 100000, uidCount: 65536 })).rejects.toMatchObject({ code: "unmappable_owner" });
+    await expect(shiftOwnership(root, { uidBase: 100000, uidCount: 65536 })).rejects.toMatchObject({ code: Code.InvalidArgument, reason: "unmappable_owner" });
   });
 });
 
@@ -147,12 +148,12 @@ describe("buildBaseRootfs", () => {
     expect((await stat(join(out, "etc/passwd"))).uid).toBe(200000);
     expect((await stat(join(out, "home/user"))).uid).toBe(201000);
     expect(await readdir(join(scratch, "layers"))).toEqual(["base-200000"]);
-    await expect(buildBaseRootfs({ outDir: out, uidBase: 200000 })).rejects.toBeInstanceOf(RootfsError);
-    await expect(buildBaseRootfs({ outDir: out, uidBase: 200000 })).rejects.toMatchObject({ code: "already_exists" });
+    await expect(buildBaseRootfs({ outDir: out, uidBase: 200000 })).rejects.toBeInstanceOf(BurrowError);
+    await expect(buildBaseRootfs({ outDir: out, uidBase: 200000 })).rejects.toMatchObject({ code: Code.AlreadyExists });
 
     const aborted = join(scratch, "layers", "aborted");
     await expect(buildBaseRootfs({ outDir: aborted, uidBase: 200000, signal: AbortSignal.abort() })).rejects.toMatchObject({
-      code: "aborted",
+      code: Code.Canceled,
     });
     expect(await readdir(join(scratch, "layers"))).toEqual(["base-200000"]);
   });

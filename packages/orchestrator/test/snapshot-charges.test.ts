@@ -4,7 +4,8 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { SnapshotCharges, SnapshotQuotaError } from "../src/snapshots/snapshot-charges.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { SnapshotCharges } from "../src/snapshots/snapshot-charges.js";
 import type { TemplateManifest } from "../src/templates/template-store.js";
 
 const MiB = 2 ** 20;
@@ -58,10 +59,10 @@ describe("snapshot charges", () => {
     } catch (error) {
       refused = error;
     }
-    expect(refused).toBeInstanceOf(SnapshotQuotaError);
+    expect(refused).toBeInstanceOf(BurrowError);
     expect(refused).toMatchObject({
-      code: "resource_exhausted",
-      quota: "storage",
+      code: Code.ResourceExhausted,
+      reason: "snapshot_storage",
       message: "snapshot storage quota of key:1: 90 MiB used + 20 MiB for this snapshot exceeds the 100 MiB limit; delete snapshots to free space",
     });
     // Another owner is not affected.

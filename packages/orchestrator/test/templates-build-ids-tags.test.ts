@@ -5,6 +5,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Code } from "@burrow/protocol";
 import { resolveOrchestratorConfig } from "../src/config.js";
 import { silentLogger } from "../src/logger.js";
 import type { SandboxHost } from "../src/sandbox-host.js";
@@ -176,7 +177,7 @@ describe("tags", () => {
     expect(store.resolve("lat:latest")?.runtime?.env).toEqual({ V: "1" });
     await builder.removeTags("lat", ["latest"]);
     expect(store.resolve("lat:latest")).toBeUndefined();
-    await expect(builder.removeTags("lat", ["default"])).rejects.toMatchObject({ code: "invalid_argument" });
+    await expect(builder.removeTags("lat", ["default"])).rejects.toMatchObject({ code: Code.InvalidArgument });
   });
 
   it("name:<build id> names that build; a tag cannot be a UUID", async () => {

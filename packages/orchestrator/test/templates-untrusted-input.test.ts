@@ -11,11 +11,12 @@ import { Readable } from "node:stream";
 import { Template } from "e2b";
 import * as tar from "tar";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code } from "@burrow/protocol";
 import { checkImagePath } from "../src/templates/bases/image-path-policy.js";
 import { importImage } from "../src/templates/bases/oci-image.js";
 import { convertWhiteouts } from "../src/templates/bases/whiteouts.js";
 import { makeTmpLayerDir } from "../src/templates/builder/commit-layer.js";
-import { ContextEscapeError, resolveBeneath } from "../src/templates/builder/context-paths.js";
+import { resolveBeneath } from "../src/templates/builder/context-paths.js";
 import { runCopyStep } from "../src/templates/builder/copy-step.js";
 import { checkFilesHash } from "../src/templates/builder/files-hash.js";
 import { lookupAccount, readFileInLayers, resolveInLayers, statInLayers } from "../src/templates/builder/layer-files.js";
@@ -139,8 +140,8 @@ describe("COPY sources stay inside the build context", () => {
     symlinkSync("loop2", join(root, "loop1"));
     symlinkSync("loop1", join(root, "loop2"));
     symlinkSync("../..", join(root, "d/up"));
-    await expect(resolveBeneath(root, "loop1/x")).rejects.toBeInstanceOf(ContextEscapeError);
-    await expect(resolveBeneath(root, "d/up/x")).rejects.toBeInstanceOf(ContextEscapeError);
+    await expect(resolveBeneath(root, "loop1/x")).rejects.toMatchObject({ code: Code.InvalidArgument, reason: "context_escape" });
+    await expect(resolveBeneath(root, "d/up/x")).rejects.toMatchObject({ code: Code.InvalidArgument, reason: "context_escape" });
     expect(await resolveBeneath(root, "d/missing")).toBeUndefined();
     expect(await resolveBeneath(root, "d")).toBe(join(root, "d"));
   });
@@ -373,7 +374,7 @@ describe("upload store", () => {
     await store.write("tpl", h(1), body(10));
     expect(await store.has("tpl", h(1))).toBe(true);
     expect(await store.has("other", h(1))).toBe(false);
-    await expect(store.write("tpl", h(1), body(20))).rejects.toMatchObject({ code: "already_exists" });
+    await expect(store.write("tpl", h(1), body(20))).rejects.toMatchObject({ code: Code.AlreadyExists });
     expect(statSync(store.path("tpl", h(1))).size).toBe(10);
     // The same bytes again (two builds uploading at once) are no replacement: accepted, nothing changes.
     const inode = statSync(store.path("tpl", h(1))).ino;
@@ -382,13 +383,13 @@ describe("upload store", () => {
     // Two writers of one hash at once: exactly one wins.
     const results = await Promise.allSettled([store.write("tpl", h(2), body(30)), store.write("tpl", h(2), body(40))]);
     expect(results.filter((r) => r.status === "fulfilled")).toHaveLength(1);
-    expect(results.find((r) => r.status === "rejected")).toMatchObject({ reason: { code: "already_exists" } });
-    await expect(store.write("tpl", h(3), body(1001))).rejects.toMatchObject({ code: "resource_exhausted" });
-    await expect(store.write("tpl", h(3), body(10), { contentLength: 5000 })).rejects.toMatchObject({ code: "resource_exhausted" });
+    expect(results.find((r) => r.status === "rejected")).toMatchObject({ reason: { code: Code.AlreadyExists } });
+    await expect(store.write("tpl", h(3), body(1001))).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    await expect(store.write("tpl", h(3), body(10), { contentLength: 5000 })).rejects.toMatchObject({ code: Code.ResourceExhausted });
     expect(await store.has("tpl", h(3))).toBe(false);
     await store.write("tpl", h(3), body(10));
-    await expect(store.write("tpl", h(4), body(10))).rejects.toMatchObject({ code: "resource_exhausted", message: /as many uploaded/ });
-    await expect(store.write("../x", h(5), body(1))).rejects.toMatchObject({ code: "invalid_argument" });
+    await expect(store.write("tpl", h(4), body(10))).rejects.toMatchObject({ code: Code.ResourceExhausted, message: /as many uploaded/ });
+    await expect(store.write("../x", h(5), body(1))).rejects.toMatchObject({ code: Code.InvalidArgument });
     expect(readdirSync(join(work, "uploads-a", ".partial"))).toEqual([]);
   });
 

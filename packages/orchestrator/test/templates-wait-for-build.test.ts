@@ -6,6 +6,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { getEventListeners } from "node:events";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Code } from "@burrow/protocol";
 import { resolveOrchestratorConfig } from "../src/config.js";
 import { silentLogger } from "../src/logger.js";
 import type { SandboxHost } from "../src/sandbox-host.js";
@@ -45,7 +46,7 @@ describe("waitForBuild", () => {
     const requested = builder.requestBuild({ name: "never-started" });
     const waited = builder.waitForBuild(requested.buildID);
     await expect(waited).rejects.toBeInstanceOf(TemplateBuildError);
-    await expect(waited).rejects.toMatchObject({ code: "failed_precondition", message: expect.stringMatching(/not been started/) });
+    await expect(waited).rejects.toMatchObject({ code: Code.FailedPrecondition, message: expect.stringMatching(/not been started/) });
     expect(builder.status(requested.templateID, requested.buildID).status).toBe("waiting");
 
     // Started, the same build is waited for to its end.

@@ -3,13 +3,13 @@
 import { access, mkdir, readdir, readFile, rmdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { CgroupError } from "./cgroup-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 export async function readText(path: string): Promise<string> {
   try {
     return await readFile(path, "utf8");
   } catch (e) {
-    throw new CgroupError("io", `cannot read ${path}: ${(e as Error).message}`, { cause: e });
+    throw new BurrowError(Code.Internal, `cannot read ${path}: ${(e as Error).message}`, { reason: "cgroup_io", cause: e });
   }
 }
 
@@ -17,7 +17,7 @@ export async function writeText(path: string, value: string): Promise<void> {
   try {
     await writeFile(path, value);
   } catch (e) {
-    throw new CgroupError("io", `cannot write '${value}' to ${path}: ${(e as Error).message}`, { cause: e });
+    throw new BurrowError(Code.Internal, `cannot write '${value}' to ${path}: ${(e as Error).message}`, { reason: "cgroup_io", cause: e });
   }
 }
 
@@ -27,7 +27,7 @@ export async function readOptional(path: string): Promise<string | undefined> {
     return await readFile(path, "utf8");
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw new CgroupError("io", `cannot read ${path}: ${(e as Error).message}`, { cause: e });
+    throw new BurrowError(Code.Internal, `cannot read ${path}: ${(e as Error).message}`, { reason: "cgroup_io", cause: e });
   }
 }
 
@@ -45,7 +45,7 @@ export async function ensureDir(path: string): Promise<void> {
   try {
     await mkdir(path, { recursive: true });
   } catch (e) {
-    throw new CgroupError("io", `cannot create ${path}: ${(e as Error).message}`, { cause: e });
+    throw new BurrowError(Code.Internal, `cannot create ${path}: ${(e as Error).message}`, { reason: "cgroup_io", cause: e });
   }
 }
 
@@ -73,7 +73,7 @@ export async function childDirs(dir: string): Promise<string[]> {
     return entries.filter((e) => e.isDirectory()).map((e) => e.name);
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code === "ENOENT") return [];
-    throw new CgroupError("io", `cannot list ${dir}: ${(e as Error).message}`, { cause: e });
+    throw new BurrowError(Code.Internal, `cannot list ${dir}: ${(e as Error).message}`, { reason: "cgroup_io", cause: e });
   }
 }
 
@@ -93,9 +93,9 @@ export async function waitUntil(done: () => Promise<boolean>, opts: WaitOptions)
   const deadline = Date.now() + opts.timeoutMs;
   let delay = 1;
   for (;;) {
-    if (opts.signal?.aborted) throw new CgroupError("aborted", `aborted waiting for ${opts.what}`, { cause: opts.signal.reason });
+    if (opts.signal?.aborted) throw new BurrowError(Code.Canceled, `aborted waiting for ${opts.what}`, { cause: opts.signal.reason });
     if (await done()) return;
-    if (Date.now() > deadline) throw new CgroupError("timeout", `timed out after ${opts.timeoutMs} ms waiting for ${opts.what}`);
+    if (Date.now() > deadline) throw new BurrowError(Code.DeadlineExceeded, `timed out after ${opts.timeoutMs} ms waiting for ${opts.what}`, { reason: "cgroup_timeout" });
     try {
       await sleep(delay, undefined, { signal: opts.signal });
     } catch {
@@ -120,7 +120,7 @@ export async function removeTree(dir: string, timeoutMs: number): Promise<void> 
         const code = (e as NodeJS.ErrnoException).code;
         if (code === "ENOENT") return true;
         if (code !== "EBUSY" && code !== "ENOTEMPTY") {
-          throw new CgroupError("io", `cannot remove ${dir}: ${(e as Error).message}`, { cause: e });
+          throw new BurrowError(Code.Internal, `cannot remove ${dir}: ${(e as Error).message}`, { reason: "cgroup_io", cause: e });
         }
         return false;
       }

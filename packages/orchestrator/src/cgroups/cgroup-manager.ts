@@ -3,8 +3,8 @@
 // a host. Nothing is kept in memory that the directories do not also say: list() re-discovers sandboxes
 // after a restart.
 import { join } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { CgroupManager, SandboxCgroup } from "../types.js";
-import { CgroupError } from "./cgroup-error.js";
 import { childDirs, ensureDir, exists, removeTree, writeText } from "./cgroup-fs.js";
 import { type ControlBackend, V1FreezerControl, V2Control } from "./control.js";
 import { type CgroupLayout, type CgroupLayoutKind, detectLayout, type V1Controller } from "./layout.js";
@@ -43,7 +43,7 @@ const V2_CONTROLLERS = ["memory", "cpu", "pids"];
 
 export async function createCgroupManager(options: CgroupManagerOptions): Promise<BurrowCgroupManager> {
   if (!INSTANCE_PATTERN.test(options.instance)) {
-    throw new CgroupError("invalid_argument", `instance '${options.instance}' must match ${INSTANCE_PATTERN}`);
+    throw new BurrowError(Code.InvalidArgument, `instance '${options.instance}' must match ${INSTANCE_PATTERN}`);
   }
   const layout = await detectLayout();
   const parentName = `burrow-${options.instance}`;
@@ -70,7 +70,7 @@ export async function createCgroupManager(options: CgroupManagerOptions): Promis
   let freezerParent: string | undefined;
   if (layout.kind !== "v2" && v2Parent === undefined) {
     const freezer = layout.v1.get("freezer");
-    if (freezer === undefined) throw new CgroupError("unsupported_layout", "neither cgroup2 freezing nor a v1 freezer hierarchy is available");
+    if (freezer === undefined) throw new BurrowError(Code.FailedPrecondition, "neither cgroup2 freezing nor a v1 freezer hierarchy is available", { reason: "unsupported_layout" });
     freezerParent = join(freezer, parentName);
   }
   for (const dir of new Set([...v1Parents.values(), ...(freezerParent ? [freezerParent] : [])])) await ensureDir(dir);
@@ -90,10 +90,10 @@ async function delegateControllers(layout: CgroupLayout, v2Parent: string): Prom
   try {
     await writeText(join(layout.v2 ?? "", "cgroup.subtree_control"), line);
   } catch (e) {
-    throw new CgroupError(
-      "failed_precondition",
+    throw new BurrowError(
+      Code.FailedPrecondition,
       `cannot enable ${wanted.join(", ")} below ${layout.v2}: run Burrow in a cgroup of its own with delegated controllers (e.g. systemd Delegate=yes and the process moved into a leaf)`,
-      { cause: e },
+      { reason: "controllers_not_delegated", cause: e },
     );
   }
   await ensureDir(v2Parent);
@@ -128,7 +128,7 @@ class CgroupManagerImpl implements BurrowCgroupManager {
 
   async open(sandboxId: string): Promise<SandboxCgroup> {
     if (!SANDBOX_ID_PATTERN.test(sandboxId)) {
-      throw new CgroupError("invalid_argument", `sandbox id '${sandboxId}' must match ${SANDBOX_ID_PATTERN}`);
+      throw new BurrowError(Code.InvalidArgument, `sandbox id '${sandboxId}' must match ${SANDBOX_ID_PATTERN}`);
     }
     const { v1Parents, v2Parent, freezerParent, timeouts } = this.#init;
     const at = (parent: string | undefined) => (parent === undefined ? undefined : join(parent, sandboxId));
@@ -137,7 +137,7 @@ class CgroupManagerImpl implements BurrowCgroupManager {
       limits = new V2Limits(at(v2Parent) ?? "");
     } else {
       const memory = at(v1Parents.get("memory"));
-      if (memory === undefined) throw new CgroupError("unsupported_layout", "no v1 memory hierarchy");
+      if (memory === undefined) throw new BurrowError(Code.FailedPrecondition, "no v1 memory hierarchy", { reason: "unsupported_layout" });
       limits = new V1Limits({
         memory,
         cpu: at(v1Parents.get("cpu")),

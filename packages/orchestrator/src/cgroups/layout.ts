@@ -5,7 +5,7 @@
 //   v1     – v1 only: limits from v1 controllers, freezing and killing through the v1 freezer.
 // Paths come from /proc/self/mountinfo and /proc/self/cgroup, so nothing assumes /sys/fs/cgroup.
 import { join } from "node:path";
-import { CgroupError } from "./cgroup-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { readOptional, readText } from "./cgroup-fs.js";
 
 export type CgroupLayoutKind = "v1" | "v2" | "hybrid";
@@ -84,5 +84,5 @@ export async function detectLayout(): Promise<CgroupLayout> {
     return { kind: v2 === undefined ? "v1" : "hybrid", v1, v2, v2Controllers };
   }
   if (v2 !== undefined && v2Controllers.includes("memory")) return { kind: "v2", v1: new Map(), v2, v2Controllers };
-  throw new CgroupError("unsupported_layout", "no memory controller in a v1 hierarchy or in cgroup2 is available to this process");
+  throw new BurrowError(Code.FailedPrecondition, "no memory controller in a v1 hierarchy or in cgroup2 is available to this process", { reason: "unsupported_layout" });
 }

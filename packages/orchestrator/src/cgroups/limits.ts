@@ -2,8 +2,8 @@
 // the sandbox cgroup does not care which layout it runs on.
 import { totalmem } from "node:os";
 import { join } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { CgroupSample, SandboxLimits } from "../types.js";
-import { CgroupError } from "./cgroup-error.js";
 import { parseKeyValues, readOptional, readText, writeText } from "./cgroup-fs.js";
 
 export interface LimitsBackend {
@@ -24,7 +24,7 @@ export interface ResolvedLimits {
 
 export function resolveLimits(l: SandboxLimits): ResolvedLimits {
   if (!(l.memoryMB > 0) || !(l.cpuCount > 0) || !Number.isInteger(l.pids) || l.pids < 1) {
-    throw new CgroupError("invalid_argument", `limits must be positive (memoryMB ${l.memoryMB}, cpuCount ${l.cpuCount}, pids ${l.pids})`);
+    throw new BurrowError(Code.InvalidArgument, `limits must be positive (memoryMB ${l.memoryMB}, cpuCount ${l.cpuCount}, pids ${l.pids})`);
   }
   return {
     memoryBytes: Math.round(l.memoryMB * 1024 * 1024),

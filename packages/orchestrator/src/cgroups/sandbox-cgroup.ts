@@ -1,7 +1,7 @@
 // The cgroups of one sandbox: a limits backend (v1 controllers or cgroup2), a control backend (cgroup2
 // core or v1 freezer) and the list of directories its processes join.
+import { BurrowError, Code } from "@burrow/protocol";
 import type { CgroupSample, SandboxCgroup, SandboxLimits } from "../types.js";
-import { CgroupError } from "./cgroup-error.js";
 import { readPids, removeTree, waitUntil } from "./cgroup-fs.js";
 import { type ControlBackend, killPids } from "./control.js";
 import type { LimitsBackend } from "./limits.js";
@@ -54,7 +54,7 @@ export class SandboxCgroupImpl implements SandboxCgroup {
   }
 
   async killAll(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw new CgroupError("aborted", `killAll of ${this.sandboxId} aborted`, { cause: signal.reason });
+    if (signal?.aborted) throw new BurrowError(Code.Canceled, `killAll of ${this.sandboxId} aborted`, { cause: signal.reason });
     await this.#control.kill(signal, this.#timeouts.operationMs);
     // Stragglers: processes that joined some hierarchies but not the control one. Each is signalled once,
     // while it is still listed as a member, so a recycled pid is never hit later.

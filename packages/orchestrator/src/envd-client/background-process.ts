@@ -1,6 +1,6 @@
 // A long-running process (a template's start command): started, then followed in the background with its last
 // output kept for error messages.
-import { EnvdError } from "./envd-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { EnvdTarget } from "./envd-target.js";
 import { streamProcess, type ProcessSpec } from "./process-stream.js";
 import type { ProcessResult } from "./run-process.js";
@@ -15,7 +15,7 @@ export interface BackgroundProcess {
   detach(): void;
 }
 
-/** Resolves once envd reports the pid; throws EnvdError when the process cannot be started. */
+/** Resolves once envd reports the pid; throws a BurrowError when the process cannot be started. */
 export async function startBackgroundProcess(
   target: EnvdTarget,
   spec: ProcessSpec & { outputLimitBytes?: number },
@@ -26,7 +26,7 @@ export async function startBackgroundProcess(
   let pid: number;
   try {
     const first = await events.next();
-    if (first.done || first.value.kind !== "start") throw new EnvdError("internal", "envd did not send a start event");
+    if (first.done || first.value.kind !== "start") throw new BurrowError(Code.Internal, "envd did not send a start event");
     pid = first.value.pid;
   } catch (error) {
     follow.abort();

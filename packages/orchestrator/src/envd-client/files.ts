@@ -1,8 +1,7 @@
 // Whole files in and out of a sandbox through envd's /files endpoint.
-import { EnvdError, type EnvdErrorCode } from "./envd-error.js";
 import { envdBaseUrl, type EnvdTarget } from "./envd-target.js";
 import { tokenHeader } from "./transport.js";
-import { DEFAULT_USER } from "@burrow/protocol";
+import { DEFAULT_USER, BurrowError, Code } from "@burrow/protocol";
 
 export interface FileOptions {
   /** Resolves relative paths and owns written files. @default DEFAULT_USER */
@@ -14,16 +13,23 @@ function filesUrl(target: EnvdTarget, path: string, user: string | undefined): s
   return `${envdBaseUrl(target)}/files?${new URLSearchParams({ path, username: user ?? DEFAULT_USER })}`;
 }
 
-const CODE_BY_STATUS: Record<number, EnvdErrorCode> = { 400: "invalid_argument", 403: "permission_denied", 404: "not_found" };
+/** envd's /files statuses (E2B's): anything else means envd could not be used. */
+const CODE_BY_STATUS: Readonly<Record<number, Code>> = {
+  400: Code.InvalidArgument,
+  401: Code.Unauthenticated,
+  403: Code.PermissionDenied,
+  404: Code.NotFound,
+  507: Code.ResourceExhausted,
+};
 
-async function failure(res: Response, what: string): Promise<EnvdError> {
+async function failure(res: Response, what: string): Promise<BurrowError> {
   let message = res.statusText;
   try {
     message = ((await res.json()) as { message?: string }).message ?? message;
   } catch {
     // not JSON: the status text says enough
   }
-  return new EnvdError(CODE_BY_STATUS[res.status] ?? "unavailable", `${what}: ${message}`);
+  return new BurrowError(CODE_BY_STATUS[res.status] ?? Code.Unavailable, `${what}: ${message}`);
 }
 
 async function call(url: string, init: RequestInit, what: string): Promise<Response> {
@@ -31,7 +37,7 @@ async function call(url: string, init: RequestInit, what: string): Promise<Respo
     return await fetch(url, init);
   } catch (error) {
     const aborted = (init.signal as AbortSignal | undefined)?.aborted === true;
-    throw new EnvdError(aborted ? "canceled" : "unavailable", `${what}: ${(error as Error).message}`, { cause: error });
+    throw new BurrowError(aborted ? Code.Canceled : Code.Unavailable, `${what}: ${(error as Error).message}`, { cause: error });
   }
 }
 
@@ -40,7 +46,7 @@ export async function readFile(target: EnvdTarget, path: string, opts: FileOptio
   const what = `cannot read ${path}`;
   const res = await call(filesUrl(target, path, opts.user), { headers: tokenHeader(target), signal: opts.signal ?? null }, what);
   if (!res.ok) throw await failure(res, what);
-  const tooLarge = () => new EnvdError("resource_exhausted", `${path} is larger than ${opts.maxBytes} bytes`);
+  const tooLarge = () => new BurrowError(Code.ResourceExhausted, `${path} is larger than ${opts.maxBytes} bytes`);
   if (Number(res.headers.get("content-length") ?? "0") > opts.maxBytes) {
     await res.body?.cancel();
     throw tooLarge();
@@ -56,8 +62,8 @@ export async function readFile(target: EnvdTarget, path: string, opts: FileOptio
     }
   } catch (error) {
     await res.body?.cancel().catch(() => undefined);
-    if (EnvdError.is(error)) throw error;
-    throw new EnvdError(opts.signal?.aborted ? "canceled" : "unavailable", `${what}: ${(error as Error).message}`, { cause: error });
+    if (error instanceof BurrowError) throw error;
+    throw new BurrowError(opts.signal?.aborted ? Code.Canceled : Code.Unavailable, `${what}: ${(error as Error).message}`, { cause: error });
   }
   return Buffer.concat(chunks);
 }

@@ -1,5 +1,5 @@
 // Waiting for a starting envd: /health is polled until it answers 2xx.
-import { EnvdError } from "./envd-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { EnvdTarget } from "./envd-target.js";
 import { httpCall } from "./http-call.js";
 
@@ -31,5 +31,5 @@ export async function waitForEnvd(target: EnvdTarget, opts: { timeoutMs: number;
     }
     await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
   }
-  throw new EnvdError("deadline_exceeded", `envd did not become ready within ${opts.timeoutMs} ms`, { cause: lastError });
+  throw new BurrowError(Code.DeadlineExceeded, `envd did not become ready within ${opts.timeoutMs} ms`, { cause: lastError });
 }

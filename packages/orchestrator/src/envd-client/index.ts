@@ -1,7 +1,7 @@
 // The one client for envd's protocol, used by the orchestrator (launch, template builds, start commands) and the
 // server (bus runner, watches). Every call takes an EnvdTarget resolved by its caller and an AbortSignal.
 export { envdAt, envdBaseUrl, type EnvdTarget } from "./envd-target.js";
-export { EnvdError, envdErrorFrom, type EnvdErrorCode } from "./envd-error.js";
+export { envdErrorFrom } from "./envd-error.js";
 export { streamProcess, type ProcessSpec, type ProcessEvent, type OutputStream } from "./process-stream.js";
 export { runProcess, type ProcessResult } from "./run-process.js";
 export { startBackgroundProcess, type BackgroundProcess } from "./background-process.js";
@@ -10,3 +10,5 @@ export { watchDir, type DirEvent, type DirEventType, type WatchDirOptions } from
 export { readFile, writeFile, type FileOptions } from "./files.js";
 export { waitForEnvd } from "./health.js";
 export { initEnvd, type EnvdInit } from "./init.js";
+/** @deprecated Transitional: the client's errors are BurrowErrors; goes once its last importer uses BurrowError. */
+export { BurrowError as EnvdError } from "@burrow/protocol";

@@ -1,5 +1,5 @@
 // /init: hands a started envd its access token, default user and workdir and the sandbox's environment.
-import { EnvdError } from "./envd-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { EnvdTarget } from "./envd-target.js";
 import { httpCall, type HttpResult } from "./http-call.js";
 import { tokenHeader } from "./transport.js";
@@ -30,7 +30,7 @@ export async function initEnvd(target: EnvdTarget, init: EnvdInit, signal?: Abor
   } catch (error) {
     // An abort stays what it is, so the caller reports a canceled create rather than a failed one.
     if (signal?.aborted) throw error;
-    throw new EnvdError("internal", `envd /init failed: ${(error as Error).message}`, { cause: error });
+    throw new BurrowError(Code.Internal, `envd /init failed: ${(error as Error).message}`, { cause: error });
   }
-  if (res.status < 200 || res.status >= 300) throw new EnvdError("internal", `envd /init answered ${res.status}: ${res.body}`);
+  if (res.status < 200 || res.status >= 300) throw new BurrowError(Code.Internal, `envd /init answered ${res.status}: ${res.body}`);
 }

@@ -1,5 +1,6 @@
 // A process in a sandbox as a stream of events: envd's Process.Start, with output handed on as it arrives.
-import { envdErrorFrom, EnvdError } from "./envd-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { envdErrorFrom } from "./envd-error.js";
 import type { EnvdTarget } from "./envd-target.js";
 import { processClient, rpcHeaders } from "./transport.js";
 
@@ -33,7 +34,7 @@ export type ProcessEvent =
 
 /**
  * Starts a process and yields its start, its output and its end, then finishes. Failures (including a stream that
- * closes without an end event) are thrown as EnvdError with the Connect code envd answered.
+ * closes without an end event) are thrown as BurrowErrors with the Connect code envd answered.
  */
 export async function* streamProcess(target: EnvdTarget, spec: ProcessSpec): AsyncGenerator<ProcessEvent, void> {
   const stream = processClient(target).start(
@@ -68,5 +69,5 @@ export async function* streamProcess(target: EnvdTarget, spec: ProcessSpec): Asy
   } catch (error) {
     throw envdErrorFrom(error, "envd could not run the process");
   }
-  throw new EnvdError("unavailable", "envd closed the process stream without an end event");
+  throw new BurrowError(Code.Unavailable, "envd closed the process stream without an end event");
 }

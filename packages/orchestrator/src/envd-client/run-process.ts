@@ -1,5 +1,5 @@
 // Run a process to completion: output goes to a callback as it comes, the exit status is the result.
-import { EnvdError } from "./envd-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { EnvdTarget } from "./envd-target.js";
 import { streamProcess, type OutputStream, type ProcessSpec } from "./process-stream.js";
 
@@ -11,7 +11,7 @@ export interface ProcessResult {
   error?: string | undefined;
 }
 
-/** Resolves with the exit status (a non-zero exit is a result, not an error); throws EnvdError when it cannot run. */
+/** Resolves with the exit status (a non-zero exit is a result, not an error); throws a BurrowError when it cannot run. */
 export async function runProcess(
   target: EnvdTarget,
   spec: ProcessSpec,
@@ -24,5 +24,5 @@ export async function runProcess(
     else return { pid, exitCode: event.exitCode, status: event.status, error: event.error };
   }
   // streamProcess throws rather than finish without an end event; this is for the type checker.
-  throw new EnvdError("internal", "process stream finished without an end event");
+  throw new BurrowError(Code.Internal, "process stream finished without an end event");
 }

@@ -1,6 +1,6 @@
 // Changes under a directory in a sandbox, as a stream: envd's Filesystem.WatchDir.
-import { filesystemPb } from "@burrow/protocol";
-import { EnvdError, envdErrorFrom } from "./envd-error.js";
+import { filesystemPb, BurrowError, Code } from "@burrow/protocol";
+import { envdErrorFrom } from "./envd-error.js";
 import type { EnvdTarget } from "./envd-target.js";
 import { filesystemClient, rpcHeaders } from "./transport.js";
 
@@ -31,7 +31,7 @@ export interface WatchDirOptions {
 
 /**
  * Resolves once envd watches (its start event), so every change made after that is reported. The stream runs until
- * the signal aborts (it then throws a `canceled` EnvdError) or envd ends it; a broken stream throws EnvdError.
+ * the signal aborts (it then throws a Canceled BurrowError) or envd ends it; a broken stream throws a BurrowError.
  */
 export async function watchDir(target: EnvdTarget, opts: WatchDirOptions): Promise<AsyncIterable<DirEvent>> {
   const what = `cannot watch ${opts.path}`;
@@ -43,7 +43,7 @@ export async function watchDir(target: EnvdTarget, opts: WatchDirOptions): Promi
   try {
     for (;;) {
       const first = await responses.next();
-      if (first.done) throw new EnvdError("unavailable", `${what}: envd closed the watch before it started`);
+      if (first.done) throw new BurrowError(Code.Unavailable, `${what}: envd closed the watch before it started`);
       if (first.value.event.case === "start") break;
     }
   } catch (error) {

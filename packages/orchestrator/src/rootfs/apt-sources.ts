@@ -2,7 +2,7 @@
 // may only reach a local mirror or a snapshot, so a hard-coded host would break offline installs.
 import { readFile, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { RootfsError } from "./rootfs-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 /** One `deb` source: a URI with its suites and components. */
 export interface AptSource {
@@ -72,7 +72,7 @@ export async function readAptSources(etcApt = "/etc/apt"): Promise<AptSource[]> 
 /** The mirror serving `suite` with the `main` component; throws `no_mirror` when there is none. */
 export function findDebianMirror(sources: AptSource[], suite: string): string {
   const hit = sources.find((s) => s.suites.includes(suite) && s.components.includes("main"));
-  if (!hit) throw new RootfsError("no_mirror", `no apt source serves "${suite} main"`);
+  if (!hit) throw new BurrowError(Code.FailedPrecondition, `no apt source serves "${suite} main"`, { reason: "no_mirror" });
   return hit.uri;
 }
 

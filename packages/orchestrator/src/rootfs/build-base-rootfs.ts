@@ -2,9 +2,9 @@
 // so that only the first build on a machine pays for debootstrap (~2 min); later ones extract it.
 import { copyFile, lchown, mkdir, mkdtemp, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import { BASE_PACKAGES, BASE_SETUP_SCRIPT, BASE_SUITE, baseRecipeKey } from "./base-recipe.js";
 import { findDebianMirror, readAptSources, renderSourcesList, sourcesForSuite } from "./apt-sources.js";
-import { RootfsError } from "./rootfs-error.js";
 import { runCommand, type RootfsLogger } from "./run-command.js";
 import { shiftOwnership } from "./shift-ownership.js";
 
@@ -36,7 +36,7 @@ export async function buildBaseRootfs(opts: BuildBaseRootfsOptions): Promise<voi
   const { outDir, uidBase, signal } = opts;
   const log: RootfsLogger | undefined = opts.log ? { info: opts.log } : undefined;
   const cacheDir = opts.cacheDir ?? DEFAULT_ROOTFS_CACHE_DIR;
-  if (await exists(outDir)) throw new RootfsError("already_exists", `${outDir} already exists`);
+  if (await exists(outDir)) throw new BurrowError(Code.AlreadyExists, `${outDir} already exists`);
   const tarball = baseRootfsCachePath(cacheDir);
   if (!(await exists(tarball))) await bootstrapToCache(cacheDir, tarball, signal, log);
 

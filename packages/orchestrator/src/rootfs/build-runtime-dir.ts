@@ -7,7 +7,7 @@ import { execFile } from "node:child_process";
 import { chmod, copyFile, cp, mkdir, mkdtemp, readdir, rename, rm, stat } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
-import { RootfsError } from "./rootfs-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 const execFileAsync = promisify(execFile);
 
@@ -83,7 +83,7 @@ async function ldd(file: string, signal?: AbortSignal): Promise<LddResult> {
     return parseLdd(stdout);
   } catch (cause) {
     // ldd exits 1 for static binaries ("not a dynamic executable"): nothing to copy then.
-    if (signal?.aborted) throw new RootfsError("aborted", "runtime build aborted", { cause });
+    if (signal?.aborted) throw new BurrowError(Code.Canceled, "runtime build aborted", { cause });
     return { libs: [], loader: undefined };
   }
 }
@@ -110,7 +110,7 @@ async function makeWorldReadable(dir: string): Promise<void> {
 export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<void> {
   const { outDir, files, signal } = opts;
   const nodePath = opts.nodePath ?? process.execPath;
-  if (await stat(outDir).then(() => true, () => false)) throw new RootfsError("already_exists", `${outDir} already exists`);
+  if (await stat(outDir).then(() => true, () => false)) throw new BurrowError(Code.AlreadyExists, `${outDir} already exists`);
   await mkdir(dirname(outDir), { recursive: true });
   const tmp = await mkdtemp(join(dirname(outDir), `.${basename(outDir)}.tmp-`));
   try {
@@ -120,13 +120,13 @@ export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<voi
     await copyFile(nodePath, join(tmp, "bin/node"));
     await copyFile(files.bundle, join(tmp, "envd/envd.mjs"));
     for (const m of files.nativeModules) {
-      if (m.name.includes("..") || m.name.startsWith("/")) throw new RootfsError("command_failed", `bad module name ${m.name}`);
+      if (m.name.includes("..") || m.name.startsWith("/")) throw new BurrowError(Code.Internal, `bad module name ${m.name}`, { reason: "command_failed" });
       await cp(m.dir, join(tmp, "envd/node_modules", m.name), { recursive: true, dereference: true });
     }
     const programs = files.programs ?? [];
     for (const p of programs) {
       if (!/^[a-z0-9][a-z0-9._-]*$/.test(p.name) || RESERVED_NAMES.has(p.name)) {
-        throw new RootfsError("command_failed", `bad runtime program name ${p.name}`);
+        throw new BurrowError(Code.Internal, `bad runtime program name ${p.name}`, { reason: "command_failed" });
       }
       await cp(p.dir, join(tmp, p.name), { recursive: true, dereference: true });
     }
@@ -139,7 +139,7 @@ export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<voi
       for (const lib of r.libs) needed.set(basename(lib), lib);
       loader ??= r.loader;
     }
-    if (!loader) throw new RootfsError("command_failed", `no dynamic loader found for ${nodePath}`);
+    if (!loader) throw new BurrowError(Code.Internal, `no dynamic loader found for ${nodePath}`, { reason: "command_failed" });
     for (const [name, path] of needed) await copyFile(path, join(tmp, "lib", name));
     await copyFile(loader, join(tmp, "lib", LOADER_NAME));
     await copyFile(loader, join(tmp, "lib", basename(loader)));

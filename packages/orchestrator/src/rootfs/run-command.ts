@@ -1,7 +1,7 @@
 // Build steps are long-running external tools (debootstrap, dpkg, tar). Each runs in its own
 // process group so an abort can kill the whole tree, not just the direct child.
 import { spawn } from "node:child_process";
-import { RootfsError } from "./rootfs-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 /** Anything with `info` (console, pino) receives progress lines. */
 export interface RootfsLogger {
@@ -21,7 +21,7 @@ const TAIL_BYTES = 4096;
 /** Run a command to completion; rejects with `command_failed` (with the output tail) or `aborted`. */
 export function runCommand(cmd: string, args: string[], opts: RunOptions): Promise<void> {
   const { signal, log, label } = opts;
-  if (signal?.aborted) return Promise.reject(new RootfsError("aborted", `${label}: aborted before start`));
+  if (signal?.aborted) return Promise.reject(new BurrowError(Code.Canceled, `${label}: aborted before start`));
   return new Promise((resolve, reject) => {
     const child = spawn(cmd, args, {
       stdio: ["ignore", "pipe", "pipe"],
@@ -52,13 +52,13 @@ export function runCommand(cmd: string, args: string[], opts: RunOptions): Promi
     signal?.addEventListener("abort", onAbort, { once: true });
     child.on("error", (err) => {
       signal?.removeEventListener("abort", onAbort);
-      reject(new RootfsError("command_failed", `${label}: cannot start ${cmd}: ${err.message}`, { cause: err }));
+      reject(new BurrowError(Code.Internal, `${label}: cannot start ${cmd}: ${err.message}`, { reason: "command_failed", cause: err }));
     });
     child.on("close", (code, sig) => {
       signal?.removeEventListener("abort", onAbort);
-      if (signal?.aborted) reject(new RootfsError("aborted", `${label}: aborted`, { cause: signal.reason }));
+      if (signal?.aborted) reject(new BurrowError(Code.Canceled, `${label}: aborted`, { cause: signal.reason }));
       else if (code === 0) resolve();
-      else reject(new RootfsError("command_failed", `${label}: ${cmd} exited ${code ?? sig}: ${tail.trim()}`));
+      else reject(new BurrowError(Code.Internal, `${label}: ${cmd} exited ${code ?? sig}: ${tail.trim()}`, { reason: "command_failed" }));
     });
   });
 }

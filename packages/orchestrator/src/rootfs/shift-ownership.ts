@@ -2,7 +2,7 @@
 // inside to own /etc, /usr… (the alternative, idmapped mounts, needs util-linux ≥ 2.39 here).
 import { lchown, chmod, lstat, readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { RootfsError } from "./rootfs-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 export interface ShiftOptions {
   uidBase: number;
@@ -30,7 +30,7 @@ export async function shiftOwnership(root: string, opts: ShiftOptions): Promise<
       seen.add(key);
     }
     if (st.uid >= uidCount || st.gid >= uidCount) {
-      throw new RootfsError("unmappable_owner", `${path} is owned by ${st.uid}:${st.gid}, outside 0..${uidCount - 1}`);
+      throw new BurrowError(Code.InvalidArgument, `${path} is owned by ${st.uid}:${st.gid}, outside 0..${uidCount - 1}`, { reason: "unmappable_owner" });
     }
     await lchown(path, st.uid + uidBase, st.gid + uidBase);
     if (!st.isSymbolicLink() && (st.mode & 0o6000) !== 0) await chmod(path, st.mode & 0o7777);
@@ -38,7 +38,7 @@ export async function shiftOwnership(root: string, opts: ShiftOptions): Promise<
     return st.isDirectory();
   };
   const walk = async (dir: string): Promise<void> => {
-    if (signal?.aborted) throw new RootfsError("aborted", "ownership shift aborted", { cause: signal.reason });
+    if (signal?.aborted) throw new BurrowError(Code.Canceled, "ownership shift aborted", { cause: signal.reason });
     const entries = await readdir(dir);
     // Bounded fan-out: enough parallelism to hide syscall latency without exhausting fds.
     for (let i = 0; i < entries.length; i += 64) {

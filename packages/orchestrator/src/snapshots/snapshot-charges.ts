@@ -10,21 +10,15 @@
 // A fork's hidden snapshot stops being a template as soon as its forks have started, but its layer stays while
 // they run: its charge moves to a small ledger in the state directory and ends when the last of those forks does.
 import { readFile, rename, writeFile } from "node:fs/promises";
-import { OrchestratorError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { SnapshotQuota, SnapshotUsage } from "../orchestrator-api.js";
 import type { TemplateManifest } from "../templates/template-store.js";
 
-/** Which limit refused a snapshot: the owner's bytes ("storage") or the number kept from one sandbox ("count"). */
-export type SnapshotQuotaKind = "storage" | "count";
-
-export class SnapshotQuotaError extends OrchestratorError {
-  constructor(
-    readonly quota: SnapshotQuotaKind,
-    message: string,
-  ) {
-    super("resource_exhausted", message);
-  }
-}
+/**
+ * The reasons of a refused snapshot (ResourceExhausted): over the owner's bytes, or over the number of snapshots
+ * kept from one sandbox.
+ */
+export const SNAPSHOT_REFUSALS = { storage: "snapshot_storage", count: "snapshot_count" } as const;
 
 /** The fields a charged snapshot's manifest carries (see SnapshotManifest). */
 interface ChargedFields {
@@ -95,9 +89,10 @@ export class SnapshotCharges {
       return fields.snapshotOf === sandboxId && fields.forkOf === undefined;
     }).length;
     if (kept >= quota.maxPerSandbox) {
-      throw new SnapshotQuotaError(
-        "count",
+      throw new BurrowError(
+        Code.ResourceExhausted,
         `snapshots per sandbox: sandbox ${sandboxId} has ${kept} snapshots, the limit is ${quota.maxPerSandbox}; delete one to take another`,
+        { reason: SNAPSHOT_REFUSALS.count },
       );
     }
   }
@@ -148,10 +143,11 @@ export class SnapshotCharges {
     const current = this.usage(manifests).find((u) => u.owner === quota.owner)?.bytes ?? 0;
     const used = current - (own?.bytes ?? 0);
     if (used + bytes > quota.maxBytes) {
-      throw new SnapshotQuotaError(
-        "storage",
+      throw new BurrowError(
+        Code.ResourceExhausted,
         `snapshot storage quota of ${quota.owner}: ${formatMiB(used)} used + ${formatMiB(bytes)} ${what} exceeds the ` +
           `${formatMiB(quota.maxBytes)} limit; delete snapshots to free space`,
+        { reason: SNAPSHOT_REFUSALS.storage },
       );
     }
   }

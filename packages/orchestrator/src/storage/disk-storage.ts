@@ -9,7 +9,7 @@ import { existsSync, lstatSync, readFileSync } from "node:fs";
 import { mkdir, open, readdir, rmdir, statfs, symlink } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { OrchestratorError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { Logger } from "../logger.js";
 
 const run = promisify(execFile);
@@ -92,7 +92,7 @@ export async function openSandboxStorage(opts: {
       await run("mount", ["-o", "loop", image, dataDir]);
       await run(BTRFS, ["quota", "enable", dataDir]);
     } catch (error) {
-      throw new OrchestratorError("failed_precondition", `cannot mount the sandbox disk image ${image}: ${(error as Error).message}`, {
+      throw new BurrowError(Code.FailedPrecondition, `cannot mount the sandbox disk image ${image}: ${(error as Error).message}`, {
         cause: error,
       });
     }
@@ -103,7 +103,7 @@ export async function openSandboxStorage(opts: {
     if (existsSync(link) && lstatSync(link).isSymbolicLink()) continue;
     if (existsSync(link)) {
       if (!(await isEmptyOrMissing(link))) {
-        throw new OrchestratorError("failed_precondition", `${link} holds data outside the disk image ${image}; move it away`);
+        throw new BurrowError(Code.FailedPrecondition, `${link} holds data outside the disk image ${image}; move it away`);
       }
       await rmdir(link);
     }

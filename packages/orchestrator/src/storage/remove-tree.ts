@@ -6,11 +6,12 @@
 //   inside; its qgroup goes with it once btrfs has dropped the subvolume (kernels that keep it: clear-stale at start);
 // - anything else goes with coreutils `rm -rf --one-file-system`, whose fts walk works relative to directory
 //   descriptors (any depth), never follows symlinks and refuses to descend into other mounts.
-// A mount inside the tree is never crossed: the removal fails instead, with a RemoveTreeError.
+// A mount inside the tree is never crossed: the removal fails instead (FailedPrecondition, reason mounted_inside).
 import { execFile } from "node:child_process";
 import { readFile, realpath, lstat, statfs } from "node:fs/promises";
 import { isAbsolute } from "node:path";
 import { promisify } from "node:util";
+import { BurrowError, Code } from "@burrow/protocol";
 
 const run = promisify(execFile);
 
@@ -21,43 +22,34 @@ const BTRFS_SUBVOLUME_ROOT_INO = 256;
 /** How much of a tool's message goes into an error (it may quote paths many kilobytes long). */
 const MAX_DETAIL = 300;
 
-export type RemoveTreeErrorCode = "invalid_argument" | "failed_precondition" | "internal" | "canceled";
-
-/** A tree that could not be removed. `code` is a Connect code name; `path` is the tree's root. */
-export class RemoveTreeError extends Error {
-  override readonly name = "RemoveTreeError";
-  constructor(
-    readonly code: RemoveTreeErrorCode,
-    readonly path: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-  }
+/** A tree that could not be removed: the BurrowError's details name the tree's root as `path`. */
+function removeTreeError(code: Code, path: string, message: string, init: { reason?: string; cause?: unknown } = {}): BurrowError {
+  return new BurrowError(code, message, { ...init, details: { path } });
 }
 
 /**
- * Remove `path` and everything below it. A missing path is not an error. Rejects with a RemoveTreeError (code
- * "canceled" when `signal` aborts; the tree may then be partly removed).
+ * Remove `path` and everything below it. A missing path is not an error. Rejects with a BurrowError whose details
+ * name the path (Canceled when `signal` aborts; the tree may then be partly removed).
  */
 export async function removeTree(path: string, opts: { signal?: AbortSignal | undefined } = {}): Promise<void> {
   const { signal } = opts;
   if (!isAbsolute(path) || path === "/") {
-    throw new RemoveTreeError("invalid_argument", path, `refusing to remove '${path}': not an absolute path below /`);
+    throw removeTreeError(Code.InvalidArgument, path, `refusing to remove '${path}': not an absolute path below /`);
   }
-  if (signal?.aborted) throw new RemoveTreeError("canceled", path, `removal of ${path} was canceled`, { cause: signal.reason });
+  if (signal?.aborted) throw removeTreeError(Code.Canceled, path, `removal of ${path} was canceled`, { cause: signal.reason });
   const st = await lstat(path).catch((error: NodeJS.ErrnoException) => {
     if (error.code === "ENOENT") return undefined;
-    throw new RemoveTreeError("internal", path, `cannot remove ${path}: ${error.message}`, { cause: error });
+    throw removeTreeError(Code.Internal, path, `cannot remove ${path}: ${error.message}`, { reason: "remove_failed", cause: error });
   });
   if (!st) return;
   if (st.isDirectory()) {
     const mounts = await mountsAtOrBelow(path);
     if (mounts.length > 0) {
-      throw new RemoveTreeError(
-        "failed_precondition",
+      throw removeTreeError(
+        Code.FailedPrecondition,
         path,
         `cannot remove ${path}: ${mounts.length === 1 ? "a filesystem is" : `${mounts.length} filesystems are`} mounted in it (${clip(mounts.join(", "))})`,
+        { reason: "mounted_inside" },
       );
     }
     if (st.ino === BTRFS_SUBVOLUME_ROOT_INO && (await isBtrfs(path))) {
@@ -66,20 +58,20 @@ export async function removeTree(path: string, opts: { signal?: AbortSignal | un
         await tool(path, BTRFS, ["subvolume", "delete", "--", path], signal);
         return;
       } catch (error) {
-        if (error instanceof RemoveTreeError && error.code === "canceled") throw error;
+        if (error instanceof BurrowError && error.code === Code.Canceled) throw error;
       }
     }
   }
   await tool(path, "rm", ["-rf", "--one-file-system", "--", path], signal);
 }
 
-/** Run a removal tool; a failure becomes a RemoveTreeError quoting what the tool said (toolFailure). */
+/** Run a removal tool; a failure becomes a BurrowError quoting what the tool said (toolFailure). */
 async function tool(path: string, file: string, args: string[], signal: AbortSignal | undefined): Promise<void> {
   try {
     await run(file, args, { signal, maxBuffer: 1024 * 1024 });
   } catch (error) {
-    if (signal?.aborted) throw new RemoveTreeError("canceled", path, `removal of ${path} was canceled`, { cause: error });
-    throw new RemoveTreeError("internal", path, `cannot remove ${path}: ${toolFailure(error)}`, { cause: error });
+    if (signal?.aborted) throw removeTreeError(Code.Canceled, path, `removal of ${path} was canceled`, { cause: error });
+    throw removeTreeError(Code.Internal, path, `cannot remove ${path}: ${toolFailure(error)}`, { reason: "remove_failed", cause: error });
   }
 }
 

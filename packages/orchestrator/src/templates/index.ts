@@ -12,7 +12,7 @@ export {
 } from "./builder/template-builder.js";
 export { parseBuildSpec, type BuildSpec, type BuildStep, type StepType } from "./builder/build-spec.js";
 export type { BuildLogEntry, BuildLogLevel } from "./builder/build-log.js";
-export { TemplateBuildError, type TemplateBuildErrorCode } from "./builder/template-build-error.js";
+export { TemplateBuildError } from "./builder/template-build-error.js";
 export { parseTemplateName, DEFAULT_TAG } from "./builder/template-names.js";
 export { SUPPORTED_BASES_HINT } from "./bases/resolve-base.js";
 export { importImage, type ImportedImage } from "./bases/oci-image.js";

@@ -2,8 +2,8 @@
 // then the ready command is polled until it exits 0. Creation fails with the start command's output when the
 // command dies or readiness does not come in time. A template sets its own ready timeout with the ENV variable
 // BURROW_READY_TIMEOUT_MS (e.g. `setEnvs({ BURROW_READY_TIMEOUT_MS: "5000" })` or `ENV BURROW_READY_TIMEOUT_MS=5000`).
-import { EnvdError, runProcess, startBackgroundProcess, type EnvdTarget } from "../envd-client/index.js";
-import { OrchestratorError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { runProcess, startBackgroundProcess, type EnvdTarget } from "../envd-client/index.js";
 import type { TemplateManifest } from "./template-store.js";
 
 export interface StartTemplateOptions {
@@ -30,7 +30,7 @@ export function templateReadyTimeoutMs(env: Record<string, string> | undefined):
   if (raw === undefined || raw.trim() === "") return undefined;
   const value = Number(raw.trim());
   if (!Number.isSafeInteger(value) || value <= 0) {
-    throw new OrchestratorError("invalid_argument", `${READY_TIMEOUT_ENV} must be a positive number of milliseconds, got '${raw}'`);
+    throw new BurrowError(Code.InvalidArgument, `${READY_TIMEOUT_ENV} must be a positive number of milliseconds, got '${raw}'`);
   }
   return value;
 }
@@ -53,7 +53,7 @@ export async function startTemplateProcess(
   const started = runtime.startCmd
     ? await startBackgroundProcess(sandbox, { ...base, args: ["-c", runtime.startCmd], tag: START_COMMAND_TAG, signal }).catch(
         (error: unknown) => {
-          throw new OrchestratorError("failed_precondition", `start command could not be started: ${(error as Error).message}`, {
+          throw new BurrowError(Code.FailedPrecondition, `start command could not be started: ${(error as Error).message}`, {
             cause: error,
           });
         },
@@ -76,21 +76,21 @@ export async function startTemplateProcess(
         lastReady = (lastReady + Buffer.from(chunk).toString("utf8")).slice(-2000);
       }).catch((error: unknown) => {
         // A ready command that hangs counts as "not ready yet"; anything else (envd gone) is a real failure.
-        if (signal?.aborted || !(error instanceof EnvdError) || error.code !== "deadline_exceeded") throw error;
+        if (signal?.aborted || !(error instanceof BurrowError) || error.code !== Code.DeadlineExceeded) throw error;
         lastReady = `${lastReady}(the ready command ran for ${runLimit} ms without finishing)`.slice(-2000);
         return { exitCode: -1 };
       });
       if (result.exitCode === 0) return;
       if (ended !== undefined) {
         const how = ended instanceof Error ? ended.message : `exited with code ${ended.exitCode}`;
-        throw new OrchestratorError(
-          "failed_precondition",
+        throw new BurrowError(
+          Code.FailedPrecondition,
           `start command '${runtime.startCmd}' ${how} before the ready check passed; its output:\n${started?.output() ?? ""}`,
         );
       }
       if (Date.now() > deadline) {
-        throw new OrchestratorError(
-          "deadline_exceeded",
+        throw new BurrowError(
+          Code.DeadlineExceeded,
           `ready check '${runtime.readyCmd}' did not pass within ${timeoutMs} ms` +
             `${lastReady ? ` (last output: ${lastReady.trim()})` : ""}; start command output:\n${started?.output() ?? ""}`,
         );

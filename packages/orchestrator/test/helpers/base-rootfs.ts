@@ -3,8 +3,9 @@
 import { existsSync } from "node:fs";
 import { readdir, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import { buildNative } from "../../src/launcher/index.js";
-import { buildBaseRootfs, DEFAULT_ROOTFS_CACHE_DIR, RootfsError } from "../../src/rootfs/index.js";
+import { buildBaseRootfs, DEFAULT_ROOTFS_CACHE_DIR } from "../../src/rootfs/index.js";
 import { baseRecipeKey } from "../../src/rootfs/base-recipe.js";
 
 export const TEST_UID_BASE = 100000;
@@ -25,7 +26,7 @@ export async function ensureTestRootfs(signal?: AbortSignal): Promise<string> {
     await buildBaseRootfs({ outDir: dir, uidBase: TEST_UID_BASE, signal, log: (l) => console.log(l) });
   } catch (err) {
     // Another test process finished first: its tree is as good as ours.
-    if (!(err instanceof RootfsError && err.code === "already_exists")) throw err;
+    if (!(err instanceof BurrowError && err.code === Code.AlreadyExists)) throw err;
   }
   return dir;
 }

@@ -4,6 +4,7 @@
 import { createHash } from "node:crypto";
 import { copyFile, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { Code } from "@burrow/protocol";
 import { findDebianMirror, readAptSources, type AptSource } from "../../rootfs/apt-sources.js";
 import { BASE_PACKAGES, BASE_SETUP_SCRIPT, BASE_SUITE } from "../../rootfs/base-recipe.js";
 import { runCommand } from "../../rootfs/run-command.js";
@@ -69,7 +70,7 @@ export async function ensureDebianSuiteLayer(suite: string, opts: SuiteOptions):
     await commitLayerDir(opts.layersRoot, layerId, root);
     return layerId;
   } catch (error) {
-    throw new TemplateBuildError("failed_precondition", `cannot bootstrap debian:${suite}: ${(error as Error).message}`, {
+    throw new TemplateBuildError(Code.FailedPrecondition, `cannot bootstrap debian:${suite}: ${(error as Error).message}`, {
       step: "base",
       cause: error,
     });
@@ -83,7 +84,7 @@ function pickMirror(sources: AptSource[]): string {
     return findDebianMirror(sources, BASE_SUITE);
   } catch {
     const any = sources.find((s) => s.components.includes("main") && !/security/.test(s.uri));
-    if (!any) throw new TemplateBuildError("failed_precondition", "no Debian mirror in this machine's apt sources", { step: "base" });
+    if (!any) throw new TemplateBuildError(Code.FailedPrecondition, "no Debian mirror in this machine's apt sources", { step: "base" });
     return any.uri;
   }
 }

@@ -5,6 +5,7 @@
 // about whether the path exists — and again on the real path, so a symbolic link cannot lead out.
 import { realpath } from "node:fs/promises";
 import { isAbsolute, normalize, sep } from "node:path";
+import { Code } from "@burrow/protocol";
 import type { OrchestratorConfig } from "../../config.js";
 import { TemplateBuildError } from "../builder/template-build-error.js";
 
@@ -12,7 +13,7 @@ const ENABLE_HINT =
   "set BURROW_IMAGE_DIR (orchestrator config imageImportDir) to a directory of image files on the server, and put the image there";
 
 function refuse(message: string): never {
-  throw new TemplateBuildError("permission_denied", message, { step: "base" });
+  throw new TemplateBuildError(Code.PermissionDenied, message, { step: "base" });
 }
 
 function isWithin(path: string, dir: string): boolean {
@@ -42,7 +43,7 @@ export async function checkImagePath(path: string, config: Pick<OrchestratorConf
   try {
     real = await realpath(lexical);
   } catch {
-    throw new TemplateBuildError("not_found", `image path ${path} does not exist`, { step: "base" });
+    throw new TemplateBuildError(Code.NotFound, `image path ${path} does not exist`, { step: "base" });
   }
   if (!isWithin(real, realDir) || real === realDir) outside();
   return real;

@@ -5,13 +5,14 @@
 import { constants } from "node:fs";
 import { lstat, readFile } from "node:fs/promises";
 import { join } from "node:path";
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "../builder/template-build-error.js";
 
 /** Image metadata (index, manifests, configs) is small; a larger "JSON" file is not one. */
 const MAX_METADATA_BYTES = 16 << 20;
 
 function fail(message: string): never {
-  throw new TemplateBuildError("invalid_argument", message, { step: "base" });
+  throw new TemplateBuildError(Code.InvalidArgument, message, { step: "base" });
 }
 
 function parts(rel: string): string[] {

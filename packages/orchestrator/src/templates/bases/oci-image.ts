@@ -8,7 +8,7 @@
 import { createHash } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { lstat, rm } from "node:fs/promises";
-import { RootfsError } from "../../rootfs/rootfs-error.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { runCommand } from "../../rootfs/run-command.js";
 import { shiftOwnership } from "../../rootfs/shift-ownership.js";
 import { commitLayerDir, layerExists, makeTmpLayerDir } from "../builder/commit-layer.js";
@@ -51,7 +51,7 @@ const MEDIA_INDEX = new Set(["application/vnd.oci.image.index.v1+json", "applica
 /** `path` must already be allowed (checkImagePath): it is opened as given. */
 export async function importImage(path: string, opts: ImportOptions): Promise<ImportedImage> {
   const st = await lstat(path).catch(() => undefined);
-  if (!st) throw new TemplateBuildError("not_found", `image path ${path} does not exist`, { step: "base" });
+  if (!st) throw new TemplateBuildError(Code.NotFound, `image path ${path} does not exist`, { step: "base" });
   let root = path;
   let scratch: string | undefined;
   try {
@@ -62,7 +62,7 @@ export async function importImage(path: string, opts: ImportOptions): Promise<Im
       await runCommand("tar", ["-xf", path, "-C", dir], { signal: opts.signal, label: "tar" }).catch((error: unknown) => {
         if (opts.signal?.aborted) throw error;
         const message = String((error as Error).message).replaceAll(dir, "");
-        throw new TemplateBuildError("invalid_argument", `image archive ${path} cannot be unpacked: ${message}`, { step: "base", cause: error });
+        throw new TemplateBuildError(Code.InvalidArgument, `image archive ${path} cannot be unpacked: ${message}`, { step: "base", cause: error });
       });
       root = scratch;
     }
@@ -72,7 +72,7 @@ export async function importImage(path: string, opts: ImportOptions): Promise<Im
         ? await readDockerArchive(root)
         : failFormat(path);
     const config = configFile ? parseImageConfig(await readImageJson<unknown>(root, configFile)) : { env: {} };
-    if (layers.length === 0) throw new TemplateBuildError("invalid_argument", `image ${path} has no layers`, { step: "base" });
+    if (layers.length === 0) throw new TemplateBuildError(Code.InvalidArgument, `image ${path} has no layers`, { step: "base" });
     const chain = await importLayerChain(
       layers.map((layer) => ({ digest: layer.digest, open: async () => ({ file: layer.file, release: async () => undefined }) })),
       opts,
@@ -120,7 +120,7 @@ export async function importLayerChain(layers: readonly ChainLayer[], opts: Impo
 
 function failFormat(path: string): never {
   throw new TemplateBuildError(
-    "invalid_argument",
+    Code.InvalidArgument,
     `${path} is neither an OCI image layout (index.json) nor a docker-archive (manifest.json)`,
     { step: "base" },
   );
@@ -143,17 +143,17 @@ async function importLayer(layer: LayerRef, layerId: string, opts: ImportOptions
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
     if (error instanceof TemplateBuildError) throw error;
-    if (error instanceof RootfsError && error.code === "unmappable_owner") {
+    if (error instanceof BurrowError && error.reason === "unmappable_owner") {
       // Name the path inside the image, not the temporary directory it was unpacked to.
-      const inImage = error.message.replace(`[${error.code}] `, "").replaceAll(dir, "") || "/";
+      const inImage = error.message.replaceAll(dir, "") || "/";
       throw new TemplateBuildError(
-        "invalid_argument",
+        Code.InvalidArgument,
         `image layer ${name} cannot be used: ${inImage.startsWith(" ") ? `/${inImage}` : inImage} (sandboxes map ids 0..${opts.uidCount - 1})`,
         { step: "base", cause: error },
       );
     }
     const message = String((error as Error).message).replaceAll(dir, "").replaceAll(file, name);
-    throw new TemplateBuildError("invalid_argument", `cannot import image layer ${name}: ${message}`, {
+    throw new TemplateBuildError(Code.InvalidArgument, `cannot import image layer ${name}: ${message}`, {
       step: "base",
       cause: error,
     });
@@ -164,7 +164,7 @@ async function importLayer(layer: LayerRef, layerId: string, opts: ImportOptions
 function blobPath(digest: string): string {
   const [alg, hex] = String(digest).split(":", 2);
   if (!alg || !hex || !/^[a-z0-9]+$/.test(alg) || !/^[a-f0-9]+$/.test(hex)) {
-    throw new TemplateBuildError("invalid_argument", `bad digest '${String(digest).slice(0, 100)}' in image`, { step: "base" });
+    throw new TemplateBuildError(Code.InvalidArgument, `bad digest '${String(digest).slice(0, 100)}' in image`, { step: "base" });
   }
   return `blobs/${alg}/${hex}`;
 }
@@ -195,7 +195,7 @@ async function readOciLayout(root: string): Promise<{ layers: LayerRef[]; config
     }
     return { layers, ...(doc.config ? { configFile: blobPath(doc.config.digest) } : {}) };
   }
-  throw new TemplateBuildError("invalid_argument", "image index nests too deeply", { step: "base" });
+  throw new TemplateBuildError(Code.InvalidArgument, "image index nests too deeply", { step: "base" });
 }
 
 function pickManifest(index: { manifests?: Descriptor[] }): Descriptor {
@@ -205,14 +205,14 @@ function pickManifest(index: { manifests?: Descriptor[] }): Descriptor {
     manifests.find((m) => m.platform?.os === "linux" && m.platform.architecture === arch) ??
     manifests.find((m) => !m.platform) ??
     manifests[0];
-  if (!pick) throw new TemplateBuildError("invalid_argument", "image index lists no manifests", { step: "base" });
+  if (!pick) throw new TemplateBuildError(Code.InvalidArgument, "image index lists no manifests", { step: "base" });
   return pick;
 }
 
 async function readDockerArchive(root: string): Promise<{ layers: LayerRef[]; configFile?: string }> {
   const manifest = await readImageJson<{ Config?: string; Layers?: string[] }[]>(root, "manifest.json");
   const first = Array.isArray(manifest) ? manifest[0] : undefined;
-  if (!Array.isArray(first?.Layers)) throw new TemplateBuildError("invalid_argument", "docker-archive manifest.json lists no image", { step: "base" });
+  if (!Array.isArray(first?.Layers)) throw new TemplateBuildError(Code.InvalidArgument, "docker-archive manifest.json lists no image", { step: "base" });
   const layers: LayerRef[] = [];
   for (const rel of first.Layers) {
     const file = await requireImageFile(root, String(rel));

@@ -11,6 +11,7 @@ import { checkImagePath } from "./image-path-policy.js";
 import { importImage } from "./oci-image.js";
 import { pullImage } from "./registry-image.js";
 import { join } from "node:path";
+import { Code } from "@burrow/protocol";
 import { BASE_SUITE } from "../../rootfs/base-recipe.js";
 
 export interface ResolvedBase {
@@ -43,7 +44,7 @@ export async function resolveBase(spec: BuildSpec, deps: BaseDeps): Promise<Reso
   if (spec.fromTemplate !== undefined) {
     const manifest = deps.store.resolve(spec.fromTemplate);
     if (!manifest) {
-      throw new TemplateBuildError("not_found", `base template '${spec.fromTemplate}' not found`, { step: "base" });
+      throw new TemplateBuildError(Code.NotFound, `base template '${spec.fromTemplate}' not found`, { step: "base" });
     }
     const runtime = manifest.runtime;
     return {
@@ -103,7 +104,7 @@ export async function resolveBase(spec: BuildSpec, deps: BaseDeps): Promise<Reso
 
 function baseTemplateBase(deps: BaseDeps, image: string): ResolvedBase {
   const base = deps.store.resolve(BASE_TEMPLATE_ALIAS);
-  if (!base) throw new TemplateBuildError("failed_precondition", "the base template is not built yet", { step: "base" });
+  if (!base) throw new TemplateBuildError(Code.FailedPrecondition, "the base template is not built yet", { step: "base" });
   return {
     layers: [...base.layers],
     identity: `template:${base.layers.join(",")}`,

@@ -9,6 +9,7 @@ import { execFile } from "node:child_process";
 import { lstat, readdir, rm } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { promisify } from "node:util";
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "../builder/template-build-error.js";
 
 const run = promisify(execFile);
@@ -49,7 +50,7 @@ export async function convertWhiteouts(root: string, signal?: AbortSignal): Prom
         const target = whiteoutTarget(name);
         if (target === undefined) {
           throw new TemplateBuildError(
-            "invalid_argument",
+            Code.InvalidArgument,
             `image layer has an invalid whiteout '/${relative(root, path)}': it must name an entry of its directory`,
             { step: "base" },
           );

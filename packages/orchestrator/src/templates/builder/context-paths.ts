@@ -5,17 +5,21 @@
 // the answer cannot tell whether some host path exists. A realpath check backs this up.
 import { lstat, readlink, realpath } from "node:fs/promises";
 import { dirname, join, sep } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 
 const MAX_SYMLINK_HOPS = 40;
 
-export class ContextEscapeError extends Error {
-  override readonly name = "ContextEscapeError";
+/** The reason of a context path that would leave the unpack directory (InvalidArgument). */
+export const CONTEXT_ESCAPE = "context_escape";
+
+function escapeError(message: string): BurrowError {
+  return new BurrowError(Code.InvalidArgument, message, { reason: CONTEXT_ESCAPE });
 }
 
 /**
  * Host path of `rel` (relative to `root`) with every symbolic link before the last component followed inside
  * `root`; the last component itself is not followed (COPY copies a link as a link). Undefined when the path
- * does not exist; ContextEscapeError when resolving it would leave `root`.
+ * does not exist; a BurrowError with reason CONTEXT_ESCAPE when resolving it would leave `root`.
  */
 export async function resolveBeneath(root: string, rel: string): Promise<string | undefined> {
   const queue = rel.split("/").filter((part) => part !== "" && part !== ".");
@@ -25,7 +29,7 @@ export async function resolveBeneath(root: string, rel: string): Promise<string 
     const part = queue.shift() as string;
     if (part === "..") {
       // Every entry of `resolved` is a real directory, so `..` is its parent; above the root is outside.
-      if (resolved.length === 0) throw new ContextEscapeError("leaves the build context");
+      if (resolved.length === 0) throw escapeError("leaves the build context");
       resolved.pop();
       continue;
     }
@@ -37,9 +41,9 @@ export async function resolveBeneath(root: string, rel: string): Promise<string 
       break;
     }
     if (st.isSymbolicLink()) {
-      if (++hops > MAX_SYMLINK_HOPS) throw new ContextEscapeError("has too many levels of symbolic links");
+      if (++hops > MAX_SYMLINK_HOPS) throw escapeError("has too many levels of symbolic links");
       const target = await readlink(hostPath);
-      if (target.startsWith("/")) throw new ContextEscapeError("leaves the build context through an absolute symbolic link");
+      if (target.startsWith("/")) throw escapeError("leaves the build context through an absolute symbolic link");
       queue.unshift(...target.split("/").filter((p) => p !== "" && p !== "."));
       continue;
     }
@@ -55,5 +59,5 @@ export async function resolveBeneath(root: string, rel: string): Promise<string 
 export async function assertInside(root: string, path: string): Promise<void> {
   const realRoot = await realpath(root);
   const parent = path === root ? realRoot : await realpath(dirname(path));
-  if (parent !== realRoot && !parent.startsWith(realRoot + sep)) throw new ContextEscapeError("leaves the build context");
+  if (parent !== realRoot && !parent.startsWith(realRoot + sep)) throw escapeError("leaves the build context");
 }

@@ -14,11 +14,12 @@
 // symbolic links can neither pull a host file into the layer nor push one out of it.
 import { chmod, lchown, lstat, mkdir, readdir, rename, rm } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import { normalizePosix } from "./build-state.js";
-import { assertInside, ContextEscapeError, resolveBeneath } from "./context-paths.js";
+import { assertInside, CONTEXT_ESCAPE, resolveBeneath } from "./context-paths.js";
 import { lookupAccount, resolveInLayers, statInLayers, type SandboxAccount } from "./layer-files.js";
 import { TemplateBuildError } from "./template-build-error.js";
-import { ContextArchiveError, unpackContext } from "./unpack-context.js";
+import { BAD_CONTEXT_ARCHIVE, unpackContext } from "./unpack-context.js";
 
 export interface CopyInput {
   /** The uploaded tar(.gz). */
@@ -56,7 +57,7 @@ export async function runCopyStep(input: CopyInput): Promise<string[]> {
       .replaceAll(`${join(input.scratchDir, "unpack")}/`, "")
       .replaceAll(input.layerDir, "")
       .replaceAll(input.scratchDir, "");
-    throw new TemplateBuildError("internal", `step ${input.step}: COPY failed: ${message}`, { step: input.step, cause: error });
+    throw new TemplateBuildError(Code.Internal, `step ${input.step}: COPY failed: ${message}`, { step: input.step, cause: error });
   }
 }
 
@@ -64,7 +65,7 @@ async function copyInto(input: CopyInput): Promise<string[]> {
   const { step } = input;
   const account = await lookupAccount(input.lowerDirs, input.owner);
   if (!account) {
-    throw new TemplateBuildError("failed_precondition", `step ${step}: COPY owner '${input.owner}' does not exist in the image`, { step });
+    throw new TemplateBuildError(Code.FailedPrecondition, `step ${step}: COPY owner '${input.owner}' does not exist in the image`, { step });
   }
   const unpack = join(input.scratchDir, "unpack");
   await mkdir(unpack, { recursive: true });
@@ -72,7 +73,7 @@ async function copyInto(input: CopyInput): Promise<string[]> {
 
   const sources = await matchSources(unpack, input);
   if (sources.length === 0) {
-    throw new TemplateBuildError("invalid_argument", `step ${step}: COPY source '${input.src}' matched no uploaded files`, { step });
+    throw new TemplateBuildError(Code.InvalidArgument, `step ${step}: COPY source '${input.src}' matched no uploaded files`, { step });
   }
   const written = await destinationPath(input);
   if (input.workdir !== undefined && isWithin(written, normalizePosix(input.workdir))) await ensureWorkdir(input, input.workdir, account);
@@ -149,9 +150,9 @@ async function unpackArchive(input: CopyInput, unpack: string): Promise<void> {
   try {
     await unpackContext(input.archive, unpack);
   } catch (error) {
-    if (!(error instanceof ContextArchiveError)) throw error;
+    if (!(error instanceof BurrowError && error.reason === BAD_CONTEXT_ARCHIVE)) throw error;
     throw new TemplateBuildError(
-      "invalid_argument",
+      Code.InvalidArgument,
       `step ${input.step}: the uploaded files of COPY '${input.src}' cannot be unpacked: ${error.message}`,
       { step: input.step, cause: error },
     );
@@ -160,7 +161,7 @@ async function unpackArchive(input: CopyInput, unpack: string): Promise<void> {
 
 function notADirectory(input: CopyInput, path: string): TemplateBuildError {
   return new TemplateBuildError(
-    "failed_precondition",
+    Code.FailedPrecondition,
     `step ${input.step}: COPY destination parent ${path} exists in the image and is not a directory`,
     { step: input.step },
   );
@@ -221,7 +222,7 @@ async function ensureDir(input: CopyInput, dir: string, account: SandboxAccount)
     const inLayer = await lstat(here).catch(() => undefined);
     if (inLayer?.isDirectory()) continue;
     if (inLayer) {
-      throw new TemplateBuildError("failed_precondition", `step ${input.step}: COPY destination parent ${current} is not a directory`, {
+      throw new TemplateBuildError(Code.FailedPrecondition, `step ${input.step}: COPY destination parent ${current} is not a directory`, {
         step: input.step,
       });
     }
@@ -241,7 +242,7 @@ async function ensureDir(input: CopyInput, dir: string, account: SandboxAccount)
 /** The unpacked paths `src` names: one path, or every top-level match of a glob. All are inside `unpack`. */
 async function matchSources(unpack: string, input: CopyInput): Promise<string[]> {
   const escape = (reason: string) =>
-    new TemplateBuildError("invalid_argument", `step ${input.step}: COPY source '${input.src}' ${reason}`, { step: input.step });
+    new TemplateBuildError(Code.InvalidArgument, `step ${input.step}: COPY source '${input.src}' ${reason}`, { step: input.step });
   const parts: string[] = [];
   for (const part of input.src.split("/")) {
     if (part === "" || part === ".") continue;
@@ -254,7 +255,7 @@ async function matchSources(unpack: string, input: CopyInput): Promise<string[]>
       const path = await resolveBeneath(unpack, clean);
       return path === undefined ? [] : [path];
     } catch (error) {
-      if (error instanceof ContextEscapeError) throw escape(error.message);
+      if (error instanceof BurrowError && error.reason === CONTEXT_ESCAPE) throw escape(error.message);
       throw error;
     }
   }

@@ -8,6 +8,7 @@
 import type { Stats } from "node:fs";
 import { lstat, readFile, readlink } from "node:fs/promises";
 import { join } from "node:path";
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "./template-build-error.js";
 
 /** Linux gives up after 40 links in one lookup; so does this. */
@@ -98,7 +99,7 @@ export async function resolveInLayers(layerDirs: readonly string[], path: string
     }
     if (entry.stats.isSymbolicLink() && (!last || followLast)) {
       if (++hops > MAX_SYMLINK_HOPS) {
-        throw new TemplateBuildError("invalid_argument", `too many levels of symbolic links in ${path} in the image`);
+        throw new TemplateBuildError(Code.InvalidArgument, `too many levels of symbolic links in ${path} in the image`);
       }
       const target = await readlink(entry.hostPath);
       if (target.startsWith("/")) resolved.length = 0;

@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { moveDir } from "../../storage/move-dir.js";
 import { join } from "node:path";
+import { Code } from "@burrow/protocol";
 import { envdAt, initEnvd, runProcess, type EnvdTarget } from "../../envd-client/index.js";
 import type { HostedSandbox, SandboxHost } from "../../sandbox-host.js";
 import type { SandboxLimits } from "../../types.js";
@@ -73,7 +74,7 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
         signal,
       });
       if (made.exitCode !== 0) {
-        throw new TemplateBuildError("failed_precondition", `step ${step}: cannot create workdir ${input.workdir}`, { step });
+        throw new TemplateBuildError(Code.FailedPrecondition, `step ${step}: cannot create workdir ${input.workdir}`, { step });
       }
     }
     const stdout = new LineSplitter((line) => input.onLine("stdout", line));
@@ -87,7 +88,7 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
     stderr.flush();
     if (result.exitCode !== 0) {
       throw new TemplateBuildError(
-        "failed_precondition",
+        Code.FailedPrecondition,
         `step ${step}: command failed with exit code ${result.exitCode}: ${input.command}`,
         { step },
       );
@@ -99,8 +100,8 @@ export async function runRunStep(input: RunStepInput): Promise<void> {
     destroyed = true;
   } catch (error) {
     if (error instanceof TemplateBuildError) throw error;
-    if (signal?.aborted) throw new TemplateBuildError("canceled", "build canceled", { step, cause: error });
-    throw new TemplateBuildError("internal", `step ${step}: ${(error as Error).message}`, { step, cause: error });
+    if (signal?.aborted) throw new TemplateBuildError(Code.Canceled, "build canceled", { step, cause: error });
+    throw new TemplateBuildError(Code.Internal, `step ${step}: ${(error as Error).message}`, { step, cause: error });
   } finally {
     if (!destroyed) await input.host.destroy(sandbox).catch(() => undefined);
   }

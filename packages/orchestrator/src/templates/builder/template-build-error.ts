@@ -1,25 +1,13 @@
-// Typed build failures. `code` is a Connect code name (the server maps it to HTTP once); `step` is E2B's
-// `reason.step`: "base", "finalize" or the 1-based step number as a string.
-export type TemplateBuildErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "failed_precondition"
-  | "permission_denied"
-  | "already_exists"
-  | "resource_exhausted"
-  | "unimplemented"
-  | "internal"
-  | "canceled";
+// A failed template build. `step` is E2B's `reason.step`: "base", "finalize" or the 1-based step number as a
+// string; the server reports it with the build's status.
+import { BurrowError, type BurrowErrorInit, type Code } from "@burrow/protocol";
 
-export class TemplateBuildError extends Error {
-  override readonly name = "TemplateBuildError";
-  constructor(
-    readonly code: TemplateBuildErrorCode,
-    message: string,
-    options?: { step?: string | undefined; cause?: unknown },
-  ) {
-    super(message, options);
-    this.step = options?.step;
-  }
+export class TemplateBuildError extends BurrowError {
+  override name = "TemplateBuildError";
   readonly step: string | undefined;
+
+  constructor(code: Code, message: string, init: BurrowErrorInit & { step?: string | undefined } = {}) {
+    super(code, message, init);
+    this.step = init.step;
+  }
 }

@@ -6,6 +6,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, readFile, readdir, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
+import { Code } from "@burrow/protocol";
 import type { OrchestratorConfig } from "../../config.js";
 import { randomId } from "../../ids.js";
 import { isUuid, newBuildId, wireBuildId } from "../build-ids.js";
@@ -218,7 +219,7 @@ export class TemplateBuilder {
       await this.uploads.write(templateId, hash, body, opts);
     } catch (error) {
       // A full store may only hold uploads old enough to go: collect, then try once more (if the body is unread).
-      if (!(error instanceof TemplateBuildError && error.code === "resource_exhausted" && body.readableDidRead === false)) throw error;
+      if (!(error instanceof TemplateBuildError && error.code === Code.ResourceExhausted && body.readableDidRead === false)) throw error;
       if ((await this.collectUploads()) === 0) throw error;
       await this.uploads.write(templateId, hash, body, opts);
     }
@@ -228,7 +229,7 @@ export class TemplateBuilder {
   startBuild(templateId: string, buildId: string, body: unknown): void {
     const record = this.requireBuild(templateId, buildId);
     if (record.status !== "waiting") {
-      throw new TemplateBuildError("failed_precondition", `build ${buildId} was already started`);
+      throw new TemplateBuildError(Code.FailedPrecondition, `build ${buildId} was already started`);
     }
     const spec = parseBuildSpec(body);
     for (const step of spec.steps) if (step.type === "COPY" && step.filesHash) record.uploads.add(`${templateId}/${step.filesHash}`);
@@ -265,9 +266,9 @@ export class TemplateBuilder {
    */
   async waitForBuild(buildId: string, signal?: AbortSignal): Promise<BuildStatusPage & { counters: BuildCounters }> {
     const record = this.record(buildId);
-    if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
+    if (!record) throw new TemplateBuildError(Code.NotFound, `build ${buildId} not found`);
     const { done } = record;
-    if (!done) throw new TemplateBuildError("failed_precondition", `build ${buildId} has not been started`);
+    if (!done) throw new TemplateBuildError(Code.FailedPrecondition, `build ${buildId} has not been started`);
     await settledOrAborted(done, signal);
     return { ...this.status(record.templateId, buildId, 0), counters: { ...record.counters } };
   }
@@ -275,7 +276,7 @@ export class TemplateBuilder {
   /** Subscribe to a build's log as it is written (CLI-less callers, e.g. building shipped definitions). */
   onBuildLog(buildId: string, listener: (entry: BuildLogEntry) => void): () => void {
     const record = this.record(buildId);
-    if (!record) throw new TemplateBuildError("not_found", `build ${buildId} not found`);
+    if (!record) throw new TemplateBuildError(Code.NotFound, `build ${buildId} not found`);
     return record.log.onEntry(listener);
   }
 
@@ -294,12 +295,12 @@ export class TemplateBuilder {
       this.startBuild(requested.templateID, requested.buildID, spec);
       const result = await this.waitForBuild(requested.buildID);
       if (result.status !== "ready") {
-        throw new TemplateBuildError("failed_precondition", `building ${name} failed: ${result.reason?.message ?? "unknown error"}`, {
+        throw new TemplateBuildError(Code.FailedPrecondition, `building ${name} failed: ${result.reason?.message ?? "unknown error"}`, {
           step: result.reason?.step,
         });
       }
       const manifest = this.deps.store.get(requested.templateID);
-      if (!manifest) throw new TemplateBuildError("internal", `template ${name} vanished after its build`);
+      if (!manifest) throw new TemplateBuildError(Code.Internal, `template ${name} vanished after its build`);
       return manifest;
     } finally {
       unsubscribe();
@@ -348,7 +349,7 @@ export class TemplateBuilder {
       manifest ? r.templateId === manifest.templateId : pending.has(r.templateId) && (r.templateId === templateRef || r.name === templateRef),
     );
     const templateId = manifest?.templateId ?? records[0]?.templateId;
-    if (templateId === undefined) throw new TemplateBuildError("not_found", `template '${templateRef}' not found`);
+    if (templateId === undefined) throw new TemplateBuildError(Code.NotFound, `template '${templateRef}' not found`);
     const summaries = new Map<string, TemplateBuildSummary>();
     for (const [buildId, entry] of Object.entries(manifest?.builds ?? {})) {
       const limits = entry.limits ?? manifest?.defaults ?? this.deps.config.defaultLimits;
@@ -384,10 +385,10 @@ export class TemplateBuilder {
   async assignTags(target: string, tags: string[]): Promise<{ buildID: string; tags: string[] }> {
     const manifest = this.requireTemplate(target);
     const buildId = manifest.buildId;
-    if (!buildId) throw new TemplateBuildError("failed_precondition", `template '${target}' has no builds to tag`);
+    if (!buildId) throw new TemplateBuildError(Code.FailedPrecondition, `template '${target}' has no builds to tag`);
     const clean = [...new Set(tags.map(checkTag))];
     await this.updateManifest(manifest.templateId, (current) => {
-      if (!current) throw new TemplateBuildError("not_found", `template '${target}' not found`);
+      if (!current) throw new TemplateBuildError(Code.NotFound, `template '${target}' not found`);
       const next = { ...(current.tags ?? {}) };
       for (const tag of clean) next[tag] = buildId;
       return withDefaultBuild({ ...current, tags: next });
@@ -399,12 +400,12 @@ export class TemplateBuilder {
   async removeTags(name: string, tags: string[]): Promise<void> {
     const manifest = this.requireTemplate(name);
     const clean = tags.map(checkTag);
-    if (clean.includes(DEFAULT_TAG)) throw new TemplateBuildError("invalid_argument", "the default tag cannot be removed");
+    if (clean.includes(DEFAULT_TAG)) throw new TemplateBuildError(Code.InvalidArgument, "the default tag cannot be removed");
     await this.updateManifest(manifest.templateId, (current) => {
-      if (!current) throw new TemplateBuildError("not_found", `template '${name}' not found`);
+      if (!current) throw new TemplateBuildError(Code.NotFound, `template '${name}' not found`);
       const next = { ...(current.tags ?? {}) };
       for (const tag of clean) {
-        if (!(tag in next)) throw new TemplateBuildError("not_found", `tag '${tag}' not found on '${name}'`);
+        if (!(tag in next)) throw new TemplateBuildError(Code.NotFound, `tag '${tag}' not found on '${name}'`);
         delete next[tag];
       }
       return { ...current, tags: next };
@@ -416,7 +417,7 @@ export class TemplateBuilder {
     const manifest = this.deps.store.resolve(templateRef);
     if (!manifest) return false;
     if (manifest.aliases.includes("base")) {
-      throw new TemplateBuildError("failed_precondition", "the base template cannot be deleted");
+      throw new TemplateBuildError(Code.FailedPrecondition, "the base template cannot be deleted");
     }
     await mkdir(this.deletedDir, { recursive: true });
     const stored = this.deps.store.get(manifest.templateId) ?? manifest;
@@ -528,7 +529,7 @@ export class TemplateBuilder {
   private requireKnownTemplate(templateId: string): void {
     if (this.deps.store.get(templateId)) return;
     for (const record of this.builds.values()) if (record.templateId === templateId) return;
-    throw new TemplateBuildError("not_found", `template ${templateId.slice(0, 64)} not found`);
+    throw new TemplateBuildError(Code.NotFound, `template ${templateId.slice(0, 64)} not found`);
   }
 
   /**
@@ -538,7 +539,7 @@ export class TemplateBuilder {
   private async uploadDigest(record: BuildRecord, step: BuildStep, stepNo: string): Promise<string> {
     const hash = step.filesHash ?? "";
     if (!(await this.uploads.has(record.templateId, hash))) {
-      throw new TemplateBuildError("failed_precondition", `step ${stepNo}: the files of this COPY (${hash.slice(0, 12)}…) were not uploaded`, {
+      throw new TemplateBuildError(Code.FailedPrecondition, `step ${stepNo}: the files of this COPY (${hash.slice(0, 12)}…) were not uploaded`, {
         step: stepNo,
       });
     }
@@ -555,14 +556,14 @@ export class TemplateBuilder {
   private requireBuild(templateId: string, buildId: string): BuildRecord {
     const record = this.record(buildId);
     if (!record || record.templateId !== templateId) {
-      throw new TemplateBuildError("not_found", `build ${buildId} of template ${templateId} not found`);
+      throw new TemplateBuildError(Code.NotFound, `build ${buildId} of template ${templateId} not found`);
     }
     return record;
   }
 
   private requireTemplate(ref: string): TemplateManifest {
     const manifest = this.deps.store.resolve(ref);
-    if (!manifest) throw new TemplateBuildError("not_found", `template '${ref}' not found`);
+    if (!manifest) throw new TemplateBuildError(Code.NotFound, `template '${ref}' not found`);
     return manifest;
   }
 
@@ -629,7 +630,7 @@ export class TemplateBuilder {
       try {
         templateReadyTimeoutMs(runtime.env);
       } catch (error) {
-        throw new TemplateBuildError("invalid_argument", (error as Error).message, { step: "finalize" });
+        throw new TemplateBuildError(Code.InvalidArgument, (error as Error).message, { step: "finalize" });
       }
       await this.publish(record, layers, runtime);
       record.status = "ready";
@@ -640,14 +641,14 @@ export class TemplateBuilder {
         error instanceof TemplateBuildError
           ? error
           : signal.aborted
-            ? new TemplateBuildError("canceled", "build canceled", { step: currentStep, cause: error })
-            : new TemplateBuildError("internal", (error as Error).message, { step: currentStep, cause: error });
+            ? new TemplateBuildError(Code.Canceled, "build canceled", { step: currentStep, cause: error })
+            : new TemplateBuildError(Code.Internal, (error as Error).message, { step: currentStep, cause: error });
       const step = failure.step ?? currentStep;
       log.add("error", failure.message, step);
       record.reason = { message: failure.message, step, logEntries: log.tail(20) };
       record.status = "error";
       record.finishedAt = new Date().toISOString();
-      if (failure.code === "internal") this.deps.logger.error({ err: error, buildId: record.buildId }, "template build failed");
+      if (failure.code === Code.Internal) this.deps.logger.error({ err: error, buildId: record.buildId }, "template build failed");
     } finally {
       // What will not go now is a temporary directory of no running build: garbage collection retries it.
       for (const dir of record.tmpDirs) {
@@ -723,14 +724,14 @@ export class TemplateBuilder {
       await this.uploads.remove(record.templateId, hash);
       const what = verdict === "mismatch" ? `do not match their files hash ${hash.slice(0, 12)}…` : "are not a tar archive the SDK makes";
       throw new TemplateBuildError(
-        "invalid_argument",
+        Code.InvalidArgument,
         `step ${stepNo}: the uploaded files of COPY '${src}' ${what}; the upload was discarded, build again to upload the files anew`,
         { step: stepNo },
       );
     }
     if (unpackedBytes > this.deps.config.uploads.maxUnpackedBytes) {
       throw new TemplateBuildError(
-        "resource_exhausted",
+        Code.ResourceExhausted,
         `step ${stepNo}: the files of COPY '${src}' unpack to ${unpackedBytes} bytes, more than the server's limit of ${this.deps.config.uploads.maxUnpackedBytes}`,
         { step: stepNo },
       );

@@ -7,10 +7,14 @@
 // under real directories of the unpack directory. Later entries win over earlier ones, as in tar.
 import { lstat, mkdir, rm, symlink } from "node:fs/promises";
 import { join, posix } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import * as tar from "tar";
 
-export class ContextArchiveError extends Error {
-  override readonly name = "ContextArchiveError";
+/** The reason of an uploaded context that cannot be unpacked (InvalidArgument). */
+export const BAD_CONTEXT_ARCHIVE = "bad_context_archive";
+
+function archiveError(message: string, cause?: unknown): BurrowError {
+  return new BurrowError(Code.InvalidArgument, message, { reason: BAD_CONTEXT_ARCHIVE, cause });
 }
 
 interface HeldLink {
@@ -47,14 +51,14 @@ export async function unpackContext(archive: string, dir: string): Promise<void>
       await placeLink(dir, link);
     }
   } catch (error) {
-    if (error instanceof ContextArchiveError) throw error;
+    if (error instanceof BurrowError && error.reason === BAD_CONTEXT_ARCHIVE) throw error;
     // node-tar's and the filesystem's messages carry host paths (the unpack directory); they stay on the host.
     const code = (error as { code?: unknown }).code;
     const detail = String((error as Error).message ?? error)
       .replaceAll(`${dir}/`, "")
       .replaceAll(dir, ".")
       .replaceAll(archive, "the archive");
-    throw new ContextArchiveError(typeof code === "string" && !detail.includes(code) ? `${code}: ${detail}` : detail, { cause: error });
+    throw archiveError(typeof code === "string" && !detail.includes(code) ? `${code}: ${detail}` : detail, error);
   }
 }
 
@@ -67,14 +71,14 @@ function entryPath(path: string): string {
 async function placeLink(dir: string, link: HeldLink): Promise<void> {
   const parts = link.path.split("/").filter((p) => p !== "" && p !== ".");
   if (link.path.startsWith("/") || parts.includes("..") || parts.length === 0 || link.target.includes("\0")) {
-    throw new ContextArchiveError(`symbolic link '${link.path}' has an unsafe path`);
+    throw archiveError(`symbolic link '${link.path}' has an unsafe path`);
   }
   let parent = dir;
   for (const name of parts.slice(0, -1)) {
     parent = join(parent, name);
     const st = await lstat(parent).catch(() => undefined);
     if (!st) await mkdir(parent, { mode: 0o755 });
-    else if (!st.isDirectory()) throw new ContextArchiveError(`symbolic link '${link.path}' is below something that is not a directory`);
+    else if (!st.isDirectory()) throw archiveError(`symbolic link '${link.path}' is below something that is not a directory`);
   }
   const path = join(parent, parts[parts.length - 1] as string);
   // What is there came from an earlier entry (a later one would have won above): the link replaces it.

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { Transform, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createHash, randomBytes } from "node:crypto";
+import { Code } from "@burrow/protocol";
 import type { UploadLimits } from "../../config.js";
 import { TemplateBuildError } from "./template-build-error.js";
 
@@ -134,7 +135,7 @@ export class UploadStore {
       const usage = await this.usage();
       if (usage.count + 1 > this.limits.maxCount || usage.bytes + bytes > this.limits.maxTotalBytes) {
         throw new TemplateBuildError(
-          "resource_exhausted",
+          Code.ResourceExhausted,
           `the server holds as many uploaded build contexts as it may (${usage.count} uploads, ${usage.bytes} bytes); ` +
             "try again once builds have finished and old uploads are collected",
         );
@@ -163,7 +164,7 @@ export class UploadStore {
   }
 
   private tooLarge(): TemplateBuildError {
-    return new TemplateBuildError("resource_exhausted", `upload is larger than the server's limit of ${this.limits.maxBytes} bytes`);
+    return new TemplateBuildError(Code.ResourceExhausted, `upload is larger than the server's limit of ${this.limits.maxBytes} bytes`);
   }
 }
 
@@ -174,13 +175,13 @@ async function sha256File(path: string): Promise<string> {
 }
 
 export function checkIds(templateId: string, hash: string): void {
-  if (!HASH.test(hash)) throw new TemplateBuildError("invalid_argument", "files hash must be sha256 hex");
-  if (!TEMPLATE_ID.test(templateId)) throw new TemplateBuildError("invalid_argument", `'${templateId.slice(0, 64)}' is not a template id`);
+  if (!HASH.test(hash)) throw new TemplateBuildError(Code.InvalidArgument, "files hash must be sha256 hex");
+  if (!TEMPLATE_ID.test(templateId)) throw new TemplateBuildError(Code.InvalidArgument, `'${templateId.slice(0, 64)}' is not a template id`);
 }
 
 function alreadyPresent(hash: string): TemplateBuildError {
   return new TemplateBuildError(
-    "already_exists",
+    Code.AlreadyExists,
     `the files ${hash.slice(0, 12)}… of this template are already uploaded; an upload is written once and never replaced`,
   );
 }

@@ -1,16 +1,17 @@
 // Dockerfiles become the same step list the SDK sends: FROM picks the base, RUN/COPY/ADD/ENV/WORKDIR/USER/ARG
 // become steps, CMD/ENTRYPOINT the start command. Anything that would need a Docker engine (multi-stage
 // builds, remote ADD, SHELL, HEALTHCHECK, ONBUILD) is an error naming its line, never silently dropped.
+import { BurrowError, Code } from "@burrow/protocol";
 import type { StepType } from "../builder/build-spec.js";
 
-export class DockerfileError extends Error {
-  override readonly name = "DockerfileError";
-  readonly code = "invalid_argument";
+/** A Dockerfile Burrow cannot build (InvalidArgument, reason dockerfile_invalid); `line` is 1-based. */
+export class DockerfileError extends BurrowError {
+  override name = "DockerfileError";
   constructor(
     readonly line: number,
     message: string,
   ) {
-    super(`Dockerfile line ${line}: ${message}`);
+    super(Code.InvalidArgument, `Dockerfile line ${line}: ${message}`, { reason: "dockerfile_invalid", details: { line } });
   }
 }
 

@@ -2,6 +2,7 @@
 // `localhost:5000/app@sha256:…`), normalised the way the Docker CLI does: a first component with a dot, a colon
 // or the name `localhost` is a registry host, anything else lives on Docker Hub, and a one-part Docker Hub
 // name is an official image under `library/`.
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "../../builder/template-build-error.js";
 
 export interface ImageReference {
@@ -25,7 +26,7 @@ const DIGEST = /^sha256:[a-f0-9]{64}$/;
 const HOST = /^(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::\d{1,5})?$|^\[[0-9a-fA-F:]+\](?::\d{1,5})?$/;
 
 function invalid(ref: string, why: string): TemplateBuildError {
-  return new TemplateBuildError("invalid_argument", `image reference '${ref}' is not valid: ${why}`, { step: "base" });
+  return new TemplateBuildError(Code.InvalidArgument, `image reference '${ref}' is not valid: ${why}`, { step: "base" });
 }
 
 export function parseImageReference(input: string): ImageReference {

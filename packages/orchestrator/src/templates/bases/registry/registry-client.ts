@@ -6,6 +6,7 @@ import { createWriteStream } from "node:fs";
 import { rm } from "node:fs/promises";
 import { Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "../../builder/template-build-error.js";
 import { DOCKER_HUB, DOCKER_HUB_API_HOST, type ImageReference } from "./image-reference.js";
 import { readBody, registryGet, type RegistryResponse } from "./registry-http.js";
@@ -38,7 +39,7 @@ export interface RegistryClientOptions {
 }
 
 function fail(message: string, cause?: unknown): TemplateBuildError {
-  return new TemplateBuildError("failed_precondition", message, { step: "base", cause });
+  return new TemplateBuildError(Code.FailedPrecondition, message, { step: "base", cause });
 }
 
 export class RegistryClient {
@@ -98,7 +99,7 @@ export class RegistryClient {
     if (listed || allowPublic) endpoints.push({ base: `${listed ? "http" : "https"}://${own}`, mirror: false });
     if (endpoints.length === 0) {
       throw new TemplateBuildError(
-        "failed_precondition",
+        Code.FailedPrecondition,
         `this server pulls only from the registries its operator configured (BURROW_REGISTRY_MIRRORS, BURROW_INSECURE_REGISTRIES); ${registry} is not one of them`,
         { step: "base" },
       );
@@ -123,7 +124,7 @@ export class RegistryClient {
         const text = await readBody(res, 64 * 1024).catch(() => "");
         const detail = registryErrorText(text) ?? `HTTP ${res.status}`;
         lastError = res.status === 404 || res.status === 401 || res.status === 403
-          ? new TemplateBuildError(res.status === 404 ? "not_found" : "failed_precondition",
+          ? new TemplateBuildError(res.status === 404 ? Code.NotFound : Code.FailedPrecondition,
             `${ref.registry}/${ref.repository}: ${path.startsWith("manifests/") ? `manifest ${path.slice(10)}` : path} ` +
             `${res.status === 404 ? "not found" : "not authorized (check the username and password)"} (${detail})`, { step: "base" })
           : fail(`registry ${new URL(endpoint.base).host} answered ${detail} for ${path}`);
@@ -184,7 +185,7 @@ export class RegistryClient {
     });
     const text = await readBody(res, 1024 * 1024);
     if (res.status !== 200) {
-      throw new TemplateBuildError("failed_precondition", `token service ${realm.host} refused (HTTP ${res.status}${credentials ? "; check the username and password" : ""})`, { step: "base" });
+      throw new TemplateBuildError(Code.FailedPrecondition, `token service ${realm.host} refused (HTTP ${res.status}${credentials ? "; check the username and password" : ""})`, { step: "base" });
     }
     const doc = JSON.parse(text) as { token?: unknown; access_token?: unknown };
     const token = typeof doc.token === "string" ? doc.token : typeof doc.access_token === "string" ? doc.access_token : undefined;

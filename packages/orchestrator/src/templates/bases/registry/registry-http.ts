@@ -5,6 +5,7 @@ import { request as httpRequest, type IncomingMessage, type IncomingHttpHeaders 
 import { request as httpsRequest } from "node:https";
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP, type LookupFunction } from "node:net";
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "../../builder/template-build-error.js";
 
 /** Addresses a pull may not reach unless its host is trusted (IANA special-purpose ranges). */
@@ -68,7 +69,7 @@ function once(url: URL, opts: RegistryGetOptions, headers: Record<string, string
   const literal = url.hostname.replace(/^\[|\]$/g, "");
   if (isIP(literal) !== 0 && !trusted && isSpecialAddress(literal)) {
     return Promise.reject(
-      new TemplateBuildError("invalid_argument", `registry address ${url.host} is loopback, private or reserved; list it in BURROW_INSECURE_REGISTRIES if it is yours`, { step: "base" }),
+      new TemplateBuildError(Code.InvalidArgument, `registry address ${url.host} is loopback, private or reserved; list it in BURROW_INSECURE_REGISTRIES if it is yours`, { step: "base" }),
     );
   }
   const request = url.protocol === "https:" ? httpsRequest : httpRequest;
@@ -100,7 +101,7 @@ export async function registryGet(url: URL, opts: RegistryGetOptions): Promise<R
   let headers = { ...opts.headers };
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
     if (current.protocol !== "https:" && !(current.protocol === "http:" && opts.trusted(current.host))) {
-      throw new TemplateBuildError("invalid_argument", `registry URL ${current.origin} must use https (or be listed in BURROW_INSECURE_REGISTRIES)`, { step: "base" });
+      throw new TemplateBuildError(Code.InvalidArgument, `registry URL ${current.origin} must use https (or be listed in BURROW_INSECURE_REGISTRIES)`, { step: "base" });
     }
     const res = await once(current, opts, headers);
     const location = res.headers.location;
@@ -116,7 +117,7 @@ export async function registryGet(url: URL, opts: RegistryGetOptions): Promise<R
     }
     return { status: res.statusCode ?? 0, headers: res.headers, url: current, body: res };
   }
-  throw new TemplateBuildError("failed_precondition", `too many redirects from ${url.host}`, { step: "base" });
+  throw new TemplateBuildError(Code.FailedPrecondition, `too many redirects from ${url.host}`, { step: "base" });
 }
 
 /** Read a (small) body as text, refusing more than `limit` bytes. */
@@ -127,7 +128,7 @@ export async function readBody(res: RegistryResponse, limit = 4 * 1024 * 1024): 
     size += (chunk as Buffer).length;
     if (size > limit) {
       res.body.destroy();
-      throw new TemplateBuildError("invalid_argument", `registry answer from ${res.url.host} is larger than ${limit} bytes`, { step: "base" });
+      throw new TemplateBuildError(Code.InvalidArgument, `registry answer from ${res.url.host} is larger than ${limit} bytes`, { step: "base" });
     }
     chunks.push(chunk as Buffer);
   }

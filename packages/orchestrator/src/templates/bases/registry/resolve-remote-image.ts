@@ -4,6 +4,7 @@
 import { mkdir, readFile, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { randomBytes } from "node:crypto";
+import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "../../builder/template-build-error.js";
 import { formatImageReference, type ImageReference } from "./image-reference.js";
 import type { RegistryClient } from "./registry-client.js";
@@ -47,7 +48,7 @@ export function ociArchitecture(arch: string = process.arch): string {
 }
 
 function bad(ref: ImageReference, why: string): TemplateBuildError {
-  return new TemplateBuildError("invalid_argument", `image ${formatImageReference(ref)} cannot be used: ${why}`, { step: "base" });
+  return new TemplateBuildError(Code.InvalidArgument, `image ${formatImageReference(ref)} cannot be used: ${why}`, { step: "base" });
 }
 
 export async function resolveRemoteImage(
