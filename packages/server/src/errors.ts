@@ -1,32 +1,9 @@
-// Errors of the control plane carry a Connect code; the HTTP boundary maps them once to E2B's error shape
-// `{"code": <http status>, "message": "…"}` (e2b-compat.md §2: the SDK branches on the body's numeric code).
-import { Code } from "@connectrpc/connect";
+// The HTTP boundary of the control plane. Every expected failure, of the server or of a dependency (orchestrator,
+// template builder, bus, envd client), is a BurrowError with a Connect code; here, and only here, it becomes E2B's
+// error shape `{"code": <http status>, "message": "…"}` (the SDK branches on the body's numeric code).
+import { BurrowError, Code, codeFromAbort } from "@burrow/protocol";
 
-export { Code };
-
-/** An expected failure with a stable code. Anything that is not a ServerError is an internal error. */
-export class ServerError extends Error {
-  override readonly name = "ServerError";
-  readonly code: Code;
-  /**
-   * An HTTP status other than the code's usual one, where E2B's answer is more specific than Connect's code set:
-   * 507 (insufficient storage) is a `resource_exhausted` that waiting will not cure, unlike 429.
-   */
-  readonly httpStatus: number | undefined;
-
-  constructor(code: Code, message: string, options?: { cause?: unknown; httpStatus?: number }) {
-    super(message, options);
-    this.code = code;
-    this.httpStatus = options?.httpStatus;
-  }
-
-  /** Duck-typed so that copies of this module (tests, bundles) still recognise each other's errors. */
-  static is(value: unknown): value is ServerError {
-    return value instanceof Error && value.name === "ServerError" && typeof (value as ServerError).code === "number";
-  }
-}
-
-const HTTP_STATUS: Record<Code, number> = {
+const HTTP_STATUS: Readonly<Record<Code, number>> = {
   [Code.Canceled]: 499,
   [Code.Unknown]: 500,
   [Code.InvalidArgument]: 400,
@@ -45,8 +22,20 @@ const HTTP_STATUS: Record<Code, number> = {
   [Code.Unauthenticated]: 401,
 };
 
-export function httpStatusOf(code: Code): number {
-  return HTTP_STATUS[code] ?? 500;
+/**
+ * Reasons whose status is more specific than their code's, as E2B answers them: 507 (insufficient storage) is a
+ * ResourceExhausted that waiting will not cure, unlike 429 — the host is short of memory or disk, or the owner's
+ * snapshots fill their quota (only deleting some helps).
+ */
+const HTTP_STATUS_BY_REASON: Readonly<Record<string, number>> = {
+  host_memory: 507,
+  host_disk: 507,
+  snapshot_storage: 507,
+};
+
+/** The HTTP status E2B's API answers for an error. */
+export function httpStatusOf(error: BurrowError): number {
+  return HTTP_STATUS_BY_REASON[error.reason] ?? HTTP_STATUS[error.code] ?? 500;
 }
 
 /** E2B's REST error body. */
@@ -56,14 +45,16 @@ export interface E2bErrorBody {
 }
 
 /**
- * Turn anything thrown inside a route into a status and an E2B error body. Fastify's own errors (bad JSON,
- * body too large, schema validation) carry a 4xx `statusCode` and a safe message; everything else unexpected
- * becomes a 500 whose message does not leak internals.
+ * Turn anything thrown inside a route into a status and an E2B error body. A BurrowError answers with its status and
+ * message; an abort or timeout of the request's own signal is Canceled or DeadlineExceeded. Fastify's own errors
+ * (bad JSON, body too large, schema validation) carry a 4xx `statusCode` and a safe message. Everything else is
+ * unexpected: a 500 whose message does not leak internals (a Node error's message names host paths).
  */
 export function toE2bError(err: unknown): { status: number; body: E2bErrorBody; unhandled: boolean } {
-  if (ServerError.is(err)) {
-    const status = err.httpStatus ?? httpStatusOf(err.code);
-    return { status, body: { code: status, message: err.message }, unhandled: false };
+  const known = expectedError(err);
+  if (known) {
+    const status = httpStatusOf(known);
+    return { status, body: { code: status, message: known.message }, unhandled: false };
   }
   const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
   if (typeof statusCode === "number" && statusCode >= 400 && statusCode < 500) {
@@ -73,25 +64,19 @@ export function toE2bError(err: unknown): { status: number; body: E2bErrorBody; 
   return { status: 500, body: { code: 500, message: "internal server error" }, unhandled: true };
 }
 
-/** Connect code names as they appear on the wire (`not_found`), to codes. */
-const CODE_BY_NAME: ReadonlyMap<string, Code> = new Map(
-  Object.entries(Code)
-    .filter((entry): entry is [string, Code] => typeof entry[1] === "number")
-    .map(([name, code]) => [name.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase(), code]),
-);
+function expectedError(err: unknown): BurrowError | undefined {
+  if (err instanceof BurrowError) return err;
+  const abort = codeFromAbort(err);
+  if (abort === Code.Canceled) return new BurrowError(abort, "request canceled", { cause: err });
+  if (abort !== undefined) return BurrowError.from(err);
+  return undefined;
+}
 
-/**
- * Normalise an error from a dependency (the orchestrator reports Connect code *names*, e.g. `"not_found"`) into a
- * ServerError, by structure rather than message text. Aborts become `canceled`; anything else stays as is.
- */
-export function fromDependencyError(err: unknown): unknown {
-  if (ServerError.is(err)) return err;
-  if (err instanceof Error) {
-    if (err.name === "AbortError") return new ServerError(Code.Canceled, "request canceled", { cause: err });
-    if (err.name === "TimeoutError") return new ServerError(Code.DeadlineExceeded, err.message, { cause: err });
-    const name = (err as { code?: unknown }).code;
-    const code = typeof name === "string" ? CODE_BY_NAME.get(name) : undefined;
-    if (code !== undefined) return new ServerError(code, err.message, { cause: err });
+/** @deprecated Transitional for code not converted yet: use BurrowError and Code from @burrow/protocol. */
+export { Code };
+/** @deprecated Transitional for code not converted yet: use BurrowError from @burrow/protocol. */
+export class ServerError extends BurrowError {
+  static is(value: unknown): value is BurrowError {
+    return value instanceof BurrowError;
   }
-  return err;
 }

@@ -4,13 +4,14 @@
 // of a given shape, which it then describes as a HostCapacity.
 import { freemem } from "node:os";
 import { afterEach, describe, expect, it } from "vitest";
-import type { SandboxRecord, SnapshotInfo, SnapshotSandboxOptions } from "@burrow/orchestrator";
+import { SNAPSHOT_REFUSALS, type SandboxRecord, type SnapshotInfo, type SnapshotSandboxOptions } from "@burrow/orchestrator";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxLifecycleEvent } from "../src/index.js";
 import { BuildAdmission } from "../src/admission/build-admission.js";
 import type { HostCapacity } from "../src/admission/host-capacity.js";
 import { SandboxAdmission, type RefusalReason } from "../src/admission/sandbox-admission.js";
 import { DEFAULT_ADMISSION, resolveServerConfig, type AdmissionConfig } from "../src/config.js";
-import { ServerError, toE2bError } from "../src/errors.js";
+import { toE2bError } from "../src/errors.js";
 import { StubOrchestrator } from "./helpers/stub-orchestrator.js";
 import { startTestServer, type TestServer } from "./helpers/test-server.js";
 
@@ -30,12 +31,8 @@ class PausingStub extends StubOrchestrator {
   async snapshotSandbox(sandboxId: string, opts: SnapshotSandboxOptions = {}): Promise<SnapshotInfo | undefined> {
     this.snapshotCalls.push(opts);
     if (this.refuseSnapshots) {
-      // Shaped like the orchestrator's SnapshotQuotaError.
-      throw Object.assign(new Error(this.refuseSnapshots.message), {
-        name: "OrchestratorError",
-        code: "resource_exhausted",
-        quota: this.refuseSnapshots.quota,
-      });
+      // As the orchestrator's snapshot charges refuse.
+      throw new BurrowError(Code.ResourceExhausted, this.refuseSnapshots.message, { reason: SNAPSHOT_REFUSALS[this.refuseSnapshots.quota] });
     }
     if (!this.sandboxes.has(sandboxId)) return undefined;
     return { snapshotId: `snap-${this.snapshotCalls.length}`, names: [], sandboxId, createdAt: new Date() };
@@ -125,7 +122,7 @@ async function refusal(promise: Promise<unknown>): Promise<{ status: number; mes
     () => undefined,
     (e: unknown) => e,
   );
-  if (!ServerError.is(err)) throw new Error(`expected a ServerError, got ${String(err)}`);
+  if (!(err instanceof BurrowError)) throw new Error(`expected a BurrowError, got ${String(err)}`);
   const { status, body } = toE2bError(err);
   return { status, message: body.message };
 }

@@ -1,8 +1,9 @@
 import Fastify, { type FastifyInstance } from "fastify";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BurrowError, Code } from "@burrow/protocol";
 import { EmbeddedBus, generateAgentKey } from "../../src/index.js";
 import { registerBusApi } from "../../../server/src/bus-api/index.js";
-import { Code, ServerError, toE2bError } from "../../../server/src/errors.js";
+import { toE2bError } from "../../../server/src/errors.js";
 import { BurrowApiError, BusClient } from "../../../sdk/src/bus/index.js";
 
 // The REST/SSE API and the SDK client together, over a real HTTP listener on loopback and a real embedded bus.
@@ -22,7 +23,7 @@ describe("bus REST/SSE API with the SDK client", () => {
     registerBusApi(app, {
       bus,
       authenticate: async (req) => {
-        if (req.headers["x-api-key"] !== "secret") throw new ServerError(Code.Unauthenticated, "invalid API key");
+        if (req.headers["x-api-key"] !== "secret") throw new BurrowError(Code.Unauthenticated, "invalid API key");
       },
       livenessWindowMs: 500,
       queueDefaults: { ackWaitMs: 1000, maxAttempts: 3, backoffMs: [100] },

@@ -1,6 +1,6 @@
 // Admission of template builds: a build runs a sandbox with the template's limits, so those must fit the host,
 // and builds are heavy (package installs, layer commits), so only so many run at once; more answer 429.
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { RefusalReason } from "./sandbox-admission.js";
 
 /** What the template routes get from the control plane's admission. */
@@ -45,7 +45,11 @@ export class BuildAdmission {
     const limit = this.policy.maxConcurrentBuilds;
     if (this.#running.size >= limit) {
       this.policy.refused("builds");
-      throw new ServerError(Code.ResourceExhausted, `template builds: ${this.#running.size} running, the limit is ${limit}; start this one when another has finished`);
+      throw new BurrowError(
+        Code.ResourceExhausted,
+        `template builds: ${this.#running.size} running, the limit is ${limit}; start this one when another has finished`,
+        { reason: "builds" },
+      );
     }
   }
 

@@ -1,8 +1,8 @@
 // Admission of new sandboxes against the host: the host-wide floor under any per-team quota. A sandbox too large
 // for the host is a bad request (400); too many live sandboxes or too much memory promised to them is a limit
 // reached (429); a host short of memory or disk is 507. Every refusal names the limit and the current usage.
+import { BurrowError, Code } from "@burrow/protocol";
 import type { AdmissionConfig } from "../config.js";
-import { Code, ServerError } from "../errors.js";
 import type { HostCapacity } from "./host-capacity.js";
 
 /** Why a request was refused, as counted in burrow_admission_refusals_total. */
@@ -120,20 +120,20 @@ export class SandboxAdmission {
           "host_memory",
           Code.ResourceExhausted,
           `host memory: ${availableMB} MiB available, ${config.minAvailableMemoryMB} MiB floor`,
-          507,
         );
       }
     }
     if (config.minFreeDiskMB > 0) {
       const disk = await host.disk(signal);
       if (disk && disk.freeMB < config.minFreeDiskMB) {
-        this.#refuse("host_disk", Code.ResourceExhausted, `host disk: ${disk.freeMB} MiB free in ${disk.path}, ${config.minFreeDiskMB} MiB floor`, 507);
+        this.#refuse("host_disk", Code.ResourceExhausted, `host disk: ${disk.freeMB} MiB free in ${disk.path}, ${config.minFreeDiskMB} MiB floor`);
       }
     }
   }
 
-  #refuse(reason: RefusalReason, code: Code, message: string, httpStatus?: number): never {
+  /** The reason is the refusal's metric label and the error's reason (host_memory and host_disk answer 507). */
+  #refuse(reason: RefusalReason, code: Code, message: string): never {
     this.#d.onRefused?.(reason);
-    throw new ServerError(code, message, httpStatus !== undefined ? { httpStatus } : undefined);
+    throw new BurrowError(code, message, { reason });
   }
 }

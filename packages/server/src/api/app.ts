@@ -3,7 +3,7 @@
 import type { Server } from "node:http";
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyServerFactory } from "fastify";
 import type { Logger } from "pino";
-import { fromDependencyError, toE2bError } from "../errors.js";
+import { toE2bError } from "../errors.js";
 import { registerAuth } from "./auth.js";
 import type { ApiContext } from "./context.js";
 import { registerHealthRoutes } from "./health.js";
@@ -57,7 +57,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   for (const schema of sharedSchemas) app.addSchema(schema);
 
   app.setErrorHandler((err, request, reply) => {
-    const { status, body, unhandled } = toE2bError(fromDependencyError(err));
+    const { status, body, unhandled } = toE2bError(err);
     if (unhandled) request.log.error({ err, method: request.method, url: request.url }, "unhandled API error");
     return reply.code(status).type("application/json").send(body);
   });

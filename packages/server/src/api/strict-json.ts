@@ -2,7 +2,7 @@
 // (`"30"` → 30, `5` → "5", `0` → false) because query strings need it; for a JSON body that would silently
 // accept what E2B's API rejects with 400. This check runs before validation, on the body as sent.
 import type { FastifyRequest } from "fastify";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 interface TypeSchema {
   type?: string | readonly string[];
@@ -51,5 +51,5 @@ export async function strictJsonBody(request: FastifyRequest): Promise<void> {
   const schema = request.routeOptions.schema?.body as TypeSchema | undefined;
   if (!schema || request.body === undefined) return;
   const mismatch = typeMismatch(request.body, schema, "");
-  if (mismatch) throw new ServerError(Code.InvalidArgument, `invalid request body: ${mismatch}`);
+  if (mismatch) throw new BurrowError(Code.InvalidArgument, `invalid request body: ${mismatch}`);
 }

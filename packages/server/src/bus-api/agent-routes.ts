@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { LivenessMonitor, sendHeartbeat, type Bus, type KeyRegistry } from "@burrow/bus";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { busCall } from "./bus-errors.js";
 
 const agentParams = { type: "object", required: ["agentId"], properties: { agentId: { type: "string", pattern: "^[A-Za-z0-9_-]{1,128}$" } } } as const;
@@ -18,7 +18,7 @@ export function registerAgentRoutes(
     schema: { params: agentParams, body: { type: "object", required: ["publicKey"], additionalProperties: false, properties: { publicKey: { type: "string", maxLength: 128 } } } },
   }, async (req, reply) => {
     const raw = new Uint8Array(Buffer.from(req.body.publicKey, "base64"));
-    if (raw.length !== 32) throw new ServerError(Code.InvalidArgument, "publicKey must be a base64 raw Ed25519 key (32 bytes)");
+    if (raw.length !== 32) throw new BurrowError(Code.InvalidArgument, "publicKey must be a base64 raw Ed25519 key (32 bytes)");
     const k = await busCall(async () => (await registry()).register(req.params.agentId, raw));
     return reply.code(201).send({ agentId: k.agentId, keyId: k.keyId });
   });
@@ -47,7 +47,7 @@ export function registerAgentRoutes(
     const m = await busCall(monitor);
     await busCall(() => m.poll());
     const s = m.status(req.params.agentId);
-    if (!s) throw new ServerError(Code.NotFound, `agent ${req.params.agentId} has never sent a heartbeat`);
+    if (!s) throw new BurrowError(Code.NotFound, `agent ${req.params.agentId} has never sent a heartbeat`);
     return s;
   });
 

@@ -1,9 +1,9 @@
 import { BusError } from "@burrow/bus";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 /** The bus and the server share Connect's code numbers; re-wrap so the app's error handler maps it once. */
 export function toServerError(err: unknown): unknown {
-  if (err instanceof BusError) return new ServerError(err.code as number as Code, err.rawMessage, { cause: err });
+  if (err instanceof BusError) return new BurrowError(err.code as number as Code, err.rawMessage, { cause: err });
   return err;
 }
 
@@ -23,7 +23,7 @@ export async function busCall<T>(fn: () => Promise<T>): Promise<T> {
 export function assertClientSubject(subject: string, pattern: boolean): void {
   const first = subject.split(".")[0] ?? "";
   if (first.startsWith("$") || first.startsWith("_INBOX") || (pattern && (first === "*" || first === ">"))) {
-    throw new ServerError(Code.PermissionDenied, `subject "${subject}" is reserved`);
+    throw new BurrowError(Code.PermissionDenied, `subject "${subject}" is reserved`);
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { WorkQueue, type Bus, type QueueConsumer, type QueueMessage } from "@burrow/bus";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { bodyProps, busCall, decodeBody, encodeBody } from "./bus-errors.js";
 
 export interface QueueApiDefaults {
@@ -53,7 +53,7 @@ export class QueueGateway {
 
   take(receipt: string): QueueMessage {
     const h = this.held.get(receipt);
-    if (!h) throw new ServerError(Code.NotFound, "unknown or expired receipt");
+    if (!h) throw new BurrowError(Code.NotFound, "unknown or expired receipt");
     this.held.delete(receipt);
     return h.msg;
   }

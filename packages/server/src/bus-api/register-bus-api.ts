@@ -9,7 +9,7 @@ import { registerTriggerRoutes, type SandboxBusServices } from "./trigger-routes
 
 export interface BusApiOptions {
   bus: Bus;
-  /** Runs before every route; throw (e.g. a ServerError with Code.Unauthenticated) to refuse. */
+  /** Runs before every route; throw (e.g. a BurrowError with Code.Unauthenticated) to refuse. */
   authenticate(request: FastifyRequest): Promise<void>;
   /** Where agent public keys live. @default a BusKeyRegistry on `bus` */
   registry?: KeyRegistry;

@@ -1,7 +1,7 @@
 // Strict checks of trigger rules and task specs as JSON (no coercion, no unknown fields): a bad rule is a 400 with
 // the field named, never a rule that silently does something else.
 import { codeToCommand, type CodeSpec, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TerminalSettings } from "@burrow/bus";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { FileInput, ServerRunExtensions } from "../bus/sandbox-runner.js";
 import type { TaskInput, TriggerRuleInput } from "../bus/trigger-service.js";
 
@@ -14,7 +14,7 @@ const EVENT_TYPES: Record<string, readonly string[]> = {
 };
 
 function bad(message: string): never {
-  throw new ServerError(Code.InvalidArgument, message);
+  throw new BurrowError(Code.InvalidArgument, message);
 }
 
 function obj(v: unknown, at: string, allowed: readonly string[]): Obj {

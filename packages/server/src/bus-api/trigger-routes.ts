@@ -8,7 +8,7 @@
 //   GET    /tasks/:id[?waitMs=…]                             → 200 status (waits for a final state up to waitMs)
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BusError, Code as BusCode } from "@burrow/bus";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ServerSandboxRunner } from "../bus/sandbox-runner.js";
 import type { TriggerService } from "../bus/trigger-service.js";
 import type { WatchBridge } from "../bus/watch-bridge.js";
@@ -31,12 +31,12 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
 
   app.post<{ Params: { sandboxId: string }; Body: unknown }>(`${prefix}/sandboxes/:sandboxId/watches`, { onRequest: auth, schema: { params: sandboxParams } }, async (req, reply) => {
     const b = req.body;
-    if (typeof b !== "object" || b === null || Array.isArray(b)) throw new ServerError(Code.InvalidArgument, "body must be an object {path, recursive?, user?}");
+    if (typeof b !== "object" || b === null || Array.isArray(b)) throw new BurrowError(Code.InvalidArgument, "body must be an object {path, recursive?, user?}");
     const { path, recursive, user, ...rest } = b as Record<string, unknown>;
-    if (Object.keys(rest).length) throw new ServerError(Code.InvalidArgument, `${Object.keys(rest)[0]} is not a known field`);
-    if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) throw new ServerError(Code.InvalidArgument, "path must be an absolute path");
-    if (recursive !== undefined && typeof recursive !== "boolean") throw new ServerError(Code.InvalidArgument, "recursive must be a boolean");
-    if (user !== undefined && (typeof user !== "string" || !/^[a-z_][a-z0-9_-]{0,63}$/.test(user))) throw new ServerError(Code.InvalidArgument, "user must be a user name");
+    if (Object.keys(rest).length) throw new BurrowError(Code.InvalidArgument, `${Object.keys(rest)[0]} is not a known field`);
+    if (typeof path !== "string" || !path.startsWith("/") || path.length > 4096) throw new BurrowError(Code.InvalidArgument, "path must be an absolute path");
+    if (recursive !== undefined && typeof recursive !== "boolean") throw new BurrowError(Code.InvalidArgument, "recursive must be a boolean");
+    if (user !== undefined && (typeof user !== "string" || !/^[a-z_][a-z0-9_-]{0,63}$/.test(user))) throw new BurrowError(Code.InvalidArgument, "user must be a user name");
     requireSandbox(req.params.sandboxId);
     const w = await s.watches.start(req.params.sandboxId, { path, recursive: recursive ?? false, user: user as string | undefined });
     return reply.code(201).send(w);
@@ -51,7 +51,7 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
     onRequest: auth,
     schema: { params: { type: "object", required: ["sandboxId", "watchId"], properties: { sandboxId: sandboxParams.properties.sandboxId, watchId: { type: "string", maxLength: 64 } } } },
   }, async (req, reply) => {
-    if (!s.watches.stop(req.params.sandboxId, req.params.watchId)) throw new ServerError(Code.NotFound, `watch "${req.params.watchId}" not found on sandbox "${req.params.sandboxId}"`);
+    if (!s.watches.stop(req.params.sandboxId, req.params.watchId)) throw new BurrowError(Code.NotFound, `watch "${req.params.watchId}" not found on sandbox "${req.params.sandboxId}"`);
     return reply.code(204).send();
   });
 
@@ -66,12 +66,12 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
 
   app.get<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req) => {
     const t = await busCall(() => s.triggers.get(req.params.id));
-    if (!t) throw new ServerError(Code.NotFound, `trigger "${req.params.id}" not found`);
+    if (!t) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
     return { ...t, fired: s.triggers.fired(t.id) };
   });
 
   app.delete<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req, reply) => {
-    if (!(await busCall(() => s.triggers.delete(req.params.id)))) throw new ServerError(Code.NotFound, `trigger "${req.params.id}" not found`);
+    if (!(await busCall(() => s.triggers.delete(req.params.id)))) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
     return reply.code(204).send();
   });
 
@@ -88,7 +88,7 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
   }, async (req) => {
     const id = req.params.id;
     const first = await busCall(() => s.triggers.getTask(id));
-    if (!first) throw new ServerError(Code.NotFound, `task "${id}" not found`);
+    if (!first) throw new BurrowError(Code.NotFound, `task "${id}" not found`);
     const waitMs = req.query.waitMs ?? 0;
     if (waitMs === 0 || first.state === "succeeded" || first.state === "dead") return first;
     const ac = new AbortController();

@@ -1,7 +1,7 @@
+import { BurrowError, Code } from "@burrow/protocol";
 // How many filesystem events one sandbox may put on the bus. A loop writing files in a watched directory makes
 // envd report tens of thousands of changes a second; each published event is a durable write on the server's only
 // thread and a stored message for a day, so changes are merged per window and rate-limited per sandbox.
-import { Code, ServerError } from "../errors.js";
 
 export interface FsEventLimits {
   /** Changes of one type to one path within this window are published as one event. @default 100 (env BURROW_FS_EVENT_WINDOW_MS) */
@@ -32,7 +32,7 @@ export function resolveFsEventLimits(input: Partial<FsEventLimits> = {}, env: No
     if (value === undefined) continue;
     if (!Number.isSafeInteger(value) || value <= 0) {
       const what = input[key] === undefined ? `${name} ("${env[name!]}")` : `${key} (${value})`;
-      throw new ServerError(Code.InvalidArgument, `${what} must be a positive integer`);
+      throw new BurrowError(Code.InvalidArgument, `${what} must be a positive integer`);
     }
     out[key] = value;
   }

@@ -1,7 +1,7 @@
+import { BurrowError, Code } from "@burrow/protocol";
 // Process output on its way to the bus (`proc.output`, asked for per run): chunks of one stream are merged per window
 // and cut to a byte budget, so a command printing as fast as it can costs a few events a second instead of one
 // stored message per chunk. What the budget cannot take is dropped, newest kept, and the event says how much.
-import { Code, ServerError } from "../errors.js";
 
 export interface OutputEventLimits {
   /** Chunks of one stream within this window are published as one event. @default 100 (env BURROW_OUTPUT_EVENT_WINDOW_MS) */
@@ -28,7 +28,7 @@ export function resolveOutputEventLimits(input: Partial<OutputEventLimits> = {},
     if (value === undefined) continue;
     if (!Number.isSafeInteger(value) || value <= 0) {
       const what = input[key] === undefined ? `${ENV[key]} ("${env[ENV[key]]}")` : `${key} (${value})`;
-      throw new ServerError(Code.InvalidArgument, `${what} must be a positive integer`);
+      throw new BurrowError(Code.InvalidArgument, `${what} must be a positive integer`);
     }
     out[key] = value;
   }

@@ -6,7 +6,7 @@ import { posix } from "node:path";
 import { publishSandboxEvent, type Bus, type RunOptions, type RunResult, type RunTarget, type SandboxRunner } from "@burrow/bus";
 import { readFile, sendSignal, streamProcess, writeFile, type EnvdTarget } from "@burrow/orchestrator";
 import type { Logger } from "pino";
-import { Code, ServerError, fromDependencyError } from "../errors.js";
+import { BurrowError, Code, codeFromAbort } from "@burrow/protocol";
 import type { UpstreamResolver } from "../gateway/gateway.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxRow } from "../store/sandboxes.js";
@@ -165,11 +165,13 @@ export class ServerSandboxRunner implements SandboxRunner {
           return { exitCode: e.exitCode, stdout: stdout.text(), stderr: stderr.text() };
         }
       }
-      throw new ServerError(Code.Unavailable, "envd closed the process stream without an end event");
+      throw new BurrowError(Code.Unavailable, "envd closed the process stream without an end event");
     } catch (err) {
-      const mapped = fromDependencyError(err);
-      const failure = ServerError.is(mapped) ? mapped : new ServerError(Code.Internal, `command failed: ${(err as Error).message}`, { cause: err });
-      const error = failure.code === Code.DeadlineExceeded ? new ServerError(Code.DeadlineExceeded, `command timed out after ${timeoutMs} ms`, { cause: err }) : failure;
+      const failure =
+        err instanceof BurrowError || codeFromAbort(err) !== undefined
+          ? BurrowError.from(err)
+          : new BurrowError(Code.Internal, `command failed: ${(err as Error).message}`, { cause: err });
+      const error = failure.code === Code.DeadlineExceeded ? new BurrowError(Code.DeadlineExceeded, `command timed out after ${timeoutMs} ms`, { cause: err }) : failure;
       if (started) {
         await output?.flush();
         // envd keeps processes whose client went away; a caller that gave up does not want it running on.

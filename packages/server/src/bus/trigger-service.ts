@@ -7,7 +7,7 @@ import {
   type Bus, type CodeSpec, type KV, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TaskSpec, type TaskStatus, type TaskWorker, type TerminalSettings, type TriggerRule,
 } from "@burrow/bus";
 import type { Logger } from "pino";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { FileInput, ServerRunExtensions, ServerSandboxRunner } from "./sandbox-runner.js";
 
 /** A trigger rule as clients send it: JSON only (no functions), plus Burrow's run extensions. */
@@ -107,12 +107,12 @@ export class TriggerService {
   }
 
   async create(input: TriggerRuleInput): Promise<StoredTrigger> {
-    if (this.#closed) throw new ServerError(Code.Unavailable, "the server is shutting down");
+    if (this.#closed) throw new BurrowError(Code.Unavailable, "the server is shutting down");
     const t: StoredTrigger = { ...input, id: input.id ?? randomUUID(), createdAtMs: Date.now(), generation: randomBytes(4).toString("hex") };
     try {
       await this.kv.create(t.id, enc.encode(JSON.stringify(t)));
     } catch (err) {
-      if (err instanceof BusError && err.code === BusCode.AlreadyExists) throw new ServerError(Code.AlreadyExists, `trigger "${t.id}" already exists`);
+      if (err instanceof BusError && err.code === BusCode.AlreadyExists) throw new BurrowError(Code.AlreadyExists, `trigger "${t.id}" already exists`);
       throw err;
     }
     try {
@@ -155,7 +155,7 @@ export class TriggerService {
   }
 
   async submitTask(input: TaskInput): Promise<{ id: string; duplicate: boolean }> {
-    if (this.#closed) throw new ServerError(Code.Unavailable, "the server is shutting down");
+    if (this.#closed) throw new BurrowError(Code.Unavailable, "the server is shutting down");
     const { keepSandbox, outputEvents, inputs, ...spec } = input;
     const proc = withExtensions(spec.process, { ...(keepSandbox !== undefined ? { keepSandbox } : {}), ...(outputEvents !== undefined ? { outputEvents } : {}), ...(inputs ? { inputs } : {}) });
     return this.tasks.submit({ ...spec, ...(proc ? { process: proc } : {}) });

@@ -9,7 +9,7 @@ import { posix } from "node:path";
 import { publishSandboxEvent, type Bus, type SandboxEvent } from "@burrow/bus";
 import { watchDir, type DirEvent } from "@burrow/orchestrator";
 import type { Logger } from "pino";
-import { Code, ServerError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { UpstreamResolver } from "../gateway/gateway.js";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
@@ -80,11 +80,11 @@ export class WatchBridge {
 
   /** Starts watching; resolves once envd watches, so every change after it is published. */
   async start(sandboxId: string, o: { path: string; recursive: boolean; user?: string | undefined }): Promise<WatchInfo> {
-    if (this.#closed) throw new ServerError(Code.Unavailable, "the server is shutting down");
-    if (!o.path.startsWith("/")) throw new ServerError(Code.InvalidArgument, `path must be absolute, got "${o.path}"`);
+    if (this.#closed) throw new BurrowError(Code.Unavailable, "the server is shutting down");
+    if (!o.path.startsWith("/")) throw new BurrowError(Code.InvalidArgument, `path must be absolute, got "${o.path}"`);
     const live = liveEnvd(this.#o.sandboxes, this.#o.upstream, sandboxId);
     if (this.list(sandboxId).length >= (this.#o.maxPerSandbox ?? 32)) {
-      throw new ServerError(Code.ResourceExhausted, `sandbox "${sandboxId}" already has ${this.#o.maxPerSandbox ?? 32} watches`);
+      throw new BurrowError(Code.ResourceExhausted, `sandbox "${sandboxId}" already has ${this.#o.maxPerSandbox ?? 32} watches`);
     }
     const root = posix.normalize(o.path);
     const stop = new AbortController();
@@ -93,7 +93,7 @@ export class WatchBridge {
     // The sandbox may have ended while envd was answering.
     if (!this.#o.sandboxes.live(sandboxId) || this.#closed) {
       stop.abort();
-      throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" ended`);
+      throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" ended`);
     }
     this.#watches.set(info.watchId, { info, stop });
     const throttle = this.#throttleFor(sandboxId, { templateId: live.row.templateId, metadata: live.row.metadata });

@@ -6,14 +6,14 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type { Orchestrator, SandboxExitReason, SandboxRecord } from "@burrow/orchestrator";
-import { ENVD_VERSION } from "@burrow/protocol";
+import { ENVD_VERSION, BurrowError, Code } from "@burrow/protocol";
 import { createAdmissionMetrics, type AdmissionMetrics } from "../admission/admission-metrics.js";
 import type { BuildAdmissionPolicy } from "../admission/build-admission.js";
 import { systemHostCapacity, type HostCapacity } from "../admission/host-capacity.js";
 import { SandboxAdmission, type AdmissionTicket } from "../admission/sandbox-admission.js";
-import { fromSnapshotRefusal, snapshotOwner, snapshotQuota, snapshotRefusal } from "../admission/snapshot-quota.js";
+import { snapshotOwner, snapshotQuota, snapshotRefusal } from "../admission/snapshot-quota.js";
 import type { ServerConfig } from "../config.js";
-import { Code, ServerError, fromDependencyError, toE2bError } from "../errors.js";
+import { toE2bError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
@@ -65,7 +65,7 @@ export interface SandboxServiceDeps {
 
 /** An error of a dependency as E2B's `{code, message}` (the HTTP status and its message). */
 function errorStatus(err: unknown): { status: number; message: string } {
-  const { status, body } = toE2bError(fromDependencyError(err));
+  const { status, body } = toE2bError(err);
   return { status, message: body.message };
 }
 
@@ -135,7 +135,7 @@ export class SandboxService {
   /** A row that must exist, else `not_found` in E2B's words. */
   require(sandboxId: string): SandboxRow {
     const row = this.#d.store.get(sandboxId);
-    if (!row) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    if (!row) throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     return row;
   }
 
@@ -188,7 +188,7 @@ export class SandboxService {
     } catch (err) {
       stopTimer({ result: "error" });
       metrics.sandboxCreates.inc({ result: "error" });
-      throw fromDependencyError(err);
+      throw err;
     }
     const now = new Date();
     const row: SandboxRow = {
@@ -210,7 +210,7 @@ export class SandboxService {
       mcpServers: input.mcpServers ?? null,
     };
     try {
-      if (input.signal?.aborted) throw new ServerError(Code.Canceled, "client went away during create");
+      if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during create");
       this.#d.store.insert(row);
     } catch (err) {
       // Nobody will ever learn this sandbox's id: do not leave it running.
@@ -237,7 +237,7 @@ export class SandboxService {
   async snapshot(sandboxId: string, name?: string): Promise<SnapshotInfo> {
     const row = this.require(sandboxId);
     const { orchestrator } = this.#d;
-    if (!orchestrator.snapshotSandbox) throw new ServerError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
+    if (!orchestrator.snapshotSandbox) throw new BurrowError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
     let info: SnapshotInfo | undefined;
     try {
       info = await orchestrator.snapshotSandbox(sandboxId, {
@@ -247,7 +247,7 @@ export class SandboxService {
     } catch (err) {
       throw this.#snapshotFailed(err, sandboxId, "orchestrator failed to snapshot sandbox");
     }
-    if (!info) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    if (!info) throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     this.#d.logger.info({ sandboxId, snapshotId: info.snapshotId }, "sandbox snapshotted");
     return info;
   }
@@ -255,7 +255,7 @@ export class SandboxService {
   /** Snapshots, newest first; optionally only those of one sandbox. */
   listSnapshots(filter: { sandboxId?: string | undefined } = {}): SnapshotInfo[] {
     const { orchestrator } = this.#d;
-    if (!orchestrator.listSnapshots) throw new ServerError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
+    if (!orchestrator.listSnapshots) throw new BurrowError(Code.Unimplemented, "snapshots are not supported by this orchestrator");
     return orchestrator.listSnapshots().filter((s) => filter.sandboxId === undefined || s.sandboxId === filter.sandboxId);
   }
 
@@ -267,7 +267,7 @@ export class SandboxService {
   async fork(sandboxId: string, input: ForkSandboxInput = {}): Promise<ForkOutcome[]> {
     const source = this.require(sandboxId);
     const { config, orchestrator } = this.#d;
-    if (!orchestrator.forkSandbox) throw new ServerError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
+    if (!orchestrator.forkSandbox) throw new BurrowError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
     const timeoutSec = this.#checkTimeout(input.timeoutSec ?? config.defaultTimeoutSec);
     const count = input.count ?? 1;
     // Forks are new sandboxes: all of them are admitted, or none.
@@ -282,7 +282,7 @@ export class SandboxService {
   async #fork(source: SandboxRow, count: number, timeoutSec: number, input: ForkSandboxInput): Promise<ForkOutcome[]> {
     const { config, orchestrator, metrics } = this.#d;
     const { sandboxId } = source;
-    if (!orchestrator.forkSandbox) throw new ServerError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
+    if (!orchestrator.forkSandbox) throw new BurrowError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
     const tokens: string[] = [];
     let results: Awaited<ReturnType<NonNullable<Orchestrator["forkSandbox"]>>>;
     try {
@@ -300,7 +300,7 @@ export class SandboxService {
     } catch (err) {
       throw this.#snapshotFailed(err, sandboxId, "orchestrator failed to fork sandbox");
     }
-    if (!results) throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    if (!results) throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     const outcomes: ForkOutcome[] = [];
     for (const [index, result] of results.entries()) {
       const token = tokens[index];
@@ -330,7 +330,7 @@ export class SandboxService {
         apiKeyId: input.apiKeyId ?? source.apiKeyId,
       };
       try {
-        if (input.signal?.aborted) throw new ServerError(Code.Canceled, "client went away during fork");
+        if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during fork");
         this.#d.store.insert(row);
       } catch (err) {
         metrics.sandboxCreates.inc({ result: "error" });
@@ -362,7 +362,7 @@ export class SandboxService {
     } catch (err) {
       // The row is gone already, so the sandbox is unreachable; the next start's reconcile reaps leftovers.
       this.#d.logger.error({ err, sandboxId }, "orchestrator failed to kill sandbox");
-      throw fromDependencyError(err);
+      throw err;
     }
     return true;
   }
@@ -384,9 +384,9 @@ export class SandboxService {
   async pause(sandboxId: string): Promise<SandboxRow> {
     return this.#serial(sandboxId, async () => {
       const row = this.require(sandboxId);
-      if (row.state === "paused") throw new ServerError(Code.AlreadyExists, `sandbox "${sandboxId}" is already paused`);
+      if (row.state === "paused") throw new BurrowError(Code.AlreadyExists, `sandbox "${sandboxId}" is already paused`);
       const { orchestrator, store } = this.#d;
-      if (!orchestrator.pauseSandbox) throw new ServerError(Code.Unimplemented, "pausing sandboxes is not supported by this orchestrator");
+      if (!orchestrator.pauseSandbox) throw new BurrowError(Code.Unimplemented, "pausing sandboxes is not supported by this orchestrator");
       const pausedAt = new Date();
       store.setState(sandboxId, "paused", pausedAt);
       this.#scheduler.cancel(sandboxId);
@@ -398,11 +398,11 @@ export class SandboxService {
         // Still running: routable again, with the lifetime it had.
         if (store.setState(sandboxId, "running")) this.#scheduler.arm(sandboxId, row.endAt);
         this.#d.logger.error({ err, sandboxId }, "orchestrator failed to pause sandbox");
-        throw fromDependencyError(err);
+        throw err;
       }
       if (!record) {
         this.#remove(sandboxId, "killed", "lost");
-        throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+        throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
       }
       const paused = { ...row, state: "paused" as const, pausedAt };
       // A kill may have removed it meanwhile; then there is nothing to announce.
@@ -437,23 +437,23 @@ export class SandboxService {
   async #resume(row: SandboxRow, timeoutSec: number): Promise<SandboxRow> {
     const { orchestrator, store } = this.#d;
     const { sandboxId } = row;
-    if (!orchestrator.resumeSandbox) throw new ServerError(Code.Unimplemented, "resuming sandboxes is not supported by this orchestrator");
+    if (!orchestrator.resumeSandbox) throw new BurrowError(Code.Unimplemented, "resuming sandboxes is not supported by this orchestrator");
     await this.#admission.admitResume();
     let record: SandboxRecord | undefined;
     try {
       record = await orchestrator.resumeSandbox(sandboxId);
     } catch (err) {
       this.#d.logger.error({ err, sandboxId }, "orchestrator failed to resume sandbox");
-      throw fromDependencyError(err);
+      throw err;
     }
     if (!record) {
       this.#remove(sandboxId, "killed", "lost");
-      throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+      throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     }
     const endAt = new Date(Date.now() + timeoutSec * 1000);
     // A kill may have removed the row while the orchestrator thawed; that kill wins.
     if (!store.setState(sandboxId, "running")) {
-      throw new ServerError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+      throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
     }
     store.setEndAt(sandboxId, endAt);
     this.#scheduler.arm(sandboxId, endAt);
@@ -554,12 +554,12 @@ export class SandboxService {
   #snapshotFailed(err: unknown, sandboxId: string, failure: string): unknown {
     const refusal = snapshotRefusal(err);
     if (refusal) {
-      this.#admissionMetrics.refused(refusal === "storage" ? "snapshot_storage" : "snapshot_count");
+      this.#admissionMetrics.refused(refusal);
       this.#d.logger.info({ sandboxId, reason: (err as Error).message }, "snapshot refused");
-      return fromSnapshotRefusal(err);
+      return err;
     }
     this.#d.logger.error({ err, sandboxId }, failure);
-    return fromDependencyError(err);
+    return err;
   }
 
   /** A paused sandbox is killed like a timed-out one once it has been paused for the maximum time. */
@@ -577,10 +577,10 @@ export class SandboxService {
 
   #checkTimeout(timeoutSec: number): number {
     if (!Number.isInteger(timeoutSec) || timeoutSec < 0) {
-      throw new ServerError(Code.InvalidArgument, `timeout must be a non-negative integer number of seconds, got ${timeoutSec}`);
+      throw new BurrowError(Code.InvalidArgument, `timeout must be a non-negative integer number of seconds, got ${timeoutSec}`);
     }
     if (timeoutSec > this.#d.config.maxTimeoutSec) {
-      throw new ServerError(Code.InvalidArgument, `timeout cannot be greater than ${this.#d.config.maxTimeoutSec} seconds`);
+      throw new BurrowError(Code.InvalidArgument, `timeout cannot be greater than ${this.#d.config.maxTimeoutSec} seconds`);
     }
     return timeoutSec;
   }

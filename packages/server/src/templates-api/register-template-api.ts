@@ -3,8 +3,8 @@
 // carry Connect code names, which that handler maps.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Transform, type Readable } from "node:stream";
+import { BurrowError, Code } from "@burrow/protocol";
 import { BuildAdmission, type BuildAdmissionPolicy } from "../admission/build-admission.js";
-import { Code, ServerError } from "../errors.js";
 import type { ResolveTemplate, TemplateBuildService } from "./template-build-service.js";
 import { UploadTokens } from "./upload-tokens.js";
 
@@ -69,7 +69,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     },
     async (request, reply) => {
       const name = request.body.name ?? request.body.alias;
-      if (!name) throw new ServerError(Code.InvalidArgument, "name is required");
+      if (!name) throw new BurrowError(Code.InvalidArgument, "name is required");
       builds.checkSize(request.body);
       const result = builder.requestBuild({
         name,
@@ -116,7 +116,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
         if (token === undefined || !tokens.check(token, templateID, hash)) {
           // A spent token is refused like any other; say why when the files are simply there already.
           if (await builder.hasFiles(templateID, hash).catch(() => false)) throw alreadyUploaded();
-          throw new ServerError(Code.PermissionDenied, "upload token missing, expired, already used or for another file");
+          throw new BurrowError(Code.PermissionDenied, "upload token missing, expired, already used or for another file");
         }
         // With a token issued before the files arrived (two builds uploading at once), the body is read: the same
         // bytes again are fine, other bytes are refused as a replacement.
@@ -197,7 +197,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     { onRequest, schema: { params: idParams("alias") } },
     async (request) => {
       const found = opts.resolveTemplate(request.params.alias);
-      if (!found) throw new ServerError(Code.NotFound, `template alias '${request.params.alias}' not found`);
+      if (!found) throw new BurrowError(Code.NotFound, `template alias '${request.params.alias}' not found`);
       // Templates on a Burrow node belong to its operator: none is public.
       return { templateID: found.templateId, public: false };
     },
@@ -306,7 +306,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     { onRequest, schema: { params: idParams("templateID") } },
     async (request, reply) => {
       if (!(await builder.deleteTemplate(request.params.templateID))) {
-        throw new ServerError(Code.NotFound, `template '${request.params.templateID}' not found`);
+        throw new BurrowError(Code.NotFound, `template '${request.params.templateID}' not found`);
       }
       return reply.code(204).send();
     },
@@ -317,13 +317,13 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
 function decodeBuildCursor(token: string): { createdAt: string; buildID: string } {
   const [createdAt, buildID, extra] = Buffer.from(token, "base64url").toString("utf8").split("__");
   if (!createdAt || !buildID || extra !== undefined || Number.isNaN(Date.parse(createdAt))) {
-    throw new ServerError(Code.InvalidArgument, "invalid nextToken");
+    throw new BurrowError(Code.InvalidArgument, "invalid nextToken");
   }
   return { createdAt, buildID };
 }
 
-function alreadyUploaded(): ServerError {
-  return new ServerError(Code.AlreadyExists, "these files are already uploaded for this template; an upload is written once and never replaced");
+function alreadyUploaded(): BurrowError {
+  return new BurrowError(Code.AlreadyExists, "these files are already uploaded for this template; an upload is written once and never replaced");
 }
 
 /** 413 in E2B's error shape (the error handler keeps a 4xx statusCode and its message). */

@@ -6,6 +6,7 @@ import type { Duplex } from "node:stream";
 import type {
   CreateSandboxOptions, Orchestrator, SandboxExitReason, SandboxMetricSample, SandboxRecord, TemplateInfo,
 } from "@burrow/orchestrator";
+import { BurrowError, Code } from "@burrow/protocol";
 
 /** A port that stub sandboxes never listen on, to test "port not open". */
 export const CLOSED_PORT = 9;
@@ -98,7 +99,7 @@ export class StubOrchestrator implements Orchestrator {
   async createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
     const template = this.resolveTemplate(opts.template);
     // Shaped like the real orchestrator's OrchestratorError: a Connect code name in `code`.
-    if (!template) throw Object.assign(new Error(`template '${opts.template}' not found`), { name: "OrchestratorError", code: "not_found" });
+    if (!template) throw new BurrowError(Code.NotFound, `template '${opts.template}' not found`);
     if (this.#opts.createDelayMs) await new Promise((r) => setTimeout(r, this.#opts.createDelayMs));
     opts.signal?.throwIfAborted();
     const sandboxId = newId();

@@ -2,7 +2,7 @@
 // (2.0–2.5). Connecting to a running sandbox only ever extends its lifetime (200); connecting to a paused one resumes
 // it with the requested timeout (201).
 import type { FastifyInstance } from "fastify";
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
@@ -58,7 +58,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
     },
     async (request, reply) => {
       const row = ctx.sandboxes.require(request.params.sandboxID);
-      if (row.state === "running") throw new ServerError(Code.AlreadyExists, `sandbox ${row.sandboxId} is already running`);
+      if (row.state === "running") throw new BurrowError(Code.AlreadyExists, `sandbox ${row.sandboxId} is already running`);
       const result = await ctx.sandboxes.connect(row.sandboxId, request.body?.timeout);
       return reply.code(201).send(toSandbox(result.row, ctx.config));
     },

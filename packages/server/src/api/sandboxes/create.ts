@@ -1,6 +1,6 @@
 // POST /v2/sandboxes (SDK 2.50+) and POST /sandboxes (SDK 2.6–2.49): create a sandbox.
 import type { FastifyInstance, FastifyReply } from "fastify";
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ApiContext } from "../context.js";
 import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
@@ -58,7 +58,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
       async (request, reply) => {
         const body = request.body;
         const unsupported = unsupportedFeature(body);
-        if (unsupported) throw new ServerError(Code.Unimplemented, unsupported);
+        if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
         const row = await ctx.sandboxes.create({
           template: body.templateID,
           ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),

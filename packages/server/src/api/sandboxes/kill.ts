@@ -1,6 +1,6 @@
 // DELETE /sandboxes/:sandboxID — kill. 404 (with `code: 404` in the body: the SDK returns false on it) when unknown.
 import type { FastifyInstance } from "fastify";
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
 
@@ -17,7 +17,7 @@ export function registerKillRoute(app: FastifyInstance, ctx: ApiContext): void {
     async (request, reply) => {
       const id = request.params.sandboxID;
       if (!(await ctx.sandboxes.kill(id, "api"))) {
-        throw new ServerError(Code.NotFound, `sandbox "${id}" doesn't exist or you don't have access to it`);
+        throw new BurrowError(Code.NotFound, `sandbox "${id}" doesn't exist or you don't have access to it`);
       }
       return reply.code(204).send();
     },

@@ -1,5 +1,5 @@
 // Filters, ordering and cursors of the sandbox lists, matching infra's semantics (e2b-compat.md §2.1).
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxRow, SandboxRowState } from "../../store/sandboxes.js";
 
 /** Go's url.QueryUnescape: `+` is a space, malformed escapes are an error. */
@@ -7,7 +7,7 @@ function queryUnescape(value: string): string {
   try {
     return decodeURIComponent(value.replace(/\+/g, " "));
   } catch {
-    throw new ServerError(Code.InvalidArgument, "invalid metadata filter: malformed percent-encoding");
+    throw new BurrowError(Code.InvalidArgument, "invalid metadata filter: malformed percent-encoding");
   }
 }
 
@@ -21,7 +21,7 @@ export function parseMetadataFilter(raw: string | undefined): Record<string, str
   const filter: Record<string, string> = {};
   for (const pair of queryUnescape(raw).split("&")) {
     const parts = pair.split("=");
-    if (parts.length !== 2) throw new ServerError(Code.InvalidArgument, `invalid metadata filter: "${pair}" is not key=value`);
+    if (parts.length !== 2) throw new BurrowError(Code.InvalidArgument, `invalid metadata filter: "${pair}" is not key=value`);
     filter[queryUnescape(parts[0]!)] = queryUnescape(parts[1]!);
   }
   return filter;
@@ -32,7 +32,7 @@ export function parseStates(raw: readonly string[] | undefined): SandboxRowState
   if (!raw || raw.length === 0) return undefined;
   const states = raw.flatMap((s) => s.split(",")).map((s) => s.trim()).filter((s) => s !== "");
   for (const s of states) {
-    if (s !== "running" && s !== "paused") throw new ServerError(Code.InvalidArgument, `invalid state "${s}"; expected running or paused`);
+    if (s !== "running" && s !== "paused") throw new BurrowError(Code.InvalidArgument, `invalid state "${s}"; expected running or paused`);
   }
   return states.length ? (states as SandboxRowState[]) : undefined;
 }
@@ -40,7 +40,7 @@ export function parseStates(raw: readonly string[] | undefined): SandboxRowState
 export function parseStartedAfter(raw: string | undefined): Date | undefined {
   if (raw === undefined || raw === "") return undefined;
   const date = new Date(raw);
-  if (Number.isNaN(date.getTime())) throw new ServerError(Code.InvalidArgument, `invalid startedAfter "${raw}"; expected an RFC 3339 time`);
+  if (Number.isNaN(date.getTime())) throw new BurrowError(Code.InvalidArgument, `invalid startedAfter "${raw}"; expected an RFC 3339 time`);
   return date;
 }
 
@@ -84,7 +84,7 @@ export function encodeCursor(row: SandboxRow): string {
 export function decodeCursor(token: string): { t: number; id: string } {
   const [t, id, extra] = Buffer.from(token, "base64url").toString("utf8").split("__");
   const time = Number(t);
-  if (extra !== undefined || !id || !Number.isSafeInteger(time)) throw new ServerError(Code.InvalidArgument, "invalid nextToken");
+  if (extra !== undefined || !id || !Number.isSafeInteger(time)) throw new BurrowError(Code.InvalidArgument, "invalid nextToken");
   return { t: time, id };
 }
 

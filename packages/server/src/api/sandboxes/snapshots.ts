@@ -5,7 +5,7 @@
 // Snapshots are charged to the sandbox's owner: beyond the owner's storage quota 507, beyond the number kept from
 // one sandbox 429 (admission/snapshot-quota.ts); deleting snapshots frees the charge.
 import type { FastifyInstance } from "fastify";
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
@@ -32,7 +32,7 @@ interface ListQuery {
 
 function decodeToken(token: string): number {
   const offset = Number(Buffer.from(token, "base64url").toString("utf8"));
-  if (!Number.isInteger(offset) || offset < 0) throw new ServerError(Code.InvalidArgument, "invalid nextToken");
+  if (!Number.isInteger(offset) || offset < 0) throw new BurrowError(Code.InvalidArgument, "invalid nextToken");
   return offset;
 }
 

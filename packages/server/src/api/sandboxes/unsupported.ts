@@ -2,7 +2,7 @@
 // SDK users get a clear "not supported" instead of a confusing "not found". Sandbox-scoped ones still answer
 // 404 for unknown sandboxes, as the SDK maps that to SandboxNotFoundError.
 import type { FastifyInstance, HTTPMethods } from "fastify";
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ApiContext } from "../context.js";
 import { errorResponses } from "../schemas.js";
 
@@ -32,7 +32,7 @@ const TEMPLATE_BUILDS: ReadonlyArray<[HTTPMethods, string, string]> = [
   ["GET", "/templates/:templateID/tags", "template tags"],
 ];
 
-const notSupported = (what: string) => new ServerError(Code.Unimplemented, `${what} is not supported by Burrow yet`);
+const notSupported = (what: string) => new BurrowError(Code.Unimplemented, `${what} is not supported by Burrow yet`);
 
 export function registerUnsupportedRoutes(app: FastifyInstance, ctx: ApiContext): void {
   for (const [method, url, what] of SANDBOX_SCOPED) {

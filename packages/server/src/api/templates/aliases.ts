@@ -1,6 +1,6 @@
 // GET /templates/aliases/:alias — `Template.exists()`: 200 when the alias resolves, 404 otherwise.
 import type { FastifyInstance } from "fastify";
-import { Code, ServerError } from "../../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { ApiContext } from "../context.js";
 import { errorResponses } from "../schemas.js";
 
@@ -23,7 +23,7 @@ export function registerTemplateAliasRoute(app: FastifyInstance, ctx: ApiContext
     },
     async (request) => {
       const info = ctx.orchestrator.resolveTemplate(request.params.alias);
-      if (!info) throw new ServerError(Code.NotFound, `template alias '${request.params.alias}' not found`);
+      if (!info) throw new BurrowError(Code.NotFound, `template alias '${request.params.alias}' not found`);
       // Every template on a Burrow node belongs to its operator: nothing is public.
       return { templateID: info.templateId, public: false };
     },
