@@ -1,20 +1,20 @@
-import { BusError, Code } from "./errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 // NATS subject grammar: dot-separated non-empty tokens without whitespace; `*` matches one token, `>` the rest.
 const badToken = /[\s]/;
 
 /** Throws InvalidArgument unless `s` is a valid subject (wildcards only when `allowWildcards`). */
 export function assertSubject(s: string, allowWildcards: boolean): string[] {
-  if (typeof s !== "string" || s.length === 0) throw new BusError(Code.InvalidArgument, "subject must be a non-empty string");
+  if (typeof s !== "string" || s.length === 0) throw new BurrowError(Code.InvalidArgument, "subject must be a non-empty string");
   const tokens = s.split(".");
   for (let i = 0; i < tokens.length; i++) {
     const t = tokens[i]!;
-    if (t.length === 0 || badToken.test(t)) throw new BusError(Code.InvalidArgument, `invalid subject "${s}"`);
+    if (t.length === 0 || badToken.test(t)) throw new BurrowError(Code.InvalidArgument, `invalid subject "${s}"`);
     if (t === "*" || t === ">") {
-      if (!allowWildcards) throw new BusError(Code.InvalidArgument, `wildcards are not allowed in "${s}"`);
-      if (t === ">" && i !== tokens.length - 1) throw new BusError(Code.InvalidArgument, `">" must be last in "${s}"`);
+      if (!allowWildcards) throw new BurrowError(Code.InvalidArgument, `wildcards are not allowed in "${s}"`);
+      if (t === ">" && i !== tokens.length - 1) throw new BurrowError(Code.InvalidArgument, `">" must be last in "${s}"`);
     } else if (t.includes("*") || t.includes(">")) {
-      throw new BusError(Code.InvalidArgument, `wildcards must be whole tokens in "${s}"`);
+      throw new BurrowError(Code.InvalidArgument, `wildcards must be whole tokens in "${s}"`);
     }
   }
   return tokens;

@@ -143,7 +143,7 @@ export interface KV {
   put(key: string, value: Uint8Array, opts?: CallOptions): Promise<number>;
   /** Fails with AlreadyExists when the key has a live value. */
   create(key: string, value: Uint8Array, opts?: CallOptions): Promise<number>;
-  /** Compare-and-set: fails with FailedPrecondition unless the key's revision is `revision`. */
+  /** Compare-and-set: fails with Aborted (reason revision_conflict) unless the key's revision is `revision`. */
   update(key: string, value: Uint8Array, revision: number, opts?: CallOptions): Promise<number>;
   delete(key: string, opts?: CallOptions): Promise<void>;
   keys(opts?: CallOptions): Promise<string[]>;

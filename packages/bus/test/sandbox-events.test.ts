@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Code } from "@burrow/protocol";
 import {
-  Code, DEFAULT_SANDBOX_EVENT_MAX_BYTES, EmbeddedBus, SANDBOX_EVENT_STREAM, decodeSandboxEvent, ensureSandboxEventStream, matchesSandboxEvent,
+  DEFAULT_SANDBOX_EVENT_MAX_BYTES, EmbeddedBus, SANDBOX_EVENT_STREAM, decodeSandboxEvent, ensureSandboxEventStream, matchesSandboxEvent,
   parseSandboxEventSubject, publishSandboxEvent, sandboxEventPattern, sandboxEventStreamLimits, sandboxEventSubject, subscribeSandboxEvents,
   type SandboxEvent,
 } from "../src/index.js";

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
+import { BurrowError, Code } from "@burrow/protocol";
 import { AsyncQueue } from "../async-queue.js";
-import { BusError, Code, abortError } from "../errors.js";
+import { abortError } from "../errors.js";
 import { DLQ_STREAM, DLQ_SUBJECTS } from "../dead-letter.js";
 import { queueSubscription } from "../subscription.js";
 import type { BusMetrics } from "../metrics.js";
@@ -48,7 +49,7 @@ export class EmbeddedBus implements Bus {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new BusError(Code.FailedPrecondition, "bus is closed");
+    if (this.closed) throw new BurrowError(Code.FailedPrecondition, "bus is closed");
   }
 
   notifier(stream: string): Notifier {
@@ -95,7 +96,7 @@ export class EmbeddedBus implements Bus {
     if (opts?.signal?.aborted) return Promise.reject(abortError(opts.signal));
     const tokens = assertSubject(subject, false);
     const stream = this.store.streamFor(tokens);
-    if (stream === undefined) return Promise.reject(new BusError(Code.NotFound, `no stream stores subject "${subject}"`));
+    if (stream === undefined) return Promise.reject(new BurrowError(Code.NotFound, `no stream stores subject "${subject}"`));
     const headers = this.headersFor(opts?.headers, opts?.context);
     const now = Date.now();
     const { seq, duplicate } = this.store.append(stream, subject, headers, data, opts?.msgId, now);
@@ -121,7 +122,7 @@ export class EmbeddedBus implements Bus {
   async request(subject: string, data: Uint8Array, opts: CallOptions & { headers?: Record<string, string>; context?: PublishOptions["context"] } = {}): Promise<BusMsg> {
     this.assertOpen();
     assertSubject(subject, false);
-    if (!this.router.hasInterest(subject)) throw new BusError(Code.Unavailable, `no responders for "${subject}"`);
+    if (!this.router.hasInterest(subject)) throw new BurrowError(Code.Unavailable, `no responders for "${subject}"`);
     const inbox = `_INBOX.${randomBytes(12).toString("hex")}`;
     const sub = this.subscribe(inbox, { maxPending: 1 });
     const timeoutMs = opts.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
@@ -136,10 +137,10 @@ export class EmbeddedBus implements Bus {
         signal.addEventListener("abort", () => reject(signal.reason), { once: true });
         reply.then(resolve, reject);
       }).catch((e: unknown) => {
-        if (timeout.aborted && !opts.signal?.aborted) throw new BusError(Code.DeadlineExceeded, `request to "${subject}" timed out after ${timeoutMs} ms`);
-        throw BusError.from(e, Code.Canceled);
+        if (timeout.aborted && !opts.signal?.aborted) throw new BurrowError(Code.DeadlineExceeded, `request to "${subject}" timed out after ${timeoutMs} ms`);
+        throw BurrowError.from(e, Code.Canceled);
       });
-      if (r.done) throw new BusError(Code.Canceled, "bus closed");
+      if (r.done) throw new BurrowError(Code.Canceled, "bus closed");
       return r.value;
     } finally {
       await sub.close();
@@ -150,7 +151,7 @@ export class EmbeddedBus implements Bus {
     this.assertOpen();
     if (opts?.signal?.aborted) return Promise.reject(abortError(opts.signal));
     assertName("stream", cfg.name);
-    if (cfg.subjects.length === 0) return Promise.reject(new BusError(Code.InvalidArgument, "a stream needs at least one subject"));
+    if (cfg.subjects.length === 0) return Promise.reject(new BurrowError(Code.InvalidArgument, "a stream needs at least one subject"));
     this.store.ensureStream(cfg);
     return Promise.resolve();
   }

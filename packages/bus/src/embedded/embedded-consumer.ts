@@ -1,4 +1,4 @@
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { DEFAULT_NEXT_TIMEOUT_MS, redeliveryDelayMs } from "../names.js";
 import type { Consumer, ConsumerConfig, ConsumerInfo, DurableMsg, NextOptions } from "../types.js";
 import { EmbeddedDurableMsg, type AckTarget } from "./embedded-msg.js";
@@ -24,7 +24,7 @@ export class EmbeddedConsumer implements Consumer, AckTarget {
     const signal = opts.signal ? AbortSignal.any([opts.signal, this.closing.signal]) : this.closing.signal;
     for (;;) {
       if (this.closing.signal.aborted) return null;
-      if (opts.signal?.aborted) throw BusError.from(opts.signal.reason, Code.Canceled);
+      if (opts.signal?.aborted) throw BurrowError.from(opts.signal.reason, Code.Canceled);
       const now = Date.now();
       const claimed = this.bus.claim(this.stream, this.cfg, now);
       if (claimed) return new EmbeddedDurableMsg(this.bus, this, claimed);

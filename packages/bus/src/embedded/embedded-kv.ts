@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { REVISION_CONFLICT } from "../errors.js";
 import { assertKey } from "../names.js";
 import type { KV, KvEntry } from "../types.js";
 
@@ -47,7 +48,7 @@ export class EmbeddedKv implements KV {
     assertKey(key);
     return (
       this.db.transaction(() => {
-        if (this.live(key)) throw new BusError(Code.AlreadyExists, `key "${key}" exists`);
+        if (this.live(key)) throw new BurrowError(Code.AlreadyExists, `key "${key}" exists`);
         return this.write(key, value);
       })()
     );
@@ -59,7 +60,7 @@ export class EmbeddedKv implements KV {
       this.db.transaction(() => {
         const cur = this.live(key);
         if (!cur || cur.revision !== revision) {
-          throw new BusError(Code.FailedPrecondition, `key "${key}" is at revision ${cur?.revision ?? 0}, not ${revision}`);
+          throw new BurrowError(Code.Aborted, `key "${key}" is at revision ${cur?.revision ?? 0}, not ${revision}`, { reason: REVISION_CONFLICT });
         }
         return this.write(key, value);
       })()

@@ -1,5 +1,5 @@
 import Database from "better-sqlite3";
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { assertSubject, matchTokens } from "../subject.js";
 import { DEFAULT_DUPLICATE_WINDOW_MS, redeliveryDelayMs } from "../names.js";
 import { DLQ_STREAM, deadLetterHeaders, deadLetterSubject, type DeadLetterReason } from "../dead-letter.js";
@@ -138,7 +138,7 @@ export class SqliteStore {
     for (const [name, other] of this.streams) {
       if (name === cfg.name) continue;
       for (const p of patterns) for (const q of other.patterns) {
-        if (overlaps(p, q)) throw new BusError(Code.InvalidArgument, `subjects of stream "${cfg.name}" overlap stream "${name}"`);
+        if (overlaps(p, q)) throw new BurrowError(Code.InvalidArgument, `subjects of stream "${cfg.name}" overlap stream "${name}"`);
       }
     }
     const prev = this.streams.get(cfg.name);
@@ -176,7 +176,7 @@ export class SqliteStore {
   }
 
   deleteStream(name: string): void {
-    if (!this.known(name)) throw new BusError(Code.NotFound, `stream "${name}" not found`);
+    if (!this.known(name)) throw new BurrowError(Code.NotFound, `stream "${name}" not found`);
     this.db.transaction(() => {
       for (const t of ["streams", "messages", "dedup", "consumers", "pending"]) {
         this.db.prepare(`DELETE FROM ${t} WHERE ${t === "streams" ? "name" : "stream"} = ?`).run(name);
@@ -220,7 +220,7 @@ export class SqliteStore {
 
   private appendTx(stream: string, subject: string, headers: Record<string, string>, data: Uint8Array, msgId: string | undefined, now: number): { seq: number; duplicate: boolean } {
     const s = this.known(stream);
-    if (!s) throw new BusError(Code.NotFound, `stream "${stream}" not found`);
+    if (!s) throw new BurrowError(Code.NotFound, `stream "${stream}" not found`);
     if (msgId !== undefined) {
       const d = this.st.getDedup.get(stream, msgId) as { seq: number; ts: number } | undefined;
       const window = s.cfg.duplicateWindowMs ?? DEFAULT_DUPLICATE_WINDOW_MS;
@@ -270,7 +270,7 @@ export class SqliteStore {
 
   ensureConsumer(stream: string, cfg: ConsumerConfig): void {
     const s = this.known(stream);
-    if (!s) throw new BusError(Code.NotFound, `stream "${stream}" not found`);
+    if (!s) throw new BurrowError(Code.NotFound, `stream "${stream}" not found`);
     if (cfg.filterSubject !== undefined) assertSubject(cfg.filterSubject, true);
     const existing = this.st.getConsumer.get(stream, cfg.durable) as { cursor: number } | undefined;
     const last = (this.st.getLastSeq.get(stream) as { last_seq: number }).last_seq;
@@ -304,7 +304,7 @@ export class SqliteStore {
         return { msg: { ...m, deliveries }, dead };
       }
       const c = this.st.getConsumer.get(stream, durable) as { cursor: number } | undefined;
-      if (!c) throw new BusError(Code.NotFound, `consumer "${durable}" on "${stream}" not found`);
+      if (!c) throw new BurrowError(Code.NotFound, `consumer "${durable}" on "${stream}" not found`);
       const filter = cfg.filterSubject?.split(".");
       let cursor = c.cursor;
       for (;;) {
@@ -371,7 +371,7 @@ export class SqliteStore {
 
   consumerInfo(stream: string, cfg: ConsumerConfig): { numPending: number; numAckPending: number } {
     const c = this.st.getConsumer.get(stream, cfg.durable) as { cursor: number } | undefined;
-    if (!c) throw new BusError(Code.NotFound, `consumer "${cfg.durable}" on "${stream}" not found`);
+    if (!c) throw new BurrowError(Code.NotFound, `consumer "${cfg.durable}" on "${stream}" not found`);
     const filter = cfg.filterSubject?.split(".");
     let numPending = 0;
     for (const r of this.db.prepare("SELECT subject FROM messages WHERE stream = ? AND seq > ?").iterate(stream, c.cursor) as Iterable<{ subject: string }>) {

@@ -1,5 +1,5 @@
 import { createPrivateKey, createPublicKey, generateKeyPairSync, sign, verify, createHash, type KeyObject } from "node:crypto";
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 /** One Ed25519 key per agent. The private half never leaves the agent; the raw 32-byte public half is registered. */
 export interface AgentKey {
@@ -20,7 +20,7 @@ function rawPublic(k: KeyObject): Uint8Array {
 }
 
 export function publicKeyObject(raw: Uint8Array): KeyObject {
-  if (raw.length !== 32) throw new BusError(Code.InvalidArgument, "an Ed25519 public key is 32 bytes");
+  if (raw.length !== 32) throw new BurrowError(Code.InvalidArgument, "an Ed25519 public key is 32 bytes");
   return createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(raw).toString("base64url") }, format: "jwk" });
 }
 
@@ -41,7 +41,7 @@ export function generateAgentKey(agentId: string): AgentKey {
 /** Loads an agent key from a PKCS#8 PEM private key (e.g. one kept in a secret). */
 export function agentKeyFromPem(agentId: string, pem: string): AgentKey {
   const priv = createPrivateKey(pem);
-  if (priv.asymmetricKeyType !== "ed25519") throw new BusError(Code.InvalidArgument, "agent keys are Ed25519");
+  if (priv.asymmetricKeyType !== "ed25519") throw new BurrowError(Code.InvalidArgument, "agent keys are Ed25519");
   return fromPrivate(agentId, priv);
 }
 

@@ -1,4 +1,4 @@
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { Bus, KV } from "../types.js";
 import { keyIdOf } from "./agent-key.js";
 
@@ -20,7 +20,7 @@ export const KEY_BUCKET = "burrow_agent_keys";
 const idRe = /^[A-Za-z0-9_-]{1,128}$/;
 
 export function assertAgentId(agentId: string): void {
-  if (!idRe.test(agentId)) throw new BusError(Code.InvalidArgument, `invalid agent id "${agentId}" (want [A-Za-z0-9_-]{1,128})`);
+  if (!idRe.test(agentId)) throw new BurrowError(Code.InvalidArgument, `invalid agent id "${agentId}" (want [A-Za-z0-9_-]{1,128})`);
 }
 
 /** Keys kept in a bus KV bucket, so every server and agent on the bus sees the same registry. */
@@ -33,7 +33,7 @@ export class BusKeyRegistry implements KeyRegistry {
 
   async register(agentId: string, publicKey: Uint8Array): Promise<RegisteredKey> {
     assertAgentId(agentId);
-    if (publicKey.length !== 32) throw new BusError(Code.InvalidArgument, "an Ed25519 public key is 32 bytes");
+    if (publicKey.length !== 32) throw new BurrowError(Code.InvalidArgument, "an Ed25519 public key is 32 bytes");
     const keyId = keyIdOf(publicKey);
     await this.kv.put(`${agentId}.${keyId}`, publicKey);
     return { agentId, keyId, publicKey };

@@ -1,8 +1,7 @@
 import type { Context } from "@opentelemetry/api";
 import { create } from "@bufbuild/protobuf";
-import { envelopePb } from "@burrow/protocol";
+import { envelopePb, BurrowError, Code } from "@burrow/protocol";
 import { Channel } from "../channel.js";
-import { BusError, Code } from "../errors.js";
 import type { BusMetrics } from "../metrics.js";
 import { extractTrace, injectTrace } from "../trace.js";
 import type { Bus, Consumer, DurableMsg, PubAck } from "../types.js";
@@ -130,7 +129,7 @@ export class AgentMessenger {
   async forward(msg: ReceivedMessage, opts: { via?: string; signal?: AbortSignal } = {}): Promise<PubAck> {
     const e = msg.envelope;
     if (e.hopCount + 1 > e.maxHops) {
-      throw new BusError(Code.ResourceExhausted, `message ${e.messageId} would exceed ${e.maxHops} hops`, { reason: "hop_limit" });
+      throw new BurrowError(Code.ResourceExhausted, `message ${e.messageId} would exceed ${e.maxHops} hops`, { reason: "hop_limit" });
     }
     const next = create(envelopePb.EnvelopeSchema, { ...e, hopCount: e.hopCount + 1, hops: [...e.hops, this.agentId] });
     return this.publish(opts.via ? inboxSubject(opts.via) : routeSubject(msg.route), next, opts.signal);

@@ -1,8 +1,7 @@
 import { gunzipSync, gzipSync } from "node:zlib";
 import { randomUUID } from "node:crypto";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { envelopePb } from "@burrow/protocol";
-import { BusError, Code } from "../errors.js";
+import { envelopePb, BurrowError, Code } from "@burrow/protocol";
 import type { AgentKey } from "./agent-key.js";
 import { signingBytes } from "./canonical.js";
 
@@ -45,7 +44,7 @@ const routeType = {
 /** Builds and signs an envelope from `key`'s agent. */
 export function sealEnvelope(key: AgentKey, route: Route, payload: Uint8Array, opts: SealOptions = {}): envelopePb.Envelope {
   const priority = opts.priority ?? 0;
-  if (!Number.isInteger(priority) || priority < 0 || priority > 9) throw new BusError(Code.InvalidArgument, "priority is 0–9");
+  if (!Number.isInteger(priority) || priority < 0 || priority > 9) throw new BurrowError(Code.InvalidArgument, "priority is 0–9");
   const threshold = opts.compressThresholdBytes ?? DEFAULT_COMPRESS_THRESHOLD_BYTES;
   const compressed = payload.length > threshold;
   const e = create(envelopePb.EnvelopeSchema, {
@@ -81,7 +80,7 @@ export function decodeEnvelope(bytes: Uint8Array): envelopePb.Envelope {
   try {
     return fromBinary(envelopePb.EnvelopeSchema, bytes);
   } catch (e) {
-    throw new BusError(Code.InvalidArgument, "malformed envelope", { reason: "malformed", cause: e });
+    throw new BurrowError(Code.InvalidArgument, "malformed envelope", { reason: "malformed", cause: e });
   }
 }
 
@@ -91,7 +90,7 @@ export function envelopePayload(e: envelopePb.Envelope): Uint8Array {
   try {
     return new Uint8Array(gunzipSync(e.payload, { maxOutputLength: MAX_DECOMPRESSED_BYTES }));
   } catch (err) {
-    throw new BusError(Code.InvalidArgument, "payload does not decompress", { reason: "malformed", cause: err });
+    throw new BurrowError(Code.InvalidArgument, "payload does not decompress", { reason: "malformed", cause: err });
   }
 }
 
@@ -104,6 +103,6 @@ export function routeOf(e: envelopePb.Envelope): Route {
     case envelopePb.RouteType.MULTICAST:
       return { type: "multicast", group: e.group, ...(e.target ? { topic: e.target } : {}) };
     default:
-      throw new BusError(Code.InvalidArgument, "envelope has no route type", { reason: "malformed" });
+      throw new BurrowError(Code.InvalidArgument, "envelope has no route type", { reason: "malformed" });
   }
 }

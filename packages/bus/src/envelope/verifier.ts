@@ -1,5 +1,5 @@
 import type { envelopePb } from "@burrow/protocol";
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { BusMetrics } from "../metrics.js";
 import { publicKeyObject, verifySignature } from "./agent-key.js";
 import { signingBytes } from "./canonical.js";
@@ -58,10 +58,10 @@ export class EnvelopeVerifier {
 
   private reject(reason: RejectReason, message: string): never {
     this.count(reason);
-    throw new BusError(reasonCode[reason], message, { reason });
+    throw new BurrowError(reasonCode[reason], message, { reason });
   }
 
-  /** Throws a BusError whose `reason` is a RejectReason. `redelivery` skips the replay check for a broker redelivery. */
+  /** Throws a BurrowError whose `reason` is a RejectReason. `redelivery` skips the replay check for a broker redelivery. */
   async verify(e: envelopePb.Envelope, opts: { redelivery?: boolean } = {}): Promise<void> {
     if (e.version !== ENVELOPE_VERSION) this.reject("version", `unsupported envelope version ${e.version}`);
     if (!e.messageId || !e.sourceAgent || e.signature.length === 0) this.reject("malformed", "envelope lacks id, source or signature");

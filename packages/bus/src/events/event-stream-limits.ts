@@ -1,6 +1,6 @@
+import { BurrowError, Code } from "@burrow/protocol";
 // How much the sandbox event stream keeps. Every event is also stored (fs floods, process output), so the stream
 // needs a byte cap beside its age limit or one busy sandbox fills the disk within a day.
-import { BusError, Code } from "../errors.js";
 
 /** @default 24 h */
 export const DEFAULT_SANDBOX_EVENT_MAX_AGE_MS = 86_400_000;
@@ -29,6 +29,6 @@ function positive(env: NodeJS.ProcessEnv, name: string): number | undefined {
   const raw = env[name];
   if (raw === undefined || raw === "") return undefined;
   const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new BusError(Code.InvalidArgument, `${name} must be a positive integer, got "${raw}"`);
+  if (!Number.isSafeInteger(n) || n <= 0) throw new BurrowError(Code.InvalidArgument, `${name} must be a positive integer, got "${raw}"`);
   return n;
 }

@@ -1,4 +1,4 @@
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { assertAgentId } from "../envelope/key-registry.js";
 import { AsyncQueue } from "../async-queue.js";
 import { sleep } from "../signals.js";
@@ -91,7 +91,7 @@ export class LivenessMonitor {
   private constructor(private readonly kv: KV, o: LivenessMonitorOptions) {
     this.windowMs = o.windowMs ?? 5000;
     this.pollMs = o.pollMs ?? Math.max(50, Math.floor(this.windowMs / 4));
-    if (!(this.windowMs > 0)) throw new BusError(Code.InvalidArgument, "windowMs must be positive");
+    if (!(this.windowMs > 0)) throw new BurrowError(Code.InvalidArgument, "windowMs must be positive");
   }
 
   static async open(bus: Bus, o: LivenessMonitorOptions = {}): Promise<LivenessMonitor> {

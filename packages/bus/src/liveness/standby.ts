@@ -1,5 +1,5 @@
+import { BurrowError, Code } from "@burrow/protocol";
 import { sleep } from "../signals.js";
-import { BusError, Code } from "../errors.js";
 import type { Bus, KV } from "../types.js";
 import type { QueueConsumer, QueueMessage, WorkQueue } from "../queue/work-queue.js";
 import { Heartbeater } from "./presence.js";
@@ -42,7 +42,7 @@ export class GroupWorker {
   private constructor(private readonly o: GroupWorkerOptions, private readonly kv: KV) {
     this.windowMs = o.windowMs ?? 5000;
     this.beatMs = o.heartbeatMs ?? Math.max(50, Math.floor(this.windowMs / 4));
-    if (this.beatMs >= this.windowMs) throw new BusError(Code.InvalidArgument, "heartbeatMs must be below windowMs");
+    if (this.beatMs >= this.windowMs) throw new BurrowError(Code.InvalidArgument, "heartbeatMs must be below windowMs");
     this.heart = new Heartbeater(o.bus, { agentId: o.agentId, group: o.group }, this.beatMs);
     this.loop = this.run();
   }

@@ -1,8 +1,9 @@
 import { connect, nanos, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { BurrowError, Code } from "@burrow/protocol";
 import { AsyncQueue } from "../async-queue.js";
-import { BusError, Code, abortError } from "../errors.js";
+import { abortError } from "../errors.js";
 import { DLQ_STREAM, DLQ_SUBJECTS, deadLetterHeaders, deadLetterMsgId, deadLetterSubject, type DeadLetterReason } from "../dead-letter.js";
 import { queueSubscription } from "../subscription.js";
 import type { BusMetrics } from "../metrics.js";
@@ -79,12 +80,12 @@ export class NatsBus implements Bus {
   }
 
   private assertOpen(): void {
-    if (this.closed) throw new BusError(Code.FailedPrecondition, "bus is closed");
+    if (this.closed) throw new BurrowError(Code.FailedPrecondition, "bus is closed");
   }
 
   publish(subject: string, data: Uint8Array, opts?: PublishOptions): Promise<void> {
     try {
-      if (this.closed) throw new BusError(Code.FailedPrecondition, "bus is closed");
+      if (this.closed) throw new BurrowError(Code.FailedPrecondition, "bus is closed");
       assertLiteralSubject(subject);
       const h = opts === undefined ? outgoingHeaders(undefined) : outgoingHeaders(opts.headers, opts.context);
       const headers = h === undefined ? undefined : toNatsHeaders(h);
@@ -144,7 +145,7 @@ export class NatsBus implements Bus {
     this.assertOpen();
     if (opts?.signal?.aborted) throw abortError(opts.signal);
     assertName("stream", cfg.name);
-    if (cfg.subjects.length === 0) throw new BusError(Code.InvalidArgument, "a stream needs at least one subject");
+    if (cfg.subjects.length === 0) throw new BurrowError(Code.InvalidArgument, "a stream needs at least one subject");
     for (const s of cfg.subjects) assertSubject(s, true);
     const sc = {
       name: cfg.name,

@@ -1,6 +1,6 @@
 import { createInbox, type Msg, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { nanos } from "@nats-io/transport-node";
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { DEFAULT_NEXT_TIMEOUT_MS } from "../names.js";
 import { Notifier } from "../signals.js";
 import type { Consumer, ConsumerConfig, ConsumerInfo, DurableMsg, NextOptions } from "../types.js";
@@ -142,7 +142,7 @@ export class NatsConsumer implements Consumer {
         }
         const code = m.headers?.code ?? 0;
         if (code === 409 && m.headers?.description?.toLowerCase().includes("deleted")) {
-          throw new BusError(Code.NotFound, `consumer "${this.cfg.durable}" was deleted`);
+          throw new BurrowError(Code.NotFound, `consumer "${this.cfg.durable}" was deleted`);
         }
         // 404 / 408: this pull ended empty. A try-pull or a spent deadline returns null.
         if (pulled && (timeoutMs <= 0 || Date.now() >= deadline)) return null;

@@ -1,5 +1,6 @@
 import type { KV as NatsKV } from "@nats-io/kv";
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { REVISION_CONFLICT } from "../errors.js";
 import { assertKey } from "../names.js";
 import type { KV, KvEntry } from "../types.js";
 import { fromNatsError } from "./nats-errors.js";
@@ -33,7 +34,7 @@ export class NatsKvBucket implements KV {
       return await this.kv.create(key, value);
     } catch (err) {
       const e = fromNatsError(err, `kv create ${key}`);
-      throw e.reason === "wrong_last_sequence" ? new BusError(Code.AlreadyExists, `key "${key}" exists`, { cause: err }) : e;
+      throw e.reason === REVISION_CONFLICT ? new BurrowError(Code.AlreadyExists, `key "${key}" exists`, { cause: err }) : e;
     }
   }
 

@@ -1,4 +1,4 @@
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { DLQ_STREAM } from "../dead-letter.js";
 import { Notifier } from "../signals.js";
 import type { Bus, Consumer, DurableMsg, MsgHeaders, PubAck, Subscription } from "../types.js";
@@ -58,7 +58,7 @@ export class WorkQueue {
   private constructor(private readonly bus: Bus, readonly opts: Required<Omit<WorkQueueOptions, "duplicateWindowMs">> & { duplicateWindowMs?: number }) {}
 
   static async open(bus: Bus, o: WorkQueueOptions): Promise<WorkQueue> {
-    if (!/^[A-Za-z0-9_-]{1,57}$/.test(o.name)) throw new BusError(Code.InvalidArgument, `invalid queue name "${o.name}"`);
+    if (!/^[A-Za-z0-9_-]{1,57}$/.test(o.name)) throw new BurrowError(Code.InvalidArgument, `invalid queue name "${o.name}"`);
     const q = new WorkQueue(bus, {
       name: o.name,
       ackWaitMs: o.ackWaitMs ?? 30_000,
@@ -82,7 +82,7 @@ export class WorkQueue {
 
   enqueue(data: Uint8Array, o: EnqueueOptions = {}): Promise<PubAck> {
     const p = o.priority ?? 0;
-    if (!Number.isInteger(p) || p < 0 || p > MAX_PRIORITY) return Promise.reject(new BusError(Code.InvalidArgument, "priority is 0–9"));
+    if (!Number.isInteger(p) || p < 0 || p > MAX_PRIORITY) return Promise.reject(new BurrowError(Code.InvalidArgument, "priority is 0–9"));
     return this.bus.publishDurable(laneSubject(this.opts.name, p), data, { msgId: o.msgId, headers: o.headers, signal: o.signal });
   }
 

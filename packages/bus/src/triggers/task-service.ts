@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { BurrowError, Code } from "@burrow/protocol";
 import { AsyncQueue } from "../async-queue.js";
-import { BusError, Code } from "../errors.js";
 import { WorkQueue, type QueueMessage } from "../queue/work-queue.js";
 import { sleep } from "../signals.js";
 import type { Bus, KV } from "../types.js";
@@ -85,13 +85,13 @@ export class TaskService {
   }
 
   async submit(spec: TaskSpec, opts: { signal?: AbortSignal } = {}): Promise<{ id: string; duplicate: boolean }> {
-    if ((spec.cmd === undefined) === (spec.code === undefined)) throw new BusError(Code.InvalidArgument, "a task has exactly one of cmd and code");
+    if ((spec.cmd === undefined) === (spec.code === undefined)) throw new BurrowError(Code.InvalidArgument, "a task has exactly one of cmd and code");
     const id = spec.id ?? randomUUID();
     const s: TaskStatus = { id, state: "queued", attempt: 0, spec: { ...spec, id }, updatedAtMs: Date.now() };
     try {
       await this.kv.create(this.key(id), enc.encode(JSON.stringify(s)));
     } catch (e) {
-      if (e instanceof BusError && e.code === Code.AlreadyExists) return { id, duplicate: true };
+      if (e instanceof BurrowError && e.code === Code.AlreadyExists) return { id, duplicate: true };
       throw e;
     }
     const ack = await this.queue.enqueue(enc.encode(JSON.stringify(s.spec)), { priority: spec.priority ?? 0, msgId: `task:${id}`, signal: opts.signal });
@@ -115,10 +115,10 @@ export class TaskService {
         // Status changes are announced; the poll covers one published before we subscribed.
         const it = sub[Symbol.asyncIterator]();
         const r = await Promise.race([it.next(), sleep(500, signal).then(() => undefined)]);
-        if (r?.done) throw new BusError(timeout.aborted ? Code.DeadlineExceeded : Code.Canceled, `waiting for task ${id}`);
+        if (r?.done) throw new BurrowError(timeout.aborted ? Code.DeadlineExceeded : Code.Canceled, `waiting for task ${id}`);
       }
     } catch (e) {
-      throw BusError.from(e, Code.Canceled);
+      throw BurrowError.from(e, Code.Canceled);
     } finally {
       await sub.close();
     }

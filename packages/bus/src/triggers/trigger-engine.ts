@@ -1,4 +1,4 @@
-import { BusError, Code } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import {
   SANDBOX_EVENT_STREAM, decodeSandboxEvent, ensureSandboxEventStream, matchesSandboxEvent, sandboxEventPattern,
   type SandboxEvent, type SandboxEventFilter,
@@ -62,9 +62,9 @@ export class TriggerEngine {
   static async start(o: TriggerEngineOptions): Promise<TriggerEngine> {
     const ids = new Set<string>();
     for (const r of o.rules) {
-      if (ids.has(r.id)) throw new BusError(Code.InvalidArgument, `duplicate rule id ${r.id}`);
+      if (ids.has(r.id)) throw new BurrowError(Code.InvalidArgument, `duplicate rule id ${r.id}`);
       ids.add(r.id);
-      if ((r.cmd === undefined) === (r.code === undefined)) throw new BusError(Code.InvalidArgument, `rule ${r.id} needs exactly one of cmd and code`);
+      if ((r.cmd === undefined) === (r.code === undefined)) throw new BurrowError(Code.InvalidArgument, `rule ${r.id} needs exactly one of cmd and code`);
     }
     await ensureSandboxEventStream(o.bus);
     const eng = new TriggerEngine(o);

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { BusError, Code, type Bus, type BusMsg } from "../../src/index.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { type Bus, type BusMsg } from "../../src/index.js";
 import { dec, enc, uniq, type BusBackend } from "./backend.js";
 
 async function take(it: AsyncIterator<BusMsg>, n: number): Promise<BusMsg[]> {
@@ -71,8 +72,8 @@ export function coreSuite(get: () => { backend: BusBackend; bus: Bus }): void {
     it("rejects invalid subjects with InvalidArgument", async () => {
       const { bus } = get();
       await expect(bus.publish("a.*.b", enc("x"))).rejects.toMatchObject({ code: Code.InvalidArgument });
-      expect(() => bus.subscribe("a.>.b")).toThrow(BusError);
-      expect(() => bus.subscribe("a..b")).toThrow(BusError);
+      expect(() => bus.subscribe("a.>.b")).toThrow(BurrowError);
+      expect(() => bus.subscribe("a..b")).toThrow(BurrowError);
     });
 
     it("ends iteration when the subscription is closed", async () => {
@@ -132,7 +133,7 @@ export function coreSuite(get: () => { backend: BusBackend; bus: Bus }): void {
       await expect(kv.create("a", enc("again"))).rejects.toMatchObject({ code: Code.AlreadyExists });
       const r2 = await kv.update("a", enc("2"), r1);
       expect(r2).toBeGreaterThan(r1);
-      await expect(kv.update("a", enc("3"), r1)).rejects.toMatchObject({ code: Code.FailedPrecondition });
+      await expect(kv.update("a", enc("3"), r1)).rejects.toMatchObject({ code: Code.Aborted, reason: "revision_conflict" });
       expect(dec((await kv.get("a"))!.value)).toBe("2");
       await kv.put("b.c", enc("x"));
       expect(await kv.keys()).toEqual(["a", "b.c"]);

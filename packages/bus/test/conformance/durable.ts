@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { Code, DLQ_HEADER, DLQ_STREAM, deadLetterSubject, type Bus, type DurableMsg } from "../../src/index.js";
+import { Code } from "@burrow/protocol";
+import { DLQ_HEADER, DLQ_STREAM, deadLetterSubject, type Bus, type DurableMsg } from "../../src/index.js";
 import { dec, enc, uniq, type BusBackend } from "./backend.js";
 
 async function mustNext(c: { next(o?: { timeoutMs?: number }): Promise<DurableMsg | null> }, timeoutMs = 10_000): Promise<DurableMsg> {

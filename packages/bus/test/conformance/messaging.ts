@@ -1,8 +1,8 @@
 import { create } from "@bufbuild/protobuf";
-import { envelopePb } from "@burrow/protocol";
+import { Code, envelopePb } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
 import {
-  AgentMessenger, BusKeyRegistry, Code, encodeEnvelope, generateAgentKey, inboxSubject, sealEnvelope, type Bus, type ReceivedMessage,
+  AgentMessenger, BusKeyRegistry, encodeEnvelope, generateAgentKey, inboxSubject, sealEnvelope, type Bus, type ReceivedMessage,
 } from "../../src/index.js";
 import { dec, enc, uniq, type BusBackend } from "./backend.js";
 

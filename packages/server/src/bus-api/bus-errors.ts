@@ -1,20 +1,4 @@
-import { BusError } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
-
-/** The bus and the server share Connect's code numbers; re-wrap so the app's error handler maps it once. */
-export function toServerError(err: unknown): unknown {
-  if (err instanceof BusError) return new BurrowError(err.code as number as Code, err.rawMessage, { cause: err });
-  return err;
-}
-
-/** Runs a handler and converts bus errors on the way out. */
-export async function busCall<T>(fn: () => Promise<T>): Promise<T> {
-  try {
-    return await fn();
-  } catch (e) {
-    throw toServerError(e);
-  }
-}
 
 /**
  * Subjects that REST clients may not touch: `$…` (JetStream API, advisories, system) and `_INBOX…` (other

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Bus, PubAck } from "@burrow/bus";
-import { assertClientSubject, bodyProps, busCall, decodeBody, encodeBody } from "./bus-errors.js";
+import { assertClientSubject, bodyProps, decodeBody, encodeBody } from "./bus-errors.js";
 
 interface PublishBody {
   subject: string;
@@ -30,10 +30,10 @@ export function registerPublishRoutes(app: FastifyInstance, bus: Bus, prefix: st
     assertClientSubject(b.subject, false);
     const data = decodeBody(b);
     if (b.durable || b.msgId !== undefined) {
-      const ack: PubAck = await busCall(() => bus.publishDurable(b.subject, data, { headers: b.headers, msgId: b.msgId }));
+      const ack: PubAck = await bus.publishDurable(b.subject, data, { headers: b.headers, msgId: b.msgId });
       return reply.code(200).send(ack);
     }
-    await busCall(() => bus.publish(b.subject, data, { headers: b.headers }));
+    await bus.publish(b.subject, data, { headers: b.headers });
     return reply.code(202).send({});
   });
 
@@ -51,9 +51,9 @@ export function registerPublishRoutes(app: FastifyInstance, bus: Bus, prefix: st
   }, async (req, reply: FastifyReply) => {
     const { subject, queue } = req.query;
     assertClientSubject(subject, true);
-    const sub = await busCall(async () => bus.subscribe(subject, queue ? { queue } : {}));
+    const sub = await bus.subscribe(subject, queue ? { queue } : {});
     // Headers go out only once the broker has the subscription, so the client may publish right after.
-    await busCall(() => bus.flush()).catch(async (e: unknown) => {
+    await bus.flush().catch(async (e: unknown) => {
       await sub.close();
       throw e;
     });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { WorkQueue, type Bus, type QueueConsumer, type QueueMessage } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
-import { bodyProps, busCall, decodeBody, encodeBody } from "./bus-errors.js";
+import { bodyProps, decodeBody, encodeBody } from "./bus-errors.js";
 
 export interface QueueApiDefaults {
   ackWaitMs?: number;
@@ -35,10 +35,10 @@ export class QueueGateway {
   queue(name: string): Promise<{ q: WorkQueue; c: QueueConsumer }> {
     let p = this.queues.get(name);
     if (!p) {
-      p = busCall(async () => {
+      p = (async () => {
         const q = await WorkQueue.open(this.bus, { name, ...this.defaults });
         return { q, c: await q.consumer() };
-      });
+      })();
       p.catch(() => this.queues.delete(name));
       this.queues.set(name, p);
     }
@@ -81,7 +81,7 @@ export function registerQueueRoutes(app: FastifyInstance, gw: QueueGateway, pref
     async (req, reply) => {
       const { q } = await gw.queue(req.params.name);
       const b = req.body;
-      const ack = await busCall(() => q.enqueue(decodeBody(b), { priority: b.priority ?? 0, msgId: b.msgId, headers: b.headers }));
+      const ack = await q.enqueue(decodeBody(b), { priority: b.priority ?? 0, msgId: b.msgId, headers: b.headers });
       return reply.code(201).send({ seq: ack.seq, duplicate: ack.duplicate });
     },
   );
@@ -96,7 +96,7 @@ export function registerQueueRoutes(app: FastifyInstance, gw: QueueGateway, pref
       const { q, c } = await gw.queue(req.params.name);
       const ac = new AbortController();
       req.raw.once("close", () => ac.abort());
-      const m = await busCall(() => c.next({ timeoutMs: req.body?.timeoutMs ?? 0, signal: ac.signal }));
+      const m = await c.next({ timeoutMs: req.body?.timeoutMs ?? 0, signal: ac.signal });
       if (!m) return reply.code(204).send();
       const receipt = gw.hold(m, q.opts.ackWaitMs);
       return reply.code(200).send({ receipt, priority: m.priority, attempt: m.attempt, msgId: m.msgId ?? null, headers: m.headers, ...encodeBody(m.data) });
@@ -107,7 +107,7 @@ export function registerQueueRoutes(app: FastifyInstance, gw: QueueGateway, pref
 
   app.post<{ Params: { name: string; receipt: string } }>(`${prefix}/queues/:name/messages/:receipt/ack`, { onRequest: auth, schema: { params: receiptParams } }, async (req, reply) => {
     const m = gw.take(req.params.receipt);
-    await busCall(() => m.ack());
+    await m.ack();
     return reply.code(204).send();
   });
 
@@ -117,7 +117,7 @@ export function registerQueueRoutes(app: FastifyInstance, gw: QueueGateway, pref
     async (req, reply) => {
       const m = gw.take(req.params.receipt);
       const delayMs = req.body?.delayMs;
-      await busCall(() => m.nack(delayMs === undefined ? undefined : { delayMs }));
+      await m.nack(delayMs === undefined ? undefined : { delayMs });
       return reply.code(204).send();
     },
   );

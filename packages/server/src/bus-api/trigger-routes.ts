@@ -7,12 +7,10 @@
 //   POST   /tasks {target, cmd|code, process?, terminal?, category?, maxAttempts?, …} → 201 {id, duplicate}
 //   GET    /tasks/:id[?waitMs=…]                             → 200 status (waits for a final state up to waitMs)
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { BusError, Code as BusCode } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { ServerSandboxRunner } from "../bus/sandbox-runner.js";
 import type { TriggerService } from "../bus/trigger-service.js";
 import type { WatchBridge } from "../bus/watch-bridge.js";
-import { busCall } from "./bus-errors.js";
 import { namedSandboxes, parseTaskSpec, parseTriggerRule } from "./run-spec-validation.js";
 
 /** What the server adds to the bus API when it runs sandboxes: fs watches, triggers and tasks. */
@@ -58,27 +56,27 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
   app.post<{ Body: unknown }>(`${prefix}/triggers`, { onRequest: auth }, async (req, reply) => {
     const rule = parseTriggerRule(req.body);
     for (const id of namedSandboxes(rule)) requireSandbox(id);
-    const t = await busCall(() => s.triggers.create(rule));
+    const t = await s.triggers.create(rule);
     return reply.code(201).send(t);
   });
 
-  app.get(`${prefix}/triggers`, { onRequest: auth }, async () => busCall(() => s.triggers.list()));
+  app.get(`${prefix}/triggers`, { onRequest: auth }, async () => s.triggers.list());
 
   app.get<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req) => {
-    const t = await busCall(() => s.triggers.get(req.params.id));
+    const t = await s.triggers.get(req.params.id);
     if (!t) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
     return { ...t, fired: s.triggers.fired(t.id) };
   });
 
   app.delete<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req, reply) => {
-    if (!(await busCall(() => s.triggers.delete(req.params.id)))) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
+    if (!(await s.triggers.delete(req.params.id))) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
     return reply.code(204).send();
   });
 
   app.post<{ Body: unknown }>(`${prefix}/tasks`, { onRequest: auth }, async (req, reply) => {
     const spec = parseTaskSpec(req.body);
     for (const id of namedSandboxes(spec)) requireSandbox(id);
-    const r = await busCall(() => s.triggers.submitTask(spec));
+    const r = await s.triggers.submitTask(spec);
     return reply.code(r.duplicate ? 200 : 201).send(r);
   });
 
@@ -87,7 +85,7 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
     schema: { params: taskParams, querystring: { type: "object", properties: { waitMs: { type: "integer", minimum: 0, maximum: 60_000 } } } },
   }, async (req) => {
     const id = req.params.id;
-    const first = await busCall(() => s.triggers.getTask(id));
+    const first = await s.triggers.getTask(id);
     if (!first) throw new BurrowError(Code.NotFound, `task "${id}" not found`);
     const waitMs = req.query.waitMs ?? 0;
     if (waitMs === 0 || first.state === "succeeded" || first.state === "dead") return first;
@@ -96,7 +94,7 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
     try {
       return await s.triggers.tasks.wait(id, { timeoutMs: waitMs, signal: ac.signal });
     } catch (err) {
-      if (err instanceof BusError && (err.code === BusCode.DeadlineExceeded || err.code === BusCode.Canceled)) return (await busCall(() => s.triggers.getTask(id))) ?? first;
+      if (err instanceof BurrowError && (err.code === Code.DeadlineExceeded || err.code === Code.Canceled)) return (await s.triggers.getTask(id)) ?? first;
       throw err;
     }
   });

@@ -3,7 +3,7 @@
 // the server's real SandboxRunner.
 import { randomBytes, randomUUID } from "node:crypto";
 import {
-  BusError, Code as BusCode, TaskService, TriggerEngine,
+  TaskService, TriggerEngine,
   type Bus, type CodeSpec, type KV, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TaskSpec, type TaskStatus, type TaskWorker, type TerminalSettings, type TriggerRule,
 } from "@burrow/bus";
 import type { Logger } from "pino";
@@ -112,7 +112,7 @@ export class TriggerService {
     try {
       await this.kv.create(t.id, enc.encode(JSON.stringify(t)));
     } catch (err) {
-      if (err instanceof BusError && err.code === BusCode.AlreadyExists) throw new BurrowError(Code.AlreadyExists, `trigger "${t.id}" already exists`);
+      if (err instanceof BurrowError && err.code === Code.AlreadyExists) throw new BurrowError(Code.AlreadyExists, `trigger "${t.id}" already exists`);
       throw err;
     }
     try {
