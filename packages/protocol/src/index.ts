@@ -13,4 +13,14 @@ export {
 } from "./constants.js";
 export * as envelopePb from "./gen/bus/envelope_pb.js";
 export type { SandboxEventFilter, RunTarget, ProcessSettings, TerminalSettings, CodeSpec } from "./automation.js";
-export { BurrowError, Code, codeName, codeFromAbort, codeFromNodeError, errnoOf, type BurrowErrorInit } from "./errors/index.js";
+export {
+  BurrowError,
+  Code,
+  codeName,
+  codeFromAbort,
+  codeFromHttpStatus,
+  codeFromNodeError,
+  errnoOf,
+  httpStatusFromCode,
+  type BurrowErrorInit,
+} from "./errors/index.js";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
-import { BurrowError, Code, codeName } from "../src/index.js";
+import { BurrowError, Code, codeFromHttpStatus, codeName, httpStatusFromCode } from "../src/index.js";
 
 class StepError extends BurrowError {
   override name = "StepError";
@@ -92,5 +92,20 @@ describe("BurrowError.from", () => {
   it("uses the fallback for anything else", () => {
     expect(BurrowError.from(new Error("odd"), Code.Internal)).toMatchObject({ code: Code.Internal, message: "odd" });
     expect(BurrowError.from("a string")).toMatchObject({ code: Code.Unknown, message: "a string" });
+  });
+});
+
+describe("HTTP statuses", () => {
+  it("map every code to Connect's status and a status back to the first code that has it", () => {
+    expect(httpStatusFromCode(Code.NotFound)).toBe(404);
+    expect(httpStatusFromCode(Code.Canceled)).toBe(499);
+    expect(httpStatusFromCode(Code.FailedPrecondition)).toBe(400);
+    expect(codeFromHttpStatus(400)).toBe(Code.InvalidArgument);
+    expect(codeFromHttpStatus(409)).toBe(Code.AlreadyExists);
+    expect(codeFromHttpStatus(507)).toBe(Code.ResourceExhausted);
+    expect(codeFromHttpStatus(418)).toBe(Code.Unknown);
+    for (const code of Object.values(Code).filter((c): c is Code => typeof c === "number")) {
+      expect(httpStatusFromCode(codeFromHttpStatus(httpStatusFromCode(code)))).toBe(httpStatusFromCode(code));
+    }
   });
 });

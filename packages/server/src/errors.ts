@@ -1,26 +1,7 @@
 // The HTTP boundary of the control plane. Every expected failure, of the server or of a dependency (orchestrator,
 // template builder, bus, envd client), is a BurrowError with a Connect code; here, and only here, it becomes E2B's
 // error shape `{"code": <http status>, "message": "…"}` (the SDK branches on the body's numeric code).
-import { BurrowError, Code, codeFromAbort } from "@burrow/protocol";
-
-const HTTP_STATUS: Readonly<Record<Code, number>> = {
-  [Code.Canceled]: 499,
-  [Code.Unknown]: 500,
-  [Code.InvalidArgument]: 400,
-  [Code.DeadlineExceeded]: 504,
-  [Code.NotFound]: 404,
-  [Code.AlreadyExists]: 409,
-  [Code.PermissionDenied]: 403,
-  [Code.ResourceExhausted]: 429,
-  [Code.FailedPrecondition]: 400,
-  [Code.Aborted]: 409,
-  [Code.OutOfRange]: 400,
-  [Code.Unimplemented]: 501,
-  [Code.Internal]: 500,
-  [Code.Unavailable]: 503,
-  [Code.DataLoss]: 500,
-  [Code.Unauthenticated]: 401,
-};
+import { BurrowError, Code, codeFromAbort, httpStatusFromCode } from "@burrow/protocol";
 
 /**
  * Reasons whose status is more specific than their code's, as E2B answers them: 507 (insufficient storage) is a
@@ -33,9 +14,9 @@ const HTTP_STATUS_BY_REASON: Readonly<Record<string, number>> = {
   snapshot_storage: 507,
 };
 
-/** The HTTP status E2B's API answers for an error. */
+/** The HTTP status E2B's API answers for an error: its code's (Connect's table), or its reason's. */
 export function httpStatusOf(error: BurrowError): number {
-  return HTTP_STATUS_BY_REASON[error.reason] ?? HTTP_STATUS[error.code] ?? 500;
+  return HTTP_STATUS_BY_REASON[error.reason] ?? httpStatusFromCode(error.code);
 }
 
 /** E2B's REST error body. */

@@ -2,7 +2,7 @@
 // kind of failure it is (and so how every boundary reports it: an HTTP status, a Connect error, a CLI exit), a
 // stable snake_case reason says which failure it is in the domain (`sandbox_not_found`, `snapshot_storage`).
 // Callers branch on `code` and `reason`, never on the message.
-import { Code, ConnectError } from "@connectrpc/connect";
+import { Code } from "@connectrpc/connect";
 import { codeName } from "./code-name.js";
 import { codeFromAbort, codeFromNodeError } from "./node-error.js";
 
@@ -55,7 +55,7 @@ export class BurrowError extends Error {
     const abort = codeFromAbort(value);
     if (abort !== undefined) return new BurrowError(abort, messageOf(value), { cause: value });
     const node = codeFromNodeError(value);
-    if (value instanceof ConnectError) {
+    if (isConnectError(value)) {
       // connect-node reports a connection that broke under a call as Aborted (or Internal); what broke is in its
       // cause, and a broken connection is Unavailable here: Aborted means a conflict between concurrent changes.
       const generic = value.code === Code.Aborted || value.code === Code.Internal || value.code === Code.Unknown;
@@ -68,6 +68,15 @@ export class BurrowError extends Error {
 }
 
 Object.defineProperty(BurrowError.prototype, brand, { value: true });
+
+/**
+ * By shape, as ConnectError recognises itself: importing the class would load protobuf's runtime with it, and this
+ * module is on envd's start-up path.
+ */
+function isConnectError(value: unknown): value is Error & { code: Code; rawMessage: string } {
+  const v = value as { name?: unknown; code?: unknown; rawMessage?: unknown } | null;
+  return value instanceof Error && v?.name === "ConnectError" && typeof v.code === "number" && typeof v.rawMessage === "string";
+}
 
 function messageOf(value: unknown): string {
   if (typeof value === "object" && value !== null && typeof (value as { message?: unknown }).message === "string") {
