@@ -6,6 +6,7 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { Sandbox } from "e2b";
 import { BurrowApiError, BusClient } from "@burrow/sdk";
 import type { SandboxEvent } from "@burrow/sdk";
+import { Code } from "@burrow/protocol";
 // A plain ES module (the runnable example), without type declarations.
 import { runPipeline } from "../../examples/pipeline/pipeline.mjs";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
@@ -239,7 +240,7 @@ describe("bad input", () => {
     expect(await t.json()).toMatchObject({ code: 404 });
     const k = await post("/tasks", { target: { sandboxId: "nosuchsandbox" }, cmd: "true" });
     expect(k.status).toBe(404);
-    await expect(client.tasks.get("no-such-task")).rejects.toMatchObject({ status: 404, code: 404 });
+    await expect(client.tasks.get("no-such-task")).rejects.toMatchObject({ status: 404, code: Code.NotFound });
     await expect(client.triggers.delete("no-such-trigger")).rejects.toBeInstanceOf(BurrowApiError);
   });
 

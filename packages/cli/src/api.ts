@@ -4,6 +4,7 @@
 // first use), while node:http is already in the binary's snapshot. Commands that run processes in a sandbox
 // (create, exec, shell, template build) use the SDK.
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
+import { Code, codeFromHttpStatus } from "@burrow/protocol";
 import { CliError } from "./cli-error.js";
 import type { Connection } from "./connection.js";
 
@@ -31,7 +32,10 @@ export async function apiRequest(connection: Connection, method: string, path: s
     "x-api-key": connection.apiKey,
     ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
   }, payload).catch((error: NodeJS.ErrnoException) => {
-    throw new CliError(`cannot reach the API at ${connection.apiUrl} (${error.code ?? error.message}); is 'burrow up' running?`);
+    throw new CliError(Code.Unavailable, `cannot reach the API at ${connection.apiUrl} (${error.code ?? error.message}); is 'burrow up' running?`, {
+      reason: "api_unreachable",
+      cause: error,
+    });
   });
   let body: unknown = undefined;
   if (text !== "") {
@@ -44,7 +48,7 @@ export async function apiRequest(connection: Connection, method: string, path: s
   if ((status < 200 || status > 299) && !opts.expect?.includes(status)) {
     // E2B's error shape is {"code": <status>, "message": "..."}.
     const message = typeof body === "object" && body !== null && "message" in body ? String(body.message) : text;
-    throw new CliError(`${method} ${path} failed (${status}): ${message}`);
+    throw new CliError(codeFromHttpStatus(status), `${method} ${path} failed (${status}): ${message}`);
   }
   return { status, headers, body };
 }

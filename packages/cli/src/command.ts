@@ -2,6 +2,7 @@
 // all the parser and the help printer need, so a command's module stays cheap to import: handlers import what
 // they run on (the SDK, the orchestrator, the server) lazily, when they run.
 import { parseArgs } from "node:util";
+import { Code } from "@burrow/protocol";
 import { CliError } from "./cli-error.js";
 
 export interface OptionSpec {
@@ -57,7 +58,7 @@ export function defineCommand<const O extends OptionSpecs>(command: Command<O>):
 }
 
 export function usageError(message: string): CliError {
-  return new CliError(message, 2);
+  return new CliError(Code.InvalidArgument, message, { reason: "usage", exitCode: 2 });
 }
 
 export function matchesName(entry: { name: string; aliases?: readonly string[] }, word: string): boolean {

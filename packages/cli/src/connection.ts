@@ -2,6 +2,7 @@
 // from the state directory when none was given.
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { Code } from "@burrow/protocol";
 import { CliError } from "./cli-error.js";
 import { resolveCliConfig, type CliConfig } from "./config.js";
 
@@ -19,7 +20,9 @@ export function resolveConnection(config: CliConfig): Connection {
     try {
       apiKey = readFileSync(keyFile, "utf8").trim();
     } catch {
-      throw new CliError(`no API key: set E2B_API_KEY, or run 'burrow up' first so that ${keyFile} exists`);
+      throw new CliError(Code.Unauthenticated, `no API key: set E2B_API_KEY, or run 'burrow up' first so that ${keyFile} exists`, {
+        reason: "no_api_key",
+      });
     }
   }
   return Object.freeze({ apiUrl: config.apiUrl, sandboxUrl: config.sandboxUrl, apiKey });

@@ -1,5 +1,6 @@
-// The command-line parser: options as declared, clear usage errors (exit code 2), --help on every command.
+// The command-line parser: options as declared, clear usage errors (exit code 2, InvalidArgument), --help on every command.
 import { describe, expect, it } from "vitest";
+import { Code } from "@burrow/protocol";
 import { CliError } from "../src/cli-error.js";
 import { defineCommand, parseCommand } from "../src/command.js";
 import { commandHelp } from "../src/help.js";
@@ -23,7 +24,7 @@ function usageError(argv: string[]): string {
     parseCommand(exec, "sandbox exec", argv);
   } catch (error) {
     expect(error).toBeInstanceOf(CliError);
-    expect((error as CliError).exitCode).toBe(2);
+    expect(error).toMatchObject({ exitCode: 2, code: Code.InvalidArgument, reason: "usage" });
     return (error as CliError).message;
   }
   throw new Error(`expected a usage error for ${argv.join(" ")}`);

@@ -41,7 +41,7 @@ describe("bus REST/SSE API with the SDK client", () => {
 
   it("refuses requests without a valid API key, in the E2B error shape", async () => {
     const bad = new BusClient({ baseUrl, apiKey: "wrong" });
-    await expect(bad.bus.publish("a.b", "x")).rejects.toMatchObject({ status: 401, code: 401, message: "invalid API key" });
+    await expect(bad.bus.publish("a.b", "x")).rejects.toMatchObject({ status: 401, code: Code.Unauthenticated, message: "invalid API key" });
     const res = await fetch(`${baseUrl}/burrow/v1/bus/publish`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": "secret" }, body: "{}" });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ code: 400 });
@@ -66,7 +66,7 @@ describe("bus REST/SSE API with the SDK client", () => {
   });
 
   it("refuses reserved subjects", async () => {
-    await expect(client.bus.publish("$JS.API.STREAM.DELETE.X", "x")).rejects.toMatchObject({ status: 403 });
+    await expect(client.bus.publish("$JS.API.STREAM.DELETE.X", "x")).rejects.toMatchObject({ status: 403, code: Code.PermissionDenied });
     await expect(client.bus.subscribe(">")).rejects.toBeInstanceOf(BurrowApiError);
   });
 

@@ -1,8 +1,16 @@
-/** An error from the Burrow API: `status` is the HTTP status, `code` the body's numeric code (E2B shape). */
-export class BurrowApiError extends Error {
-  override readonly name = "BurrowApiError";
-  constructor(readonly status: number, readonly code: number, message: string) {
-    super(message);
+import { BurrowError, codeFromHttpStatus } from "@burrow/protocol";
+
+/**
+ * An error answer of the Burrow API: `status` is its HTTP status, `code` the Connect code that status stands for
+ * (E2B's body `{"code": <status>, "message"}` carries no other), `message` the server's.
+ */
+export class BurrowApiError extends BurrowError {
+  override name = "BurrowApiError";
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(codeFromHttpStatus(status), message);
   }
 }
 
@@ -42,16 +50,14 @@ export class Http {
     if (!init.noTimeout) signals.push(AbortSignal.timeout(this.opts.requestTimeoutMs ?? 30_000));
     const res = await this.fetchFn(this.url(path), { ...init, signal: signals.length ? AbortSignal.any(signals) : null });
     if (res.status >= 400) {
-      let code = res.status;
       let message = res.statusText;
       try {
-        const b = (await res.json()) as { code?: number; message?: string };
-        code = b.code ?? code;
+        const b = (await res.json()) as { message?: string };
         message = b.message ?? message;
       } catch {
         // not JSON: keep the status line
       }
-      throw new BurrowApiError(res.status, code, message);
+      throw new BurrowApiError(res.status, message);
     }
     return res;
   }

@@ -1,4 +1,5 @@
 import type { Sandbox } from "e2b";
+import { Code } from "@burrow/protocol";
 import { CliError } from "../../cli-error.js";
 import type { Connection } from "../../connection.js";
 
@@ -8,7 +9,7 @@ export async function connectSandbox(sandboxId: string, connection: Connection):
   try {
     return await Sandbox.connect(sandboxId, connection);
   } catch (error) {
-    if (error instanceof SandboxNotFoundError) throw new CliError(`sandbox ${sandboxId} not found`);
+    if (error instanceof SandboxNotFoundError) throw new CliError(Code.NotFound, `sandbox ${sandboxId} not found`, { cause: error });
     throw error;
   }
 }

@@ -1,3 +1,4 @@
+import { Code } from "@burrow/protocol";
 import { apiRequest } from "../../api.js";
 import { CliError } from "../../cli-error.js";
 import { defineCommand } from "../../command.js";
@@ -20,7 +21,7 @@ export const sandboxPause = defineCommand({
     const results = await Promise.all(
       positionals.map(async (sandboxId) => {
         const res = await apiRequest(connection, "POST", `/sandboxes/${encodeURIComponent(sandboxId)}/pause`, { body: {}, expect: [404, 409] });
-        if (res.status === 404) throw new CliError(`sandbox ${sandboxId} not found`);
+        if (res.status === 404) throw new CliError(Code.NotFound, `sandbox ${sandboxId} not found`);
         // 409: already paused (the SDK's pause() returns false).
         return { sandboxId, paused: res.status !== 409 };
       }),
@@ -47,7 +48,7 @@ export const sandboxResume = defineCommand({
     const results = await Promise.all(
       positionals.map(async (sandboxId) => {
         const res = await apiRequest(connection, "POST", `/v2/sandboxes/${encodeURIComponent(sandboxId)}/connect`, { body: { timeout }, expect: [404] });
-        if (res.status === 404) throw new CliError(`sandbox ${sandboxId} not found`);
+        if (res.status === 404) throw new CliError(Code.NotFound, `sandbox ${sandboxId} not found`);
         return { sandboxId, resumed: true };
       }),
     );

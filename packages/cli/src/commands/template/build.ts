@@ -2,6 +2,7 @@
 import { readFile } from "node:fs/promises";
 import { dirname, resolve } from "node:path";
 import type { TemplateClass } from "e2b";
+import { BurrowError, Code } from "@burrow/protocol";
 import { CliError } from "../../cli-error.js";
 import { defineCommand, usageError } from "../../command.js";
 import { clientConnection } from "../../connection.js";
@@ -45,7 +46,7 @@ export const templateBuild = defineCommand({
       template = await loadTemplateFile(path);
     } else {
       const text = await readFile(path, "utf8").catch(() => {
-        throw new CliError(`cannot read ${path}`);
+        throw new CliError(Code.NotFound, `cannot read ${path}`);
       });
       const { dockerfileTemplate } = await import("./dockerfile-template.js");
       template = await dockerfileTemplate(text, {
@@ -70,7 +71,7 @@ export const templateBuild = defineCommand({
         out.write(`${seconds}s ${process.stdout.isTTY ? line : line.replace(/\x1b\[[0-9;]*m/g, "")}\n`);
       },
     }).catch((error: unknown) => {
-      throw new CliError(`build failed: ${(error as Error).message}`);
+      throw new CliError(BurrowError.from(error).code, `build failed: ${(error as Error).message}`, { cause: error });
     });
     process.stdout.write(`\nbuilt ${info.name} (template ${info.templateId}, build ${info.buildId}, tags ${info.tags.join(", ")})\n`);
   },

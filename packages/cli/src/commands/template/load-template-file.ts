@@ -10,6 +10,7 @@ import { basename, dirname, join } from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Plugin } from "esbuild";
 import type { TemplateClass } from "e2b";
+import { Code } from "@burrow/protocol";
 import { CliError } from "../../cli-error.js";
 
 const TYPESCRIPT = /\.(?:ts|mts|cts|tsx)$/;
@@ -27,11 +28,11 @@ export async function loadTemplateFile(file: string): Promise<TemplateClass> {
     try {
       mod = (await import(url)) as Record<string, unknown>;
     } catch (error) {
-      throw new CliError(`cannot load ${file}: ${(error as Error).message}`);
+      throw new CliError(Code.InvalidArgument, `cannot load ${file}: ${(error as Error).message}`, { cause: error });
     }
     let value = mod.default ?? mod.template;
     if (typeof value === "function" && !isTemplate(value)) value = await (value as () => unknown)();
-    if (!isTemplate(value)) throw new CliError(`${file} must export an e2b Template (default export or 'template')`);
+    if (!isTemplate(value)) throw new CliError(Code.InvalidArgument, `${file} must export an e2b Template (default export or 'template')`);
     return value as TemplateClass;
   } finally {
     if (cleanup) await rm(cleanup, { force: true });
@@ -44,6 +45,7 @@ async function bundle(file: string, outfile: string): Promise<void> {
     esbuild = await import("esbuild");
   } catch {
     throw new CliError(
+      Code.FailedPrecondition,
       TYPESCRIPT.test(file)
         ? `${file}: loading a TypeScript template file needs esbuild, which is not installed; pass a .mjs file instead`
         : `${file} imports 'e2b', which is not installed next to it; run 'npm install e2b' there`,
@@ -76,7 +78,7 @@ async function bundle(file: string, outfile: string): Promise<void> {
     const detail = errors?.length
       ? errors.map((e) => (e.location ? `${e.location.file}:${e.location.line}: ${e.text}` : e.text)).join("\n")
       : (error as Error).message;
-    throw new CliError(`cannot compile ${file}:\n${detail}`);
+    throw new CliError(Code.InvalidArgument, `cannot compile ${file}:\n${detail}`, { cause: error });
   }
 }
 
