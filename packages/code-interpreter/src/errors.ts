@@ -1,25 +1,6 @@
-// Errors of the execution server, each with a stable code; the HTTP layer maps codes to statuses in one place
+// Errors of the execution server are BurrowErrors; the HTTP layer maps their codes to statuses in one place
 // (http/respond.ts). Bodies are plain text, as the E2B SDKs expect from this port.
-
-export type CodeInterpreterErrorCode =
-  | "invalid_argument"
-  | "not_found"
-  | "unauthenticated"
-  | "resource_exhausted"
-  | "failed_precondition"
-  | "unavailable"
-  | "internal";
-
-export class CodeInterpreterError extends Error {
-  override readonly name = "CodeInterpreterError";
-  constructor(
-    readonly code: CodeInterpreterErrorCode,
-    message: string,
-    options?: ErrorOptions,
-  ) {
-    super(message, options);
-  }
-}
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 /** How a kernel process ended, as far as the server could tell. */
 export interface KernelExit {
@@ -33,14 +14,14 @@ export interface KernelExit {
   output: string;
 }
 
-/** A kernel process that ended while it had work: the run it was doing fails with this. */
-export class KernelExitedError extends Error {
-  override readonly name = "KernelExitedError";
+/** A kernel process that ended while it had work: the run it was doing fails with this (Unavailable, kernel_exited). */
+export class KernelExitedError extends BurrowError {
+  override name = "KernelExitedError";
   constructor(
     readonly language: string,
     readonly exit: KernelExit,
   ) {
-    super(describeKernelExit(language, exit));
+    super(Code.Unavailable, describeKernelExit(language, exit), { reason: "kernel_exited" });
   }
 }
 

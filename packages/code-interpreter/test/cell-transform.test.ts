@@ -2,7 +2,8 @@
 // vm context, as a JavaScript context's worker does.
 import { createContext, Script } from "node:vm";
 import { describe, expect, it } from "vitest";
-import { CellSyntaxError, transformCell } from "../src/kernels/node/cell-transform.js";
+import { Code } from "@burrow/protocol/errors";
+import { transformCell } from "../src/kernels/node/cell-transform.js";
 
 function session() {
   const context = createContext({ console });
@@ -37,8 +38,8 @@ describe("transformCell", () => {
     expect(await run("q // trailing comment")).toBe(2);
   });
 
-  it("throws CellSyntaxError for code it cannot parse", () => {
-    expect(() => transformCell("let = ;")).toThrow(CellSyntaxError);
-    expect(() => transformCell("export const a = 1")).toThrow(CellSyntaxError);
+  it("throws InvalidArgument (cell_syntax) for code it cannot parse", () => {
+    expect(() => transformCell("let = ;")).toThrow(expect.objectContaining({ code: Code.InvalidArgument, reason: "cell_syntax" }));
+    expect(() => transformCell("export const a = 1")).toThrow(expect.objectContaining({ reason: "cell_syntax" }));
   });
 });

@@ -2,7 +2,7 @@
 // the start; others are created the first time a run names the language), listed, restarted, removed.
 import { randomUUID } from "node:crypto";
 import { stat } from "node:fs/promises";
-import { CodeInterpreterError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import { normalizeLanguage } from "../language.js";
 import type { Logger } from "../log.js";
 import type { Kernel, StartKernelOptions } from "../kernels/kernel.js";
@@ -31,13 +31,13 @@ export class ContextRegistry {
   async create(input: { language?: string | null | undefined; cwd?: string | null | undefined }, signal?: AbortSignal): Promise<CodeContext> {
     const language = normalizeLanguage(input.language);
     if (!this.#opts.supports(language)) {
-      throw new CodeInterpreterError("invalid_argument", `language '${language}' is not available in this sandbox`);
+      throw new BurrowError(Code.InvalidArgument, `language '${language}' is not available in this sandbox`);
     }
     const cwd = input.cwd?.trim() || this.#opts.defaultCwd;
     const info = await stat(cwd).catch(() => undefined);
-    if (!info?.isDirectory()) throw new CodeInterpreterError("invalid_argument", `cwd '${cwd}' is not an existing directory`);
+    if (!info?.isDirectory()) throw new BurrowError(Code.InvalidArgument, `cwd '${cwd}' is not an existing directory`);
     if (this.#contexts.size >= this.#opts.maxContexts) {
-      throw new CodeInterpreterError("resource_exhausted", `at most ${this.#opts.maxContexts} contexts may exist at once; remove one first`);
+      throw new BurrowError(Code.ResourceExhausted, `at most ${this.#opts.maxContexts} contexts may exist at once; remove one first`);
     }
     const context = new CodeContext(randomUUID(), language, cwd, {
       startKernel: this.#opts.startKernel,
@@ -51,7 +51,7 @@ export class ContextRegistry {
     } catch (error) {
       this.#contexts.delete(context.id);
       await context.close().catch(() => undefined);
-      throw new CodeInterpreterError("internal", `failed to start the ${language} kernel: ${(error as Error).message}`, { cause: error });
+      throw new BurrowError(Code.Internal, `failed to start the ${language} kernel: ${(error as Error).message}`, { cause: error });
     }
     return context;
   }
@@ -62,7 +62,7 @@ export class ContextRegistry {
 
   require(id: string): CodeContext {
     const context = this.#contexts.get(id);
-    if (!context) throw new CodeInterpreterError("not_found", `Context ${id} not found`);
+    if (!context) throw new BurrowError(Code.NotFound, `Context ${id} not found`);
     return context;
   }
 
@@ -93,7 +93,7 @@ export class ContextRegistry {
     try {
       await context.restart(signal);
     } catch (error) {
-      throw new CodeInterpreterError("internal", `restarting context ${id} failed: ${(error as Error).message}`, { cause: error });
+      throw new BurrowError(Code.Internal, `restarting context ${id} failed: ${(error as Error).message}`, { cause: error });
     }
   }
 

@@ -2,7 +2,7 @@
 // the sandbox has a token and the request does not carry it, which makes this call the server's token check as
 // well: the execution server never holds the token itself, so a token changed by envd's /init (a pooled sandbox
 // being claimed) is honoured at once, cache aside.
-import { CodeInterpreterError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 export type EnvsAnswer = { kind: "ok"; envs: Record<string, string> } | { kind: "unauthorized" };
 
@@ -43,7 +43,7 @@ export class EnvdClient {
         signal: AbortSignal.timeout(this.#opts.requestTimeoutMs),
       });
     } catch (error) {
-      throw new CodeInterpreterError("unavailable", `envd is not reachable: ${(error as Error).message}`, { cause: error });
+      throw new BurrowError(Code.Unavailable, `envd is not reachable: ${(error as Error).message}`, { cause: error });
     }
     if (res.status === 401) {
       await res.body?.cancel();
@@ -51,7 +51,7 @@ export class EnvdClient {
     }
     if (!res.ok) {
       await res.body?.cancel();
-      throw new CodeInterpreterError("unavailable", `envd answered ${res.status} for its environment variables`);
+      throw new BurrowError(Code.Unavailable, `envd answered ${res.status} for its environment variables`);
     }
     const body = (await res.json()) as unknown;
     const envs: Record<string, string> = {};

@@ -3,8 +3,8 @@
 // calls (create, list, restart, remove), so those are let through without one; a wrong token is refused on every
 // endpoint.
 import type { IncomingMessage } from "node:http";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import type { EnvdClient } from "../envd/envd-client.js";
-import { CodeInterpreterError } from "../errors.js";
 
 export const UNAUTHORIZED_MESSAGE = "unauthorized access, please provide a valid access token";
 
@@ -22,7 +22,7 @@ export class AccessGuard {
     if (!this.envd) return { sandboxEnv: {} };
     const answer = await this.envd.envs(token);
     if (answer.kind === "ok") return { sandboxEnv: answer.envs };
-    if (token !== undefined || opts.tokenRequired) throw new CodeInterpreterError("unauthenticated", UNAUTHORIZED_MESSAGE);
+    if (token !== undefined || opts.tokenRequired) throw new BurrowError(Code.Unauthenticated, UNAUTHORIZED_MESSAGE);
     return { sandboxEnv: {} };
   }
 }

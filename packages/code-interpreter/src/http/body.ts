@@ -1,13 +1,12 @@
 // Request bodies: JSON objects of bounded size.
 import type { IncomingMessage } from "node:http";
-import { CodeInterpreterError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 /** Cells can be large (generated code, embedded data); anything beyond this is refused. */
 export const MAX_BODY_BYTES = 64 * 1024 * 1024;
 
-export class BodyError extends Error {
-  override readonly name = "BodyError";
-}
+/** The reason of a body that is not JSON (InvalidArgument), which routes answer in FastAPI's validation shape. */
+export const INVALID_JSON = "invalid_json";
 
 export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES): Promise<unknown> {
   const chunks: Buffer[] = [];
@@ -16,7 +15,7 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
     size += chunk.length;
     if (size > limit) {
       req.destroy();
-      throw new CodeInterpreterError("resource_exhausted", `request body larger than ${limit} bytes`);
+      throw new BurrowError(Code.ResourceExhausted, `request body larger than ${limit} bytes`);
     }
     chunks.push(chunk);
   }
@@ -25,6 +24,6 @@ export async function readJsonBody(req: IncomingMessage, limit = MAX_BODY_BYTES)
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw new BodyError(`body is not valid JSON: ${(error as Error).message}`);
+    throw new BurrowError(Code.InvalidArgument, `body is not valid JSON: ${(error as Error).message}`, { reason: INVALID_JSON, cause: error });
   }
 }

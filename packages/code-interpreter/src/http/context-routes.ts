@@ -1,8 +1,9 @@
 // /contexts: create, list, restart and remove contexts.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { BurrowError } from "@burrow/protocol/errors";
 import type { ContextRegistry } from "../contexts/context-registry.js";
 import type { AccessGuard } from "./access.js";
-import { BodyError, readJsonBody } from "./body.js";
+import { INVALID_JSON, readJsonBody } from "./body.js";
 import { sendJson, sendValidationError } from "./respond.js";
 
 export interface ContextRouteDeps {
@@ -16,7 +17,7 @@ export async function handleCreateContext(req: IncomingMessage, res: ServerRespo
   try {
     body = (await readJsonBody(req)) ?? {};
   } catch (error) {
-    if (error instanceof BodyError) return sendValidationError(res, "", error.message, "value_error.jsondecode");
+    if (error instanceof BurrowError && error.reason === INVALID_JSON) return sendValidationError(res, "", error.message, "value_error.jsondecode");
     throw error;
   }
   if (typeof body !== "object" || body === null || Array.isArray(body)) return sendValidationError(res, "", "a JSON object is required", "type_error.dict");

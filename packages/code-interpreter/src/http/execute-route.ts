@@ -1,10 +1,10 @@
 // POST /execute: run code in a context and stream what it produces.
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import type { ContextRegistry } from "../contexts/context-registry.js";
-import { CodeInterpreterError } from "../errors.js";
 import type { Logger } from "../log.js";
 import type { AccessGuard } from "./access.js";
-import { BodyError, readJsonBody } from "./body.js";
+import { INVALID_JSON, readJsonBody } from "./body.js";
 import { ExecutionResponse, type ExecutionResponseOptions } from "./execution-response.js";
 import { sendValidationError } from "./respond.js";
 
@@ -84,14 +84,14 @@ export async function handleExecute(req: IncomingMessage, res: ServerResponse, d
   try {
     body = await readJsonBody(req);
   } catch (error) {
-    if (error instanceof BodyError) return sendValidationError(res, "", error.message, "value_error.jsondecode");
+    if (error instanceof BurrowError && error.reason === INVALID_JSON) return sendValidationError(res, "", error.message, "value_error.jsondecode");
     throw error;
   }
   const header = req.headers[TIMEOUT_HEADER];
   const request = parseRequest(body, Array.isArray(header) ? header[0] : header);
   if (isInvalid(request)) return sendValidationError(res, request.field, request.msg, request.type);
   if (request.contextId !== undefined && request.language !== undefined) {
-    throw new CodeInterpreterError("invalid_argument", "Only one of context_id or language can be provided");
+    throw new BurrowError(Code.InvalidArgument, "Only one of context_id or language can be provided");
   }
   const context = request.contextId !== undefined ? deps.registry.require(request.contextId) : await deps.registry.defaultFor(request.language);
   const client = new AbortController();

@@ -1,17 +1,7 @@
 // Answers of the execution server. Errors are plain text, as E2B's server sends them (the SDKs read the body as
-// text for 404 and 502); each error code maps to one status here.
+// text for 404 and 502); an error's code maps to its status here.
 import type { ServerResponse } from "node:http";
-import { CodeInterpreterError, type CodeInterpreterErrorCode } from "../errors.js";
-
-const STATUS: Record<CodeInterpreterErrorCode, number> = {
-  invalid_argument: 400,
-  unauthenticated: 401,
-  not_found: 404,
-  failed_precondition: 409,
-  resource_exhausted: 429,
-  internal: 500,
-  unavailable: 503,
-};
+import { BurrowError, httpStatusFromCode } from "@burrow/protocol/errors";
 
 export function sendText(res: ServerResponse, status: number, text: string): void {
   if (res.headersSent) {
@@ -34,6 +24,6 @@ export function sendValidationError(res: ServerResponse, field: string, msg: str
 }
 
 export function sendError(res: ServerResponse, error: unknown): void {
-  if (error instanceof CodeInterpreterError) sendText(res, STATUS[error.code], error.message);
+  if (error instanceof BurrowError) sendText(res, httpStatusFromCode(error.code), error.message);
   else sendText(res, 500, error instanceof Error ? error.message : "internal error");
 }

@@ -1,6 +1,7 @@
 // The execution server's HTTP side (port 49999): E2B's code-interpreter protocol on plain node:http, with CORS
 // open like E2B's and idle keep-alive connections held long (the SDKs pool them).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { BurrowError } from "@burrow/protocol/errors";
 import type { ContextRegistry } from "../contexts/context-registry.js";
 import type { Logger } from "../log.js";
 import type { AccessGuard } from "./access.js";
@@ -70,7 +71,7 @@ export function createExecutionServer(deps: ServerDeps): Server {
     res.setHeader("Access-Control-Allow-Origin", "*");
     res.setHeader("Access-Control-Expose-Headers", "*");
     route(req, res, deps).catch((error: unknown) => {
-      if (!(error instanceof Error && error.name === "CodeInterpreterError")) deps.logger.error("request failed", { method: req.method, url: req.url, err: error });
+      if (!(error instanceof BurrowError)) deps.logger.error("request failed", { method: req.method, url: req.url, err: error });
       if (!res.headersSent) sendError(res, error);
       else res.destroy();
       if (!req.complete) req.resume();

@@ -6,13 +6,14 @@ import { randomBytes, randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Dealer, Subscriber } from "zeromq";
+import { BurrowError } from "@burrow/protocol/errors";
 import { AsyncQueue } from "../../async-queue.js";
 import { KernelExitedError, type KernelExit } from "../../errors.js";
 import type { Logger } from "../../log.js";
 import type { ExecuteOptions, Kernel, KernelEvent, StartKernelOptions } from "../kernel.js";
 import { KernelProcess } from "../kernel-process.js";
 import type { KernelSpec } from "./kernelspec.js";
-import { MessageCodec, WireError, type JupyterMessage } from "./wire.js";
+import { BAD_KERNEL_MESSAGE, MessageCodec, type JupyterMessage } from "./wire.js";
 
 /** Code a language's kernel runs (silently) to change its environment; values arrive as a JSON object literal. */
 export interface EnvSnippets {
@@ -185,7 +186,7 @@ export class JupyterKernel implements Kernel {
         try {
           msg = this.#codec.decode(frames);
         } catch (error) {
-          if (error instanceof WireError || error instanceof SyntaxError) {
+          if ((error instanceof BurrowError && error.reason === BAD_KERNEL_MESSAGE) || error instanceof SyntaxError) {
             this.#logger.warn("dropped a kernel message", { language: this.language, err: error });
             continue;
           }

@@ -1,6 +1,7 @@
 // The Jupyter messaging protocol's wire format (v5.3): `<IDS|MSG>`, an HMAC-SHA256 signature, then header,
 // parent header, metadata and content as JSON frames, then binary buffers.
 import { createHmac, randomUUID, timingSafeEqual } from "node:crypto";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 export const DELIMITER = "<IDS|MSG>";
 export const PROTOCOL_VERSION = "5.3";
@@ -21,8 +22,11 @@ export interface JupyterMessage<C = Record<string, unknown>> {
   content: C;
 }
 
-export class WireError extends Error {
-  override readonly name = "WireError";
+/** The reason of a kernel message with a bad signature or shape (DataLoss: the bytes are not a message of ours). */
+export const BAD_KERNEL_MESSAGE = "bad_kernel_message";
+
+function wireError(message: string): BurrowError {
+  return new BurrowError(Code.DataLoss, message, { reason: BAD_KERNEL_MESSAGE });
 }
 
 export class MessageCodec {
@@ -56,17 +60,17 @@ export class MessageCodec {
     return [Buffer.from(DELIMITER), Buffer.from(this.#sign(parts)), ...parts];
   }
 
-  /** Frames as received (routing ids first); throws WireError on a bad signature or shape. */
+  /** Frames as received (routing ids first); throws (BAD_KERNEL_MESSAGE) on a bad signature or shape. */
   decode(frames: Buffer[]): JupyterMessage {
     const at = frames.findIndex((f) => f.length === DELIMITER.length && f.toString("latin1") === DELIMITER);
-    if (at < 0 || frames.length < at + 6) throw new WireError("message without delimiter or frames");
+    if (at < 0 || frames.length < at + 6) throw wireError("message without delimiter or frames");
     const signature = frames[at + 1]!;
     const parts = frames.slice(at + 2, at + 6);
     const expected = Buffer.from(this.#sign(parts));
-    if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) throw new WireError("bad message signature");
+    if (signature.length !== expected.length || !timingSafeEqual(signature, expected)) throw wireError("bad message signature");
     const [header, parent, metadata, content] = parts.map((p) => JSON.parse(p.toString("utf8")) as unknown);
     if (typeof header !== "object" || header === null || typeof content !== "object" || content === null) {
-      throw new WireError("malformed message");
+      throw wireError("malformed message");
     }
     return {
       header: header as MessageHeader,

@@ -4,6 +4,7 @@
 // of a final expression statement is the cell's result. The body runs inside an async function called with
 // `this` = the global object; the returned promise resolves to the result.
 import { parse, type ImportDeclaration, type Options, type Pattern, type Program } from "acorn";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 interface Edit {
   start: number;
@@ -11,9 +12,14 @@ interface Edit {
   text: string;
 }
 
-/** Thrown for code acorn cannot parse; the worker then compiles the raw code to report Node's own SyntaxError. */
-export class CellSyntaxError extends Error {
-  override readonly name = "CellSyntaxError";
+/**
+ * The reason of code acorn cannot parse (InvalidArgument); the worker then compiles the raw code to report Node's own
+ * SyntaxError.
+ */
+export const CELL_SYNTAX = "cell_syntax";
+
+function cellSyntaxError(message: string): BurrowError {
+  return new BurrowError(Code.InvalidArgument, message, { reason: CELL_SYNTAX });
 }
 
 const PARSE_OPTIONS: Options = {
@@ -32,7 +38,7 @@ function parseCell(code: string): Program {
       // Sloppy-mode code (`with`, legacy octals) is not a module but is still a fine script.
       return parse(code, { ...PARSE_OPTIONS, sourceType: "script" });
     } catch (error) {
-      throw new CellSyntaxError((error as Error).message);
+      throw cellSyntaxError((error as Error).message);
     }
   }
 }
@@ -130,7 +136,7 @@ export function transformCell(code: string): TransformedCell {
         break;
       case "ExportNamedDeclaration":
       case "ExportDefaultDeclaration":
-        throw new CellSyntaxError("export is not supported in a code cell");
+        throw cellSyntaxError("export is not supported in a code cell");
       case "ExpressionStatement":
         if (last) {
           const expression = node.expression;

@@ -2,11 +2,12 @@
 // server prepares each cell (type stripping for TypeScript, then the REPL-style rewrite of cell-transform.ts)
 // so the worker only compiles and runs it.
 import { StringDecoder } from "node:string_decoder";
+import { BurrowError } from "@burrow/protocol/errors";
 import { AsyncQueue } from "../../async-queue.js";
 import { KernelExitedError, type KernelExit } from "../../errors.js";
 import type { ExecuteOptions, Kernel, KernelEvent, StartKernelOptions } from "../kernel.js";
 import { KernelProcess } from "../kernel-process.js";
-import { CellSyntaxError, transformCell } from "./cell-transform.js";
+import { CELL_SYNTAX, transformCell } from "./cell-transform.js";
 import { stripTypes, TypeScriptCompileError } from "./typescript.js";
 import type { HostMessage, WorkerMessage } from "./worker-protocol.js";
 
@@ -93,10 +94,10 @@ export class NodeKernel implements Kernel {
       prepared = await this.#prepare(code);
     } catch (error) {
       if (error instanceof TypeScriptCompileError) {
-        yield { type: "error", name: error.name, value: error.message, traceback: error.details };
+        yield { type: "error", name: error.name, value: error.message, traceback: error.traceback };
         return;
       }
-      if (!(error instanceof CellSyntaxError)) throw error;
+      if (!(error instanceof BurrowError && error.reason === CELL_SYNTAX)) throw error;
       // Let Node compile the raw cell: its SyntaxError names the line the way users expect.
       prepared = code;
     }

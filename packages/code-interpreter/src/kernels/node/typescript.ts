@@ -1,12 +1,15 @@
 // TypeScript cells are type-stripped with esbuild's transform (no type checking, as in a REPL). Imports stay as
 // written (verbatimModuleSyntax): a cell may import a value that only a later cell uses.
-export class TypeScriptCompileError extends Error {
-  override readonly name = "TypeScriptCompilerError";
+import { BurrowError, Code } from "@burrow/protocol/errors";
+
+/** A cell esbuild cannot compile (InvalidArgument); `name` and `traceback` are what the run reports, as E2B's do. */
+export class TypeScriptCompileError extends BurrowError {
+  override name = "TypeScriptCompilerError";
   constructor(
     message: string,
-    readonly details: string,
+    readonly traceback: string,
   ) {
-    super(message);
+    super(Code.InvalidArgument, message, { reason: "typescript_compile" });
   }
 }
 
