@@ -1,22 +1,14 @@
 import { readFile } from "node:fs/promises";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { ConnectError } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { BurrowError, Code, codeFromHttpStatus, codeName, httpStatusFromCode } from "../src/index.js";
+// A free loopback port: nothing listens on it once it is returned.
+import { freePort } from "../../../test/helpers/server-process.js";
 
 class StepError extends BurrowError {
   override name = "StepError";
-}
-
-/** A loopback port with nothing listening on it. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe("BurrowError", () => {
@@ -71,7 +63,7 @@ describe("BurrowError.from", () => {
   it("maps Node system errors by errno, also when they are the cause of another error", async () => {
     const missing = await readFile("/nonexistent/burrow-error-test").catch((e: unknown) => e);
     expect(BurrowError.from(missing)).toMatchObject({ code: Code.NotFound, message: (missing as Error).message });
-    const refused = await fetch(`http://127.0.0.1:${await closedPort()}/`).catch((e: unknown) => e);
+    const refused = await fetch(`http://127.0.0.1:${await freePort()}/`).catch((e: unknown) => e);
     expect((refused as Error).name).toBe("TypeError");
     expect(BurrowError.from(refused, Code.Internal).code).toBe(Code.Unavailable);
     expect(BurrowError.from(Object.assign(new Error("quota"), { errno: -122, code: "Unknown system error -122" })).code).toBe(
