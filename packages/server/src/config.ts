@@ -19,6 +19,8 @@ export const DEFAULT_METRICS_INTERVAL_MS = 5_000;
 export const DEFAULT_METRICS_RETENTION = 720;
 /** E2B's deprecated `clientID`, still required by its schema; one node answers for all sandboxes. */
 export const DEFAULT_CLIENT_ID = "burrow";
+/** `domain` value (the default) that the server turns into `burrow.localhost:<port>` where that works (local-domain.ts). */
+export const AUTO_DOMAIN = "auto";
 
 export interface ServerConfig {
   /** Interface to listen on. @default "127.0.0.1" (env BURROW_HOST) */
@@ -29,11 +31,21 @@ export interface ServerConfig {
   readonly stateDir: string;
   /**
    * Domain returned as `domain` in Sandbox responses, so that `sandbox.getHost(port)` yields
-   * `<port>-<id>.<domain>`. The gateway accepts `<port>-<id>.<anything>` whatever this is. When null the SDK
-   * falls back to E2B_DOMAIN; leave it null unless clients can resolve the wildcard name (e2b-compat.md §1.6.2).
-   * @default null (env BURROW_DOMAIN)
+   * `<port>-<id>.<domain>`; it carries the port unless clients reach the server on 80/443. The gateway accepts
+   * `<port>-<id>.<anything>` whatever this is. `"auto"` becomes `burrow.localhost:<port>` once the server listens,
+   * if it listens on loopback and this host resolves `*.burrow.localhost` to loopback (libnss-myhostname, which
+   * `npm start` installs), else null. With null the SDK falls back to E2B_DOMAIN (e2b.app), which does not lead
+   * here. A server used from other machines needs a wildcard DNS record `*.<name>` and BURROW_DOMAIN=`<name>:<port>`.
+   * @default "auto" (env BURROW_DOMAIN)
    */
   readonly domain: string | null;
+  /**
+   * Also accept HTTPS on the same port, so that `https://` + getHost URLs work as E2B's docs write them. The
+   * certificate (localhost, burrow.localhost, *.burrow.localhost, 127.0.0.1, ::1) is issued at each start by a local
+   * CA created once in `<stateDir>/tls` with openssl; clients trust its `ca.pem` (`burrow ca` prints the path).
+   * @default true (env BURROW_TLS=false turns it off)
+   */
+  readonly tls: boolean;
   /** Sandbox lifetime when create omits `timeout`. @default 300 */
   readonly defaultTimeoutSec: number;
   /** Largest accepted `timeout`; larger values are rejected with 400. @default 86400 */
@@ -160,6 +172,13 @@ function positiveInt(name: string, value: number, { allowZero = false } = {}): n
   return value;
 }
 
+function parseBoolean(name: string, raw: string | undefined, fallback: boolean): boolean {
+  if (raw === undefined || raw === "") return fallback;
+  if (/^(1|true|yes|on)$/i.test(raw)) return true;
+  if (/^(0|false|no|off)$/i.test(raw)) return false;
+  throw new ServerError(Code.InvalidArgument, `${name} must be true or false, got '${raw}'`);
+}
+
 /** Validate options, apply defaults and env fallbacks, and return a frozen config. Never mutates its input. */
 export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.ProcessEnv = process.env): ServerConfig {
   const envPort = env["BURROW_PORT"] !== undefined && env["BURROW_PORT"] !== "" ? Number(env["BURROW_PORT"]) : undefined;
@@ -178,7 +197,8 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     host: input.host ?? (env["BURROW_HOST"] || DEFAULT_HOST),
     port,
     stateDir: isAbsolute(stateDir) ? stateDir : resolve(stateDir),
-    domain: input.domain !== undefined ? input.domain : env["BURROW_DOMAIN"] || null,
+    domain: input.domain !== undefined ? input.domain : env["BURROW_DOMAIN"] || AUTO_DOMAIN,
+    tls: input.tls ?? parseBoolean("BURROW_TLS", env["BURROW_TLS"], true),
     defaultTimeoutSec,
     maxTimeoutSec,
     bodyLimitBytes: positiveInt("bodyLimitBytes", input.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES),

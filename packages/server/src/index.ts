@@ -29,3 +29,4 @@ export {
 export type { SandboxService, CreateSandboxInput } from "./lifecycle/sandbox-service.js";
 export type { Gateway, UpstreamResolver } from "./gateway/gateway.js";
 export { fileSignature } from "./gateway/signature.js";
+export { ensureLocalCa, localCaPaths, type LocalCa, type LocalCaPaths } from "./tls/index.js";

@@ -8,7 +8,8 @@ describe("resolveServerConfig", () => {
       host: DEFAULT_HOST,
       port: DEFAULT_PORT,
       stateDir: "/var/lib/burrow",
-      domain: null,
+      domain: "auto",
+      tls: true,
       defaultTimeoutSec: 300,
       maxTimeoutSec: 86_400,
       apiKey: null,
@@ -23,6 +24,13 @@ describe("resolveServerConfig", () => {
     // A resolved config resolves to itself.
     const cfg = resolveServerConfig({}, env);
     expect(resolveServerConfig(cfg, {})).toEqual(cfg);
+  });
+
+  it("reads BURROW_TLS as a boolean", () => {
+    expect(resolveServerConfig({}, { BURROW_TLS: "false" }).tls).toBe(false);
+    expect(resolveServerConfig({}, { BURROW_TLS: "1" }).tls).toBe(true);
+    expect(resolveServerConfig({ tls: true }, { BURROW_TLS: "off" }).tls).toBe(true);
+    expect(() => resolveServerConfig({}, { BURROW_TLS: "maybe" })).toThrow(/BURROW_TLS must be true or false, got 'maybe'/);
   });
 
   it("rejects nonsense", () => {

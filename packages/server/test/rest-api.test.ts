@@ -33,7 +33,8 @@ describe("create", () => {
       envdVersion: ENVD_VERSION,
       envdAccessToken: expect.any(String),
       trafficAccessToken: null,
-      domain: null,
+      // burrow.localhost:<port> where that name resolves to loopback (npm start sees to it), else null.
+      domain: t.server.config.domain,
     });
     await kill(body["sandboxID"] as string);
   });
@@ -187,7 +188,8 @@ describe("sandbox endpoints", () => {
       metadata: { a: "1" },
       envdAccessToken: body["envdAccessToken"],
       allowInternetAccess: true,
-      domain: null,
+      // burrow.localhost:<port> where that name resolves to loopback (npm start sees to it), else null.
+      domain: t.server.config.domain,
     });
     const endAt = () => t.api(`/sandboxes/${id}`).then(async (r) => Date.parse(((await r.json()) as { endAt: string }).endAt));
     expect(await endAt()).toBeGreaterThan(Date.now() + 90_000);
