@@ -78,7 +78,7 @@ describe("restart keeps what runs", () => {
 /** envd's pid and start time (field 22 of /proc/<pid>/stat): the same envd before and after the restart. */
 async function envdIdentity(sandbox: Sandbox): Promise<string> {
   const r = await sandbox.commands.run(
-    "p=$(pgrep -of 'envd.mjs'); echo $p $(cut -d' ' -f22 /proc/$p/stat)",
+    "p=$(pgrep -of '/.burrow/envd/envd'); echo $p $(cut -d' ' -f22 /proc/$p/stat)",
   );
   const value = r.stdout.trim();
   expect(value).toMatch(/^\d+ \d+$/);

@@ -1,4 +1,5 @@
-import { ENVD_PORT } from "@burrow/protocol";
+// The constants alone: the package index also brings the generated protobuf code, which start-up does not need.
+import { ENVD_PORT } from "@burrow/protocol/constants";
 import { nativeAddon } from "./native/native-modules.js";
 
 export interface EnvdConfig {

@@ -1,15 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 
-/** An error with an HTTP status, for the plain-HTTP endpoints; its body is always `{"code": <int>, "message"}`. */
-export class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-    this.name = "HttpError";
-  }
-}
+// Its own module, so that envd's start-up path (health, init) does not load Connect.
+export { HttpError } from "./http/http-error.js";
 
 const errnoCodes: Record<string, Code> = {
   ENOENT: Code.NotFound,

@@ -1,5 +1,5 @@
 // envd entry point: the daemon inside every sandbox (started by the sandbox's init, from the runtime mount).
-import { ENVD_VERSION } from "@burrow/protocol";
+import { ENVD_VERSION } from "@burrow/protocol/constants";
 import { resolveEnvdConfigFromEnv } from "./config.js";
 import { createStderrLogger } from "./log.js";
 import { createEnvdServer } from "./server.js";
@@ -24,10 +24,11 @@ for (const sig of ["SIGTERM", "SIGINT"] as const) {
   });
 }
 
-try {
-  const addr = await envd.listen(config.port, config.host);
-  log.info("listening", { version: ENVD_VERSION, host: addr.address, port: addr.port, initToken: config.initToken !== undefined });
-} catch (err) {
-  log.error("cannot listen", { err, port: config.port, host: config.host });
-  process.exit(1);
-}
+// The bundle is CommonJS (Node starts a CommonJS entry faster than an ES module one): no top-level await.
+envd.listen(config.port, config.host).then(
+  (addr) => log.info("listening", { version: ENVD_VERSION, host: addr.address, port: addr.port, initToken: config.initToken !== undefined }),
+  (err: unknown) => {
+    log.error("cannot listen", { err, port: config.port, host: config.host });
+    process.exit(1);
+  },
+);

@@ -3,7 +3,7 @@ import { fileURLToPath } from "node:url";
 import { NATIVE_PACKAGE } from "./native/native-modules.js";
 
 export interface EnvdRuntimeFiles {
-  /** Absolute path of the single-file bundle; copy it to `<runtime>/envd.mjs`. */
+  /** Absolute path of the single-file bundle (CommonJS); copy it to `<runtime>/envd.cjs`. */
   bundle: string;
   /** Directories to copy to `<runtime>/node_modules/<name>` (native addons the bundle loads beside itself). */
   nativeModules: { name: string; dir: string }[];
@@ -18,7 +18,7 @@ export function envdRuntimeFiles(): EnvdRuntimeFiles {
   const pkgDir = dirname(dirname(fileURLToPath(import.meta.url)));
   const dist = join(pkgDir, "dist");
   return {
-    bundle: join(dist, "envd.mjs"),
+    bundle: join(dist, "envd.cjs"),
     // staged by build.mjs: node-pty trimmed to its Linux runtime files, envd's addon and envd-exec helper
     nativeModules: ["node-pty", NATIVE_PACKAGE].map((name) => ({ name, dir: join(dist, "node_modules", name) })),
   };

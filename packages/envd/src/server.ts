@@ -1,21 +1,20 @@
-import { Filesystem, Process } from "@burrow/protocol";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+// envd's HTTP server. /health and /init, all a new sandbox needs before its create returns, are served by this
+// module and the few small ones it imports; the rest (Connect-RPC process and filesystem services, /files, /envs,
+// /metrics: routes.ts, with Connect and protobuf, most of envd's start-up cost) is loaded on its first request,
+// right after /init has been answered, or once envd has been idle for a moment after starting (a pooled sandbox),
+// whichever comes first. The load overlaps the orchestrator's and the client's own work instead of delaying the
+// moment envd answers.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { checkAccessToken, isTokenExempt } from "./auth/access.js";
 import type { EnvdContext } from "./context.js";
-import { HttpError } from "./errors.js";
-import { createFilesystemService } from "./filesystem/filesystem-service.js";
-import { WatcherRegistry } from "./filesystem/watch/watcher-registry.js";
-import { postCompose } from "./http/files-compose.js";
-import { getFile } from "./http/files-get.js";
-import { postFiles } from "./http/files-post.js";
+import { HttpError } from "./http/http-error.js";
 import { postInit } from "./http/init.js";
-import { createMetricsReader } from "./http/metrics.js";
-import { sendEmpty, sendError, sendJson } from "./http/respond.js";
+import { allowMethods } from "./http/methods.js";
+import { sendEmpty, sendError } from "./http/respond.js";
 import { createStderrLogger, type Logger } from "./log.js";
-import { createProcessService } from "./process/process-service.js";
 import { ProcessTable } from "./process/process-table.js";
+import type { EnvdRoutes } from "./routes.js";
 import { EnvdState } from "./state.js";
 import { UserDb } from "./users/user-db.js";
 
@@ -36,7 +35,9 @@ export interface EnvdServer {
   close(): Promise<void>;
 }
 
-const RPC_PREFIXES = [`/${Process.typeName}/`, `/${Filesystem.typeName}/`];
+/** How long envd waits, after starting or after its last /health, before loading the rest on its own. */
+const IDLE_LOAD_MS = 100;
+
 const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers": "*",
@@ -55,7 +56,7 @@ function discardBody(req: IncomingMessage): void {
   req.resume();
 }
 
-/** Builds envd: Connect-RPC (process, filesystem) and the plain-HTTP endpoints on one node:http server. */
+/** Builds envd: the plain-HTTP endpoints and Connect-RPC (process, filesystem) on one node:http server. */
 export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
   const log = opts.logger ?? createStderrLogger();
   const context: EnvdContext = {
@@ -64,21 +65,22 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
     processes: new ProcessTable(),
     log,
   };
-  const watchers = new WatcherRegistry(context.users);
-  const shutdown = new AbortController();
-  const rpc = connectNodeAdapter({
-    routes(router) {
-      router.service(Process, createProcessService(context));
-      router.service(Filesystem, createFilesystemService(context, watchers));
-    },
-    grpc: false,
-    grpcWeb: false,
-    connect: true,
-    jsonOptions: { ignoreUnknownFields: true },
-    readMaxBytes: 32 * 1024 * 1024,
-    shutdownSignal: shutdown.signal,
-  });
-  const metrics = createMetricsReader();
+
+  let routes: EnvdRoutes | undefined;
+  let loading: Promise<EnvdRoutes> | undefined;
+  let idleTimer: NodeJS.Timeout | undefined;
+  const loadRoutes = (): Promise<EnvdRoutes> => {
+    clearTimeout(idleTimer);
+    loading ??= import("./routes.js").then((m) => (routes = m.createEnvdRoutes(context)));
+    return loading;
+  };
+  /** Load the rest soon, without delaying what is being answered now. */
+  const loadSoon = (delayMs: number) => {
+    if (loading) return;
+    clearTimeout(idleTimer);
+    idleTimer = setTimeout(() => void loadRoutes().catch((err: unknown) => log.error("cannot load envd's routes", { err })), delayMs);
+    idleTimer.unref();
+  };
 
   async function route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const method = req.method ?? "GET";
@@ -95,36 +97,18 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
       const h = req.headers["x-access-token"];
       checkAccessToken(context.state.accessToken, Array.isArray(h) ? h[0] : h);
     }
-    if (RPC_PREFIXES.some((p) => path.startsWith(p))) return rpc(req, res);
-    const known = (allowed: string[]): boolean => {
-      if (allowed.includes(method)) return true;
-      res.setHeader("Allow", allowed.join(", "));
-      throw new HttpError(405, `method ${method} not allowed on ${path}`);
-    };
-    switch (path) {
-      case "/health":
-        if (known(["GET", "HEAD"])) return sendEmpty(res, 204);
-        return;
-      case "/files":
-        if (known(["GET", "HEAD", "POST"])) {
-          return method === "POST" ? postFiles(context, req, res, url) : getFile(context, req, res, url);
-        }
-        return;
-      case "/files/compose":
-        if (known(["POST"])) return postCompose(context, req, res);
-        return;
-      case "/init":
-        if (known(["POST"])) return postInit(context, opts.initToken, req, res);
-        return;
-      case "/envs":
-        if (known(["GET"])) return sendJson(res, 200, Object.fromEntries(context.state.envVars));
-        return;
-      case "/metrics":
-        if (known(["GET"])) return sendJson(res, 200, await metrics());
-        return;
-      default:
-        throw new HttpError(404, `path '${path}' not found`);
+    if (path === "/health") {
+      allowMethods(res, method, path, ["GET", "HEAD"]);
+      loadSoon(IDLE_LOAD_MS);
+      return sendEmpty(res, 204);
     }
+    if (path === "/init") {
+      allowMethods(res, method, path, ["POST"]);
+      // Once the answer is out: the client's next request is on its way, and finds the rest loaded or loading.
+      res.once("finish", () => loadSoon(0));
+      return postInit(context, opts.initToken, req, res);
+    }
+    return (routes ?? (await loadRoutes())).handle(req, res, url);
   }
 
   const server = createServer({ requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
@@ -157,13 +141,14 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
         server.once("error", reject);
         server.listen(port, host, () => {
           server.off("error", reject);
+          loadSoon(IDLE_LOAD_MS);
           resolve(server.address() as AddressInfo);
         });
       });
     },
     async close() {
-      shutdown.abort();
-      watchers.closeAll();
+      clearTimeout(idleTimer);
+      routes?.close();
       context.processes.killAll();
       server.closeIdleConnections();
       await new Promise<void>((resolve) => {

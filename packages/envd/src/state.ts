@@ -1,4 +1,4 @@
-import { DEFAULT_USER } from "@burrow/protocol";
+import { DEFAULT_USER } from "@burrow/protocol/constants";
 
 /** Per-sandbox settings pushed by the orchestrator through POST /init. */
 export class EnvdState {

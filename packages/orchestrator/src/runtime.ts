@@ -8,7 +8,7 @@ import type { RuntimeProgram } from "./rootfs/build-runtime-dir.js";
 import { buildRuntimeDir, runtimeCommand } from "./rootfs/index.js";
 
 export interface EnvdRuntimeSource {
-  /** The envd bundle file (envd.mjs). */
+  /** The envd bundle file (envd.cjs). */
   bundle: string;
   /** Native node modules envd loads lazily (node-pty, xattr addon…). */
   nativeModules: { name: string; dir: string }[];

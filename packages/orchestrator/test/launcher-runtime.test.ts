@@ -12,10 +12,8 @@ import { SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
 // Stands in for envd: serves HTTP, talks to itself, opens a PTY through the node-pty addon, then
 // writes a marker with what it saw.
 const FAKE_ENVD = String.raw`
-import http from "node:http";
-import { createRequire } from "node:module";
-import { writeFileSync } from "node:fs";
-const require = createRequire("/.burrow/envd/node_modules/");
+const http = require("node:http");
+const { writeFileSync } = require("node:fs");
 const pty = require("node-pty");
 const server = http.createServer((req, res) => res.end("pong " + process.env.GREETING));
 server.listen(4900, "127.0.0.1", () => {
@@ -43,7 +41,7 @@ describe("runtime dir", () => {
   beforeAll(async () => {
     fx = new SandboxFixture(await ensureTestRootfs());
     const dir = await fx.dir();
-    const bundle = join(dir, "fake-envd.mjs");
+    const bundle = join(dir, "fake-envd.cjs");
     await writeFile(bundle, FAKE_ENVD);
     runtime = join(dir, "runtime");
     await buildRuntimeDir({ outDir: runtime, files: { bundle, nativeModules: [{ name: "node-pty", dir: nodePtyDir }] } });
@@ -57,7 +55,7 @@ describe("runtime dir", () => {
     const lib = await readdir(join(runtime, "lib"));
     expect(lib).toEqual(expect.arrayContaining(["ld.so", "libc.so.6", "libstdc++.so.6"]));
     expect((await stat(join(runtime, "bin/node"))).mode & 0o777).toBe(0o755);
-    expect(await readFile(join(runtime, "envd/envd.mjs"), "utf8")).toBe(FAKE_ENVD);
+    expect(await readFile(join(runtime, "envd/envd.cjs"), "utf8")).toBe(FAKE_ENVD);
     expect((await stat(join(runtime, "envd/node_modules/node-pty/build/Release/pty.node"))).isFile()).toBe(true);
     await expect(buildRuntimeDir({ outDir: runtime, files: { bundle: "/x", nativeModules: [] } })).rejects.toMatchObject({
       code: Code.AlreadyExists,

@@ -1,4 +1,4 @@
-import { HttpError } from "../errors.js";
+import { HttpError } from "../http/http-error.js";
 import { safeEqual } from "./compare.js";
 import { fileSignature, type FileOperation } from "./signature.js";
 

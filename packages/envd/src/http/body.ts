@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { PassThrough, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { HttpError } from "../errors.js";
+import { HttpError } from "./http-error.js";
 
 /** Reads a small request body (JSON endpoints), refusing more than `limit` bytes. */
 export async function readSmallBody(req: IncomingMessage, limit: number): Promise<Buffer> {

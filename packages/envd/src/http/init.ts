@@ -3,7 +3,7 @@ import type { EnvdContext } from "../context.js";
 import type { EnvdState } from "../state.js";
 import { safeEqual } from "../auth/compare.js";
 import { UNAUTHORIZED_MESSAGE } from "../auth/access.js";
-import { HttpError } from "../errors.js";
+import { HttpError } from "./http-error.js";
 import { readJsonBody } from "./body.js";
 import { sendEmpty } from "./respond.js";
 

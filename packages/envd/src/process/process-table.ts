@@ -1,4 +1,4 @@
-import { ManagedProcess } from "./managed-process.js";
+import type { ManagedProcess } from "./managed-process.js";
 
 // Finished processes are remembered so a late Connect gets the end event; bounded so envd's memory is too.
 const RETAINED_EXITED = 256;

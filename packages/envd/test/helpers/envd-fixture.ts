@@ -9,7 +9,7 @@ import { Sandbox } from "e2b";
 import { ENVD_VERSION } from "@burrow/protocol";
 
 const pkgDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-export const BUNDLE = join(pkgDir, "dist", "envd.mjs");
+export const BUNDLE = join(pkgDir, "dist", "envd.cjs");
 
 let built = false;
 /** Builds the bundle and native parts once per test file (fast: esbuild + two small C files). */
