@@ -89,7 +89,7 @@ describe.each(["stdio", "http"] as TransportKind[])("Burrow MCP server over %s",
     expect(textOf(gone)).toMatch(/^not_found: /);
   });
 
-  test("bad arguments and unknown sandboxes are tool errors; the server goes on serving", async () => {
+  test("bad arguments and unknown sandboxes are tool errors; the server goes on serving", { timeout: 120_000 }, async () => {
     const missing = await call(client, "run_command", { command: "true" }, { allowError: true });
     expect(missing.isError).toBe(true);
     expect(textOf(missing)).toContain("Input validation error");
@@ -109,6 +109,13 @@ describe.each(["stdio", "http"] as TransportKind[])("Burrow MCP server over %s",
     const unknownTemplate = await call(client, "create_sandbox", { template: "no-such-template" }, { allowError: true });
     expect(unknownTemplate.isError).toBe(true);
     expect(textOf(unknownTemplate)).toMatch(/^not_found: .*no-such-template/);
+
+    // run_code outside a code-interpreter sandbox: nothing serves its port there, and the error says what to use.
+    const { sandboxId } = data<{ sandboxId: string }>(await call(client, "create_sandbox", {}));
+    created.push(sandboxId);
+    const notInterpreter = await call(client, "run_code", { sandboxId, code: "1" }, { allowError: true });
+    expect(notInterpreter.isError).toBe(true);
+    expect(textOf(notInterpreter)).toContain("run_code needs a sandbox created from the 'code-interpreter-v1' template");
 
     const unknownTool = await call(client, "no_such_tool", {}, { allowError: true });
     expect(unknownTool.isError).toBe(true);

@@ -79,7 +79,7 @@ export function registerBusTools(server: McpServer, session: BurrowSession): voi
     "queue_enqueue",
     {
       title: "Add to a work queue",
-      description: "Add a message to a named work queue; consumers take messages in priority order (0 first, 9 last).",
+      description: "Add a message to a named work queue; consumers take higher priorities first (9 before 0; default 0), oldest first within one.",
       input: { queue: queueName, data: z.string().max(1024 * 1024), priority: z.number().int().min(0).max(9).optional() },
     },
     async (args, { session, signal }) => {

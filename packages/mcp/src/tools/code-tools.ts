@@ -6,6 +6,7 @@ import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
 import type { BurrowSession } from "../session.js";
+import { ToolError, toToolError } from "../tool-error.js";
 import { tail } from "./command-tools.js";
 import { sandboxId } from "./sandbox-tools.js";
 import { defineTool } from "./tool-kit.js";
@@ -41,12 +42,19 @@ export function registerCodeTools(server: McpServer, session: BurrowSession): vo
     async (args, { session, signal, progress }) => {
       const sandbox = await session.sandbox(args.sandboxId, signal);
       session.logs.append(args.sandboxId, `>>> run_code (${args.language})\n${tail(args.code, 2048)}`);
-      const execution = await sandbox.runCode(args.code, {
-        language: args.language,
-        timeoutMs: args.timeoutSeconds * 1000,
-        onStdout: (m) => progress(m.line),
-        onStderr: (m) => progress(`stderr: ${m.line}`),
-      });
+      const execution = await sandbox
+        .runCode(args.code, {
+          language: args.language,
+          timeoutMs: args.timeoutSeconds * 1000,
+          onStdout: (m) => progress(m.line),
+          onStderr: (m) => progress(`stderr: ${m.line}`),
+        })
+        .catch((error: unknown) => {
+          const e = toToolError(error);
+          // Nothing answers on the execution server's port in sandboxes of other templates.
+          if (e.code !== "unavailable" && e.code !== "not_found" && !/\b50[23]\b/.test(e.message)) throw e;
+          throw new ToolError(e.code, `${e.message} (run_code needs a sandbox created from the 'code-interpreter-v1' template)`, { cause: error });
+        });
       const stdout = execution.logs.stdout.join("");
       const stderr = execution.logs.stderr.join("");
       const error = execution.error ? { name: execution.error.name, value: execution.error.value, traceback: tail(execution.error.traceback) } : undefined;

@@ -29,19 +29,48 @@ function info(s: SandboxInfo): Record<string, unknown> {
   };
 }
 
-async function create(session: BurrowSession, template: string, opts: { timeoutSeconds?: number | undefined; metadata?: Record<string, string> | undefined; envs?: Record<string, string> | undefined; allowInternetAccess?: boolean | undefined }, signal: AbortSignal) {
-  // No request timeout: the first create of a shipped template (code-interpreter-v1, mcp-gateway) builds it.
-  const sandbox = await Sandbox.create(template, {
-    ...session.sdk,
-    requestTimeoutMs: 0,
-    signal,
-    ...(opts.timeoutSeconds !== undefined ? { timeoutMs: opts.timeoutSeconds * 1000 } : {}),
-    ...(opts.metadata ? { metadata: opts.metadata } : {}),
-    ...(opts.envs ? { envs: opts.envs } : {}),
-    ...(opts.allowInternetAccess !== undefined ? { allowInternetAccess: opts.allowInternetAccess } : {}),
-  });
-  session.remember(sandbox);
-  return { sandboxId: sandbox.sandboxId, template };
+/** A create that waited on a template's first build past the HTTP client's header timeout (5 minutes). */
+function isDroppedWait(error: unknown): boolean {
+  for (let e: unknown = error; e instanceof Error; e = e.cause) {
+    const code = (e as { code?: string }).code;
+    if (code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_SOCKET") return true;
+  }
+  return false;
+}
+
+interface CreateOptions {
+  timeoutSeconds?: number | undefined;
+  metadata?: Record<string, string> | undefined;
+  envs?: Record<string, string> | undefined;
+  allowInternetAccess?: boolean | undefined;
+}
+
+async function create(session: BurrowSession, template: string, opts: CreateOptions, signal: AbortSignal, progress: (m: string) => Promise<void>) {
+  // The first create of a shipped template (code-interpreter-v1, mcp-gateway) builds it: minutes without an answer.
+  // Progress notifications keep the client's request alive meanwhile, and a create whose HTTP wait was cut is
+  // asked again (it waits for the same build).
+  const ticker = setInterval(() => void progress(`waiting for the sandbox (a template's first build takes minutes)`), 15_000);
+  try {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const sandbox = await Sandbox.create(template, {
+          ...session.sdk,
+          requestTimeoutMs: 0,
+          signal,
+          ...(opts.timeoutSeconds !== undefined ? { timeoutMs: opts.timeoutSeconds * 1000 } : {}),
+          ...(opts.metadata ? { metadata: opts.metadata } : {}),
+          ...(opts.envs ? { envs: opts.envs } : {}),
+          ...(opts.allowInternetAccess !== undefined ? { allowInternetAccess: opts.allowInternetAccess } : {}),
+        });
+        session.remember(sandbox);
+        return { sandboxId: sandbox.sandboxId, template };
+      } catch (error) {
+        if (attempt >= 4 || signal.aborted || !isDroppedWait(error)) throw error;
+      }
+    }
+  } finally {
+    clearInterval(ticker);
+  }
 }
 
 export function registerSandboxTools(server: McpServer, session: BurrowSession): void {
@@ -62,7 +91,7 @@ export function registerSandboxTools(server: McpServer, session: BurrowSession):
         allowInternetAccess: z.boolean().optional().describe("Outbound internet access (default true)"),
       },
     },
-    async (args, { session, signal }) => create(session, args.template, args, signal),
+    async (args, { session, signal, progress }) => create(session, args.template, args, signal, progress),
   );
 
   defineTool(
@@ -235,8 +264,8 @@ export function registerSandboxTools(server: McpServer, session: BurrowSession):
         timeoutSeconds: timeoutSeconds.optional(),
       },
     },
-    async (args, { session, signal }) => {
-      const created = await create(session, args.snapshotId, { timeoutSeconds: args.timeoutSeconds }, signal);
+    async (args, { session, signal, progress }) => {
+      const created = await create(session, args.snapshotId, { timeoutSeconds: args.timeoutSeconds }, signal, progress);
       if (args.replaceSandboxId) {
         session.forget(args.replaceSandboxId);
         await Sandbox.kill(args.replaceSandboxId, session.sdk);
