@@ -41,6 +41,9 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
       return -1;
     }
     const char *v = argv[++i];
+    int net = parse_net_option(a, v, &cfg->net, err, errlen);
+    if (net < 0) return -1;
+    if (net) continue;
     if (strcmp(a, "--lower") == 0) {
       if (cfg->n_lower == MAX_LOWER) return snprintf(err, errlen, "too many --lower"), -1;
       cfg->lower[cfg->n_lower++] = v;
@@ -88,6 +91,7 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
   if (bad_path(cfg->upper) || bad_path(cfg->work) || bad_path(cfg->merged))
     return snprintf(err, errlen, "--upper/--work/--merged must be absolute without , : \\"), -1;
   if (cfg->runtime[0] != '/') return snprintf(err, errlen, "--runtime must be absolute"), -1;
+  if (check_net_config(&cfg->net, err, errlen)) return -1;
   size_t hl = strlen(cfg->hostname);
   if (hl == 0 || hl > 64) return snprintf(err, errlen, "--hostname must be 1..64 bytes"), -1;
   /* Root must not map onto host root, and the range must fit in 32-bit ids. */

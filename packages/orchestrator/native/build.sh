@@ -24,10 +24,18 @@ if [ -n "$stale" ]; then
   mv -f "$tmp" "$bin"
 fi
 
+# burrow-netattach: the launcher's network plumbing (netlink.c) for namespaces the launcher did not make.
+netattach="$out/burrow-netattach"
+if [ ! -x "$netattach" ] || [ -n "$(find "$here/netattach/netattach.c" "$here/netlink.c" "$here/sandbox.h" -newer "$netattach" | head -n 1)" ]; then
+  gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie \
+    -Wl,-z,relro,-z,now -o "$netattach.tmp.$$" "$here/netattach/netattach.c" "$here/netlink.c"
+  mv -f "$netattach.tmp.$$" "$netattach"
+fi
+
 # burrow-reaper: the subreaper that parents every sandbox init (native/reaper/reaper.c).
 reaper="$out/burrow-reaper"
-if [ ! -x "$reaper" ] || [ "$here/reaper/reaper.c" -nt "$reaper" ]; then
+if [ ! -x "$reaper" ] || [ -n "$(find "$here/reaper" -newer "$reaper" | head -n 1)" ]; then
   gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIE -pie \
-    -Wl,-z,relro,-z,now -o "$reaper.tmp.$$" "$here/reaper/reaper.c"
+    -Wl,-z,relro,-z,now -o "$reaper.tmp.$$" "$here/reaper/reaper.c" "$here/reaper/command.c"
   mv -f "$reaper.tmp.$$" "$reaper"
 fi

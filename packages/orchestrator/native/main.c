@@ -254,6 +254,20 @@ int main(int argc, char **argv) {
     die("uidmap", "write %s", path);
   }
 
+  /* The network is plumbed before the sandbox runs anything: envd starts with eth0 up. */
+  if (cfg.net.veth) {
+    char nerr[400];
+    snprintf(path, sizeof path, "/proc/%d/ns/net", (int)pid);
+    int ns = open(path, O_RDONLY | O_CLOEXEC);
+    if (ns < 0) snprintf(nerr, sizeof nerr, "open %s: %s", path, strerror(errno));
+    if (ns < 0 || net_plumb(&cfg.net, ns, nerr, sizeof nerr)) {
+      kill_child(pid);
+      report_error(out_fd, "network", nerr);
+      return 1;
+    }
+    close(ns);
+  }
+
   struct msg m;
   memset(&m, 0, sizeof m);
   if (write(p2c[1], "g", 1) != 1 || read_msg(c2p[0], &m)) {

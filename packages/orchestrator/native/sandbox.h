@@ -2,6 +2,7 @@
 #ifndef BURROW_SANDBOX_H
 #define BURROW_SANDBOX_H
 
+#include <netinet/in.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -9,6 +10,16 @@
 #define MAX_CGROUPS 16
 #define MAX_ENV 512
 #define MAX_USERNS_LIMITS 16
+
+/* The sandbox's network (netlink.c): veth == NULL for none. */
+struct net_config {
+  const char *veth, *bridge; /* host end of the veth pair, and the bridge it joins */
+  unsigned char mac[6];      /* eth0's */
+  int has_mac, has_gateway;
+  struct in_addr addr, gateway;
+  int prefix;
+  unsigned mtu;
+};
 
 struct config {
   const char *lower[MAX_LOWER]; /* top first, as overlayfs wants them */
@@ -26,6 +37,7 @@ struct config {
   int no_new_privs;
   unsigned long grace_ms; /* SIGTERM → SIGKILL delay for the init */
   char *const *argv;      /* command, NULL-terminated */
+  struct net_config net;
   /* Filled in by the launcher, not from the command line. */
   uid_t owner;        /* host uid owning the sandbox's user namespace (0: host root) */
   unsigned long host_base; /* first host uid of the sandbox's map: uid_base, or its own range */
@@ -87,6 +99,12 @@ int setup_dev(struct msg *m);
 
 /* net.c */
 int loopback_up(struct msg *m);
+
+/* netlink.c: plumb the veth into the namespace `sandbox_ns` (an fd) and onto the bridge, as host root. 0, or -1
+ * with err filled. parse_net_option: 1 when opt is a --net-* option (its value parsed), 0 when not, -1 on error. */
+int net_plumb(const struct net_config *nc, int sandbox_ns, char *err, size_t errlen);
+int parse_net_option(const char *opt, const char *val, struct net_config *nc, char *err, size_t errlen);
+int check_net_config(const struct net_config *nc, char *err, size_t errlen);
 
 /* caps.c */
 int drop_capabilities(struct msg *m);

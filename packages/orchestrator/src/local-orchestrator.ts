@@ -8,7 +8,8 @@ import { diskUsageBytes } from "./disk-usage.js";
 import { envdAt, initEnvd } from "./envd-client/index.js";
 import { OrchestratorError } from "./errors.js";
 import { isSandboxInitAlive, launcherBinaryPath } from "./launcher/index.js";
-import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper } from "./reaper/reaper.js";
+import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper, type ReaperPaths } from "./reaper/reaper.js";
+import { reaperCommandRunner, type CommandRunner } from "./reaper/run-command.js";
 import { silentLogger, type Logger } from "./logger.js";
 import { createNetworkManager } from "./network/index.js";
 import type {
@@ -129,10 +130,15 @@ export class LocalOrchestrator implements Orchestrator {
     const config = resolveOrchestratorConfig(opts.config);
     const logger = opts.logger ?? silentLogger;
     await mkdir(config.stateDir, { recursive: true });
-    const storage = await openSandboxStorage({ stateDir: config.stateDir, preferred: config.storage, logger });
+    // The reaper first: it runs the host tools sandboxes need (btrfs, nft, ip), so creating one forks nothing here.
+    const reaper = reaperPaths(config.stateDir);
+    const launcher = launcherBinaryPath();
+    await ensureReaper(reaper, { reaper: reaperBinaryPath(launcher), launcher });
+    const runCommand = reaperCommandRunner(reaper);
+    const storage = await openSandboxStorage({ stateDir: config.stateDir, preferred: config.storage, logger, runCommand });
     let orchestrator: LocalOrchestrator;
     try {
-      orchestrator = await LocalOrchestrator.assemble(opts, config, storage, logger);
+      orchestrator = await LocalOrchestrator.assemble(opts, config, storage, logger, { reaper, runCommand });
     } catch (error) {
       // Nothing runs from this state directory yet (adoption comes later): leave the host as it was, with the
       // disk image unmounted, so a failed start (a subnet already in use, a broken base build) leaves no mount.
@@ -159,6 +165,7 @@ export class LocalOrchestrator implements Orchestrator {
     config: Readonly<OrchestratorConfig>,
     storage: SandboxStorage,
     logger: Logger,
+    tools: { reaper: ReaperPaths; runCommand: CommandRunner },
   ): Promise<LocalOrchestrator> {
     const paths = statePaths(config.stateDir);
     await mkdir(paths.sandboxes, { recursive: true });
@@ -173,14 +180,12 @@ export class LocalOrchestrator implements Orchestrator {
       instance: config.instance,
       subnet: config.subnet,
       logger,
+      runCommand: tools.runCommand,
     });
     await network.setup(opts.signal);
-    const reaper = reaperPaths(config.stateDir);
-    const launcher = launcherBinaryPath();
-    await ensureReaper(reaper, { reaper: reaperBinaryPath(launcher), launcher });
     const host = new SandboxHost({
       config,
-      reaper,
+      reaper: tools.reaper,
       storage,
       cgroups,
       network,

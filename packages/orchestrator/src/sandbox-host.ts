@@ -1,5 +1,5 @@
-// Brings one sandbox up on this host and takes it down again: writable layer, cgroups, launcher, network,
-// envd. Knows nothing of pools or the control plane; the orchestrator composes it.
+// Brings one sandbox up on this host and takes it down again: writable layer, cgroups, network reservation,
+// launcher (which plumbs the network), envd. Knows nothing of pools or the control plane; the orchestrator composes it.
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chown, mkdir, writeFile } from "node:fs/promises";
@@ -17,7 +17,7 @@ import type { SandboxStorage } from "./storage/disk-storage.js";
 import { removeTree } from "./storage/remove-tree.js";
 import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
 import type { TemplateManifest } from "./templates/template-store.js";
-import type { CgroupManager, NetworkManager, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
+import type { CgroupManager, NetworkManager, NetworkReservation, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
 
 /** A sandbox this host runs, with handles on everything it holds. */
 export interface HostedSandbox {
@@ -61,15 +61,20 @@ export class SandboxHost {
     const upper = join(dir, "upper");
     const initToken = randomBytes(24).toString("hex");
     let cgroup: SandboxCgroup | undefined;
+    let reservation: NetworkReservation | undefined;
+    let quota: Promise<void> | undefined;
     let net: SandboxNetwork | undefined;
     let pid: number | undefined;
     try {
       const started = performance.now();
+      // The address is leased at once; its firewall elements are installed while everything else happens.
+      reservation = network.reserve(sandboxId, { allowInternetAccess: opts.allowInternetAccess, signal: opts.signal });
+      net = reservation.network;
       // The writable layer and the cgroups are independent: prepare them side by side.
       const prepared = await Promise.allSettled([
         (async () => {
           await this.deps.storage.createWritableDir(dir);
-          await Promise.all([this.deps.storage.applyQuota(dir, limits.diskMB), this.prepareWritableLayer(dir, upper)]);
+          await this.prepareWritableLayer(dir, upper);
         })(),
         (async () => {
           cgroup = await cgroups.open(sandboxId);
@@ -78,7 +83,11 @@ export class SandboxHost {
       ]);
       for (const result of prepared) if (result.status === "rejected") throw result.reason;
       const sandboxCgroup = cgroup as SandboxCgroup | undefined;
+      const sandboxNet = reservation;
       if (!sandboxCgroup) throw new OrchestratorError("internal", "cgroup was not created");
+      // The disk limit is applied while the sandbox starts: nothing but envd runs in it before its create returns.
+      quota = this.deps.storage.applyQuota(dir, limits.diskMB);
+      quota.catch(() => undefined);
       const preparedAt = performance.now();
       const launched = await launchSandbox(
         {
@@ -98,14 +107,12 @@ export class SandboxHost {
           env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: initToken },
           command: this.deps.runtimeCommand,
           reaper: this.deps.reaper,
+          network: sandboxNet.plumbing,
         },
         opts.signal,
       );
       pid = launched.pid;
-      net = await network.attach(sandboxId, launched.pid, {
-        allowInternetAccess: opts.allowInternetAccess,
-        signal: opts.signal,
-      });
+      const launchedAt = performance.now();
       const record: SandboxRecordFile = {
         sandboxId,
         templateId: template.templateId,
@@ -113,30 +120,38 @@ export class SandboxHost {
         pidStartTime: launched.startTime,
         usernsOwner: launched.usernsOwner,
         hostUidBase: launched.hostUidBase,
-        ip: net.ip,
-        hostVeth: net.hostVeth,
+        ip: sandboxNet.network.ip,
+        hostVeth: sandboxNet.network.hostVeth,
         limits,
         allowInternetAccess: opts.allowInternetAccess,
         startedAt: new Date().toISOString(),
         initToken,
         pooled: opts.pooled,
       };
-      const attachedAt = performance.now();
-      await writeRecord(dir, record);
-      await waitForEnvd(envdAt(net.ip), { timeoutMs: config.envdReadyTimeoutMs, signal: opts.signal });
+      // The record is written while envd starts; a restart before it exists reaps the directory as a leftover.
+      await Promise.all([
+        quota,
+        writeRecord(dir, record),
+        (async () => {
+          await sandboxNet.firewall;
+          await waitForEnvd(envdAt(sandboxNet.network.ip), { timeoutMs: config.envdReadyTimeoutMs, signal: opts.signal });
+        })(),
+      ]);
       this.deps.logger.debug(
         {
           sandboxId,
           prepareMs: Math.round(preparedAt - started),
-          launchAndAttachMs: Math.round(attachedAt - preparedAt),
-          envdReadyMs: Math.round(performance.now() - attachedAt),
+          launchMs: Math.round(launchedAt - preparedAt),
+          envdReadyMs: Math.round(performance.now() - launchedAt),
         },
         "sandbox launched",
       );
-      return { record, dir, cgroup: sandboxCgroup, network: net };
+      return { record, dir, cgroup: sandboxCgroup, network: sandboxNet.network };
     } catch (error) {
       if (opts.signal?.aborted) this.deps.logger.debug({ sandboxId }, "sandbox launch canceled; cleaning up");
       else this.deps.logger.warn({ sandboxId, err: error }, "sandbox launch failed; cleaning up");
+      // What runs beside the launch ends first, so that nothing is added back after the teardown removed it.
+      await Promise.allSettled([reservation?.firewall, quota]);
       await this.teardown({ sandboxId, dir, cgroup, network: net, pid }).catch((cleanupError: unknown) =>
         this.deps.logger.error({ sandboxId, err: cleanupError }, "cleanup after failed launch failed"),
       );

@@ -1,4 +1,5 @@
 // Contracts between the orchestrator's parts. The Orchestrator composes them; each part has one job.
+import type { NetPlumbing } from "./network/net-plumbing.js";
 
 /** Resource limits of one sandbox. */
 export interface SandboxLimits {
@@ -56,10 +57,23 @@ export interface SandboxNetwork {
   release(): Promise<void>;
 }
 
+/** An address and firewall elements reserved for a sandbox whose veth the launcher is to plumb. */
+export interface NetworkReservation {
+  /** What the launcher needs to plumb the veth (`--net-*` options). */
+  readonly plumbing: NetPlumbing;
+  /** The attachment; release() undoes the reservation and removes the veth once it exists. */
+  readonly network: SandboxNetwork;
+  /** Settles once the firewall elements are installed (nothing reaches the sandbox before); on failure the caller
+   *  releases the reservation, after this has settled. */
+  readonly firewall: Promise<void>;
+}
+
 export interface NetworkManager {
   /** Create bridge, firewall tables and NAT (idempotent). Fails with a clear error if the subnet overlaps a host route. */
   setup(signal?: AbortSignal): Promise<void>;
-  /** Attach the network namespace of `pid` (the sandbox's init) to the bridge with a fresh address. */
+  /** Reserve a fresh address at once and start installing its firewall elements, for a sandbox the launcher will plumb. */
+  reserve(sandboxId: string, opts: { allowInternetAccess: boolean; signal?: AbortSignal }): NetworkReservation;
+  /** Attach the network namespace of `pid` (made elsewhere) to the bridge with a fresh address. */
   attach(sandboxId: string, pid: number, opts: { allowInternetAccess: boolean; signal?: AbortSignal }): Promise<SandboxNetwork>;
   /** Re-adopt an attachment after a server restart (no kernel changes, only bookkeeping). */
   adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean): SandboxNetwork;

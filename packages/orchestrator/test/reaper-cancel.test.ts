@@ -6,6 +6,7 @@ import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code } from "@burrow/protocol";
 import { launcherBinaryPath, launchSandbox, LaunchError } from "../src/launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, runThroughReaper, stopReaper, type ReaperPaths } from "../src/reaper/reaper.js";
 import { isRunning, waitFor } from "./helpers/sandbox-fixture.js";
@@ -79,7 +80,7 @@ describe("canceling a launch through burrow-reaper", () => {
   });
 
   it("rejects an abort before the request was sent, and launchSandbox reports a canceled launch as aborted", { timeout: 30_000 }, async () => {
-    await expect(runThroughReaper(paths, ["5"], AbortSignal.abort())).rejects.toMatchObject({ code: "canceled" });
+    await expect(runThroughReaper(paths, ["5"], AbortSignal.abort())).rejects.toMatchObject({ code: Code.Canceled });
     const controller = new AbortController();
     const launch = launchSandbox(
       { lower: ["/l"], upper: "/u/upper", work: "/u/work", merged: "/m", runtime: "/r", hostname: "h", uidBase: 100000, log: "/log", command: ["6"], reaper: paths },

@@ -17,6 +17,12 @@
  * a client that only shut down its sending side still reads before EOF (and then kills that sandbox itself).
  * EOF therefore always means the launcher is gone: the reaper holds the connection until it has reaped it.
  *
+ * A request whose first argument is `--exec` runs a host command instead (command.c): the orchestrator's tools
+ * (nft, ip, btrfs…) are forked from here rather than from the server, whose every fork copies the page tables of
+ * its whole heap. The arguments after `--exec` are the command; the bytes after the request, until the client
+ * shuts down its sending side, are its stdin; the answer is framed output and the exit status. Closing the
+ * connection cancels it.
+ *
  * One client never holds up another: connections are non-blocking and served from one poll loop, each request
  * is collected as its bytes arrive, and a connection that has not sent a whole request within
  * REQUEST_TIMEOUT_S is answered with an error and closed. A client that connects and sends nothing (or half a
@@ -40,6 +46,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "command.h"
 
 #define MAX_REQUEST (256 * 1024)
 #define MAX_ARGS 4096
@@ -149,6 +157,17 @@ static void launch(struct client *c, size_t end, const sigset_t *blocked) {
     off += strlen(c->buf + off) + 1;
   }
   argv[argc] = NULL;
+  if (argc >= 3 && strcmp(argv[1], "--exec") == 0) {
+    pid_t worker = fork();
+    if (worker < 0) {
+      refuse(c, "cannot fork a command worker");
+      return;
+    }
+    if (worker == 0) run_command(c->fd, argv + 2, c->buf + end + 1, c->len - (end + 1), blocked);
+    /* The worker holds the connection: the client's EOF comes when it is done. */
+    drop(c);
+    return;
+  }
   pid_t pid = fork();
   if (pid < 0) {
     refuse(c, "cannot fork the launcher");

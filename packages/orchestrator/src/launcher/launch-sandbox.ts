@@ -6,6 +6,7 @@ import { LaunchError } from "./launch-error.js";
 import { launchFailure, parseLaunchReport, type LaunchReport } from "./launch-report.js";
 import { readProcStat } from "./proc-stat.js";
 import { DEFAULT_USERNS_OWNERS, type UidRange } from "../config.js";
+import { netPlumbingArgs, type NetPlumbing } from "../network/net-plumbing.js";
 import { runThroughReaper, type ReaperPaths } from "../reaper/reaper.js";
 
 export interface LaunchOptions {
@@ -52,6 +53,11 @@ export interface LaunchOptions {
   stopGraceMs?: number;
   /** The burrow-reaper that runs the launcher (ensureReaper) and parents the sandbox init. */
   reaper: ReaperPaths;
+  /**
+   * The sandbox's network (NetworkManager.reserve), plumbed by the launcher before the command starts. Without it
+   * the sandbox has only its loopback.
+   */
+  network?: NetPlumbing;
 }
 
 export interface LaunchedSandbox {
@@ -78,6 +84,7 @@ export function launcherArgs(o: LaunchOptions): string[] {
   args.push("--log", o.log);
   if (o.noNewPrivileges) args.push("--no-new-privs");
   if (o.stopGraceMs !== undefined) args.push("--grace-ms", String(o.stopGraceMs));
+  if (o.network) args.push(...netPlumbingArgs(o.network));
   for (const [k, v] of Object.entries(o.env ?? {})) args.push("--env", `${k}=${v}`);
   args.push("--", ...o.command);
   return args;

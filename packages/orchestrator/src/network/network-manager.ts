@@ -1,14 +1,20 @@
 // One bridge per instance, one veth per sandbox, nftables for isolation (see ruleset.ts for the policy).
+// A sandbox's address is reserved and its firewall elements installed here (reserve); the veth itself is plumbed
+// by the launcher as it starts the sandbox, or by burrow-netattach for a namespace made elsewhere (attach).
 import { existsSync } from "node:fs";
 import { readdir, writeFile } from "node:fs/promises";
-import type { NetworkManager, SandboxNetwork } from "../types.js";
-import { exec } from "./exec.js";
+import { dirname, join } from "node:path";
+import { launcherBinaryPath } from "../launcher/launcher-binary.js";
+import type { NetworkManager, NetworkReservation, SandboxNetwork } from "../types.js";
+import type { CommandRunner } from "../reaper/run-command.js";
+import { exec, spawnCommand, type ExecOptions } from "./exec.js";
 import { assertNoConflicts, readHostView, uplinkMtu } from "./host-check.js";
 import { enableIpForward, restoreIpForward } from "./ip-forward.js";
 import { formatIpv4, type Ipv4Prefix, parseCidr } from "./ipv4.js";
 import { GATEWAY_OFFSET, LeasePool } from "./leases.js";
 import { leaseOfVeth, type NetworkNames, networkNames, vethName } from "./names.js";
 import { NetworkError } from "./network-error.js";
+import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { bindScript, internetScript, type PortBinding, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
 /** Anything with `info` and `warn` taking a message (console, pino). */
@@ -28,6 +34,10 @@ export interface NetworkManagerOptions {
   denyDestinations?: readonly string[];
   /** MTU of the bridge and veths. @default the MTU of the default route's interface, else 1500 */
   mtu?: number;
+  /** burrow-netattach, which plumbs namespaces for attach(). @default next to the launcher */
+  netattachPath?: string;
+  /** Runs nft, ip and burrow-netattach. @default forked from this process (the orchestrator passes the reaper's) */
+  runCommand?: CommandRunner;
   logger?: NetworkLogger;
 }
 
@@ -53,6 +63,8 @@ interface Attachment {
 }
 
 const SYS_NET = "/sys/class/net";
+
+type Exec = (cmd: string, args: readonly string[], opts?: ExecOptions) => Promise<string>;
 
 export function createNetworkManager(options: NetworkManagerOptions): BurrowNetworkManager {
   const names = networkNames(options.instance, options.bridge);
@@ -81,6 +93,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   readonly #pool: LeasePool;
   readonly #attachments = new Map<string, Attachment>();
   #mtu: number | undefined;
+  readonly #exec: Exec;
 
   constructor(names: NetworkNames, subnet: Ipv4Prefix, deny: readonly string[], opts: NetworkManagerOptions) {
     this.#names = names;
@@ -88,6 +101,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     this.#deny = deny;
     this.#opts = opts;
     this.#pool = new LeasePool(subnet);
+    const run = opts.runCommand ?? spawnCommand;
+    this.#exec = (cmd, args, execOpts) => exec(cmd, args, execOpts, run);
     if (this.#pool.last.toString(16).length > names.leaseDigits) {
       throw new NetworkError("invalid_argument", `subnet ${opts.subnet} has more addresses than veth names can number`);
     }
@@ -106,7 +121,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     assertNoConflicts(view, this.#subnet, this.#names.bridge);
     const mtu = this.#opts.mtu ?? uplinkMtu(view) ?? 1500;
     // Firewall first: the bridge never exists without its rules.
-    await exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, denyDestinations: this.#deny }), signal });
+    await this.#exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, denyDestinations: this.#deny }), signal });
     const br = this.#names.bridge;
     const gw = this.#subnet.network + GATEWAY_OFFSET;
     const batch: string[] = [];
@@ -114,7 +129,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     // under the sandboxes' ARP caches whenever a sandbox joins or leaves.
     if (!existsSync(`${SYS_NET}/${br}`)) batch.push(`link add name ${br} address ${macOf(gw)} mtu ${mtu} type bridge`);
     batch.push(`addr replace ${formatIpv4(gw)}/${this.#subnet.length} dev ${br}`, `link set ${br} up`);
-    await exec("ip", ["-batch", "-"], { input: `${batch.join("\n")}\n`, signal });
+    await this.#exec("ip", ["-batch", "-"], { input: `${batch.join("\n")}\n`, signal });
     // The host needs no IPv6 on the bridge; sandboxes get none either (attach).
     await writeFile(`/proc/sys/net/ipv6/conf/${br}/disable_ipv6`, "1\n").catch(ignoreMissing);
     await enableIpForward(this.#opts.instance);
@@ -122,56 +137,55 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     this.#opts.logger?.info(`network ${br} ${formatIpv4(gw)}/${this.#subnet.length} ready (mtu ${mtu})`);
   }
 
-  async attach(
-    sandboxId: string,
-    pid: number,
-    opts: { allowInternetAccess: boolean; signal?: AbortSignal },
-  ): Promise<SandboxNetwork> {
-    const { signal } = opts;
-    if (this.#mtu === undefined) throw new NetworkError("not_set_up", "attach before setup()");
-    if (!Number.isSafeInteger(pid) || pid <= 0) throw new NetworkError("invalid_argument", `bad pid ${pid}`);
+  reserve(sandboxId: string, opts: { allowInternetAccess: boolean; signal?: AbortSignal | undefined }): NetworkReservation {
+    if (this.#mtu === undefined) throw new NetworkError("not_set_up", "reserve before setup()");
     if (this.#attachments.has(sandboxId)) {
       throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
     }
     // Skip leases whose veth name is still taken by an orphan that has not been reaped yet.
     const lease = this.#pool.take((l) => !existsSync(`${SYS_NET}/${vethName(this.#names, l)}`));
     const a = this.#register(sandboxId, lease, opts.allowInternetAccess);
+    // The firewall elements may come after the veth: they name it, and until they exist its frames are dropped.
+    const firewall = this.#exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet), signal: opts.signal }).then(
+      () => undefined,
+    );
+    // Awaited by the caller; handled here too, so a caller that fails first leaves no unhandled rejection.
+    firewall.catch(() => undefined);
     const { hostVeth, mac, ip } = a.binding;
-    const mtu = this.#mtu;
+    const plumbing: NetPlumbing = {
+      hostVeth,
+      bridge: this.#names.bridge,
+      mac,
+      address: `${ip}/${this.#subnet.length}`,
+      gateway: this.gateway,
+      mtu: this.#mtu,
+    };
+    return { plumbing, network: this.#handle(a), firewall };
+  }
+
+  async attach(
+    sandboxId: string,
+    pid: number,
+    opts: { allowInternetAccess: boolean; signal?: AbortSignal },
+  ): Promise<SandboxNetwork> {
+    if (!Number.isSafeInteger(pid) || pid <= 0) throw new NetworkError("invalid_argument", `bad pid ${pid}`);
+    const { plumbing, network, firewall } = this.reserve(sandboxId, opts);
+    const netattach = this.#opts.netattachPath ?? join(dirname(launcherBinaryPath()), "burrow-netattach");
     try {
-      // nft and the host side are independent: run them together. allSettled, not all: a rollback must
-      // not start while the other command is still creating what it would have to remove.
-      const host = [
-        `link add name ${hostVeth} mtu ${mtu} type veth peer name eth0 address ${mac} mtu ${mtu} netns ${pid}`,
-        `link set ${hostVeth} addrgenmode none`,
-        `link set ${hostVeth} master ${this.#names.bridge} up`,
-      ];
-      const settled = await Promise.allSettled([
-        exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet), signal }),
-        exec("ip", ["-batch", "-"], { input: `${host.join("\n")}\n`, signal }),
-      ]);
+      const settled = await Promise.allSettled([firewall, this.#exec(netattach, ["--pid", String(pid), ...netPlumbingArgs(plumbing)], { signal: opts.signal })]);
       for (const r of settled) if (r.status === "rejected") throw r.reason;
-      // Inside: IPv6 off on eth0 (lo keeps ::1, which local software expects), then one ip batch.
-      const inside = [
-        "link set lo up",
-        `addr add ${ip}/${this.#subnet.length} dev eth0`,
-        "link set eth0 up",
-        `route add default via ${this.gateway}`,
-      ];
-      const script =
-        "echo 1 > /proc/sys/net/ipv6/conf/eth0/disable_ipv6 && " +
-        "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6 && exec ip -batch -";
-      await exec("nsenter", [`--net=/proc/${pid}/ns/net`, "sh", "-c", script], {
-        input: `${inside.join("\n")}\n`,
-        signal,
-      });
     } catch (e) {
-      await this.#release(a).catch((cleanupError: unknown) => {
-        this.#opts.logger?.warn(`attach of ${sandboxId} failed and so did its clean-up: ${String(cleanupError)}`);
-      });
+      await this.#releaseAfterFailure(this.#attachments.get(sandboxId), e);
       throw e;
     }
-    return this.#handle(a);
+    return network;
+  }
+
+  async #releaseAfterFailure(a: Attachment | undefined, cause: unknown): Promise<void> {
+    if (!a) return;
+    await this.#release(a).catch((cleanupError: unknown) => {
+      this.#opts.logger?.warn(`network of ${a.sandboxId} failed (${String(cause)}) and so did its clean-up: ${String(cleanupError)}`);
+    });
   }
 
   adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean): SandboxNetwork {
@@ -193,7 +207,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       const lease = leaseOfVeth(this.#names, ifname);
       if (lease !== undefined && !this.#pool.has(lease)) orphans.push({ ifname, lease });
     }
-    await deleteLinks(orphans.map((o) => o.ifname), signal);
+    await deleteLinks(this.#exec, orphans.map((o) => o.ifname), signal);
     await this.#dropStaleElements(signal);
     for (const o of orphans) this.#opts.logger?.info(`reaped orphaned veth ${o.ifname}`);
     return orphans.map((o) => o.ifname);
@@ -203,8 +217,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     for (const a of [...this.#attachments.values()]) await this.#release(a);
     // Veths of sandboxes nobody attached in this process (not adopted after a restart) go too.
     const veths = (await readdir(SYS_NET)).filter((n) => leaseOfVeth(this.#names, n) !== undefined);
-    await deleteLinks([...veths, this.#names.bridge]);
-    await exec("nft", ["-f", "-"], { input: teardownScript(this.#names) });
+    await deleteLinks(this.#exec, [...veths, this.#names.bridge]);
+    await this.#exec("nft", ["-f", "-"], { input: teardownScript(this.#names) });
     await restoreIpForward(this.#opts.instance);
     this.#mtu = undefined;
     this.#opts.logger?.info(`network ${this.#names.bridge} torn down`);
@@ -225,7 +239,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       hostVeth: a.binding.hostVeth,
       setInternetAccess: async (allowed: boolean) => {
         if (a.released) throw new NetworkError("invalid_argument", `sandbox ${a.sandboxId} is no longer attached`);
-        await exec("nft", ["-f", "-"], { input: internetScript(this.#names, a.binding.ip, allowed) });
+        await this.#exec("nft", ["-f", "-"], { input: internetScript(this.#names, a.binding.ip, allowed) });
         a.internet = allowed;
       },
       release: () => this.#release(a),
@@ -235,8 +249,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   /** Idempotent: the veth may already be gone (its netns died with the sandbox). */
   async #release(a: Attachment, signal?: AbortSignal): Promise<void> {
     if (a.released) return;
-    await deleteLinks([a.binding.hostVeth], signal);
-    await exec("nft", ["-f", "-"], { input: unbindScript(this.#names, a.binding), signal });
+    await deleteLinks(this.#exec, [a.binding.hostVeth], signal);
+    await this.#exec("nft", ["-f", "-"], { input: unbindScript(this.#names, a.binding), signal });
     a.released = true;
     this.#attachments.delete(a.sandboxId);
     this.#pool.free(a.lease);
@@ -246,8 +260,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   async #dropStaleElements(signal?: AbortSignal): Promise<void> {
     const t = this.#names.table;
     const [inet, bridge] = await Promise.all([
-      exec("nft", ["-j", "list", "set", "inet", t, "internet"], { signal }),
-      exec("nft", ["-j", "list", "table", "bridge", t], { signal }),
+      this.#exec("nft", ["-j", "list", "set", "inet", t, "internet"], { signal }),
+      this.#exec("nft", ["-j", "list", "table", "bridge", t], { signal }),
     ]);
     const lines: string[] = [];
     for (const ip of setElements(inet, "internet") as string[]) {
@@ -264,7 +278,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
         lines.push(`delete element bridge ${t} macs { ${JSON.stringify(port)} . ${mac} }`);
       }
     }
-    if (lines.length > 0) await exec("nft", ["-f", "-"], { input: `${lines.join("\n")}\n`, signal });
+    if (lines.length > 0) await this.#exec("nft", ["-f", "-"], { input: `${lines.join("\n")}\n`, signal });
   }
 
   #leased(ip: string): boolean {
@@ -294,12 +308,12 @@ function setElements(json: string, setName: string): unknown[] {
  * Delete links that exist. A veth disappears by itself when its sandbox's netns dies, possibly between
  * our look and the delete; `-force` carries on past that, and only links still present count as failure.
  */
-async function deleteLinks(ifnames: readonly string[], signal?: AbortSignal): Promise<void> {
+async function deleteLinks(run: Exec, ifnames: readonly string[], signal?: AbortSignal): Promise<void> {
   const present = ifnames.filter((n) => existsSync(`${SYS_NET}/${n}`));
   if (present.length === 0) return;
   const batch = present.map((n) => `link del ${n}`).join("\n");
   try {
-    await exec("ip", ["-force", "-batch", "-"], { input: `${batch}\n`, signal });
+    await run("ip", ["-force", "-batch", "-"], { input: `${batch}\n`, signal });
   } catch (e) {
     if (present.some((n) => existsSync(`${SYS_NET}/${n}`))) throw e;
   }

@@ -5,6 +5,7 @@ import { spawn } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
 import { OrchestratorError } from "../errors.js";
 
 export interface ReaperPaths {
@@ -86,11 +87,11 @@ export function runThroughReaper(
 ): Promise<string> {
   return new Promise((resolve, reject) => {
     if (args.some((arg) => arg.length === 0 || arg.includes("\0"))) {
-      reject(new OrchestratorError("invalid_argument", "launcher arguments must be non-empty and contain no NUL"));
+      reject(new BurrowError(Code.InvalidArgument, "launcher arguments must be non-empty and contain no NUL"));
       return;
     }
     if (signal?.aborted) {
-      reject(new OrchestratorError("canceled", "launch canceled", { cause: signal.reason }));
+      reject(new BurrowError(Code.Canceled, "launch canceled", { cause: signal.reason }));
       return;
     }
     const socket = connect(paths.socket);
@@ -98,18 +99,18 @@ export function runThroughReaper(
     let sent = false;
     const onAbort = () => {
       if (!sent) {
-        socket.destroy(new OrchestratorError("canceled", "launch canceled", { cause: signal?.reason }));
+        socket.destroy(new BurrowError(Code.Canceled, "launch canceled", { cause: signal?.reason }));
         return;
       }
       // The reaper answers a shut-down sending side by killing the launcher, then closes the connection.
       socket.end();
       socket.setTimeout(CANCEL_TIMEOUT_MS, () =>
-        socket.destroy(new OrchestratorError("canceled", `burrow-reaper did not end a canceled launch within ${CANCEL_TIMEOUT_MS} ms`)),
+        socket.destroy(new BurrowError(Code.Canceled, `burrow-reaper did not end a canceled launch within ${CANCEL_TIMEOUT_MS} ms`)),
       );
     };
     signal?.addEventListener("abort", onAbort, { once: true });
     socket.setTimeout(idleTimeoutMs, () =>
-      socket.destroy(new OrchestratorError("deadline_exceeded", `burrow-reaper sent nothing for ${idleTimeoutMs} ms`)),
+      socket.destroy(new BurrowError(Code.DeadlineExceeded, `burrow-reaper sent nothing for ${idleTimeoutMs} ms`)),
     );
     socket.on("connect", () => {
       sent = true;

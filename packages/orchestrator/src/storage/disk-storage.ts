@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { Logger } from "../logger.js";
+import type { CommandRunner } from "../reaper/run-command.js";
 
 const run = promisify(execFile);
 
@@ -60,8 +61,15 @@ export async function openSandboxStorage(opts: {
   stateDir: string;
   preferred: StorageKind;
   logger: Logger;
+  /** Runs btrfs for each sandbox (on the create path): the reaper's, so the server does not fork. @default execFile */
+  runCommand?: CommandRunner | undefined;
 }): Promise<SandboxStorage> {
-  const { stateDir, logger } = opts;
+  const { stateDir, logger, runCommand } = opts;
+  const tool = async (cmd: string, args: string[]): Promise<void> => {
+    if (!runCommand) return void (await run(cmd, args));
+    const r = await runCommand(cmd, args);
+    if (r.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.code ?? r.signal}: ${r.stderr.trim()}`);
+  };
   const dataDir = join(stateDir, "data");
   const image = join(stateDir, "disk.img");
   const toolsPresent = existsSync(MKFS_BTRFS) && existsSync(BTRFS);
@@ -118,10 +126,10 @@ export async function openSandboxStorage(opts: {
   return {
     kind: "btrfs",
     async createWritableDir(path: string): Promise<void> {
-      await run(BTRFS, ["subvolume", "create", path]);
+      await tool(BTRFS, ["subvolume", "create", path]);
     },
     async applyQuota(path: string, diskMB: number): Promise<void> {
-      await run(BTRFS, ["qgroup", "limit", `${Math.ceil(diskMB)}M`, path]);
+      await tool(BTRFS, ["qgroup", "limit", `${Math.ceil(diskMB)}M`, path]);
     },
     async unmount(): Promise<void> {
       if (isMountPoint(dataDir)) await run("umount", [dataDir]);
