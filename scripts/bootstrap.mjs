@@ -5,7 +5,7 @@
 // second run. Plain Node, no dependencies: it runs before node_modules exists.
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
-import { accessSync, chmodSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { accessSync, chmodSync, constants, existsSync, lstatSync, readFileSync, readlinkSync, renameSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -28,6 +28,9 @@ const DEBIAN_PACKAGES = [
   ["procps", "/usr/bin/pgrep"],
   ["btrfs-progs", "/usr/bin/btrfs"], // sandbox disk limits (qgroups) and cheap snapshots
   ["zstd", "/usr/bin/zstd"], // zstd-compressed image layers (GNU tar calls it)
+  ["openssl", "/usr/bin/openssl"], // the local CA behind HTTPS on the server's port
+  // getHost() names (*.burrow.localhost) resolve to loopback for Node and Python too, not only browsers and curl
+  ["libnss-myhostname", `/usr/lib/${process.arch === "arm64" ? "aarch64" : "x86_64"}-linux-gnu/libnss_myhostname.so.2`],
 ];
 
 /** Only `npm test` and `npm run bench` (`--test`) need these: the server never runs them. */
@@ -64,6 +67,51 @@ function installDebianPackages() {
   if (missing.includes("docker-registry") && existsSync("/run/systemd/system")) {
     run("systemctl", ["disable", "--now", "docker-registry.service"]);
   }
+}
+
+const NSSWITCH = "/etc/nsswitch.conf";
+
+/** getHost() names (`*.burrow.localhost`) resolve to loopback for glibc programs (Node, Python) through nss-myhostname. */
+function enableMyhostname() {
+  if (!existsSync(NSSWITCH)) return;
+  addMyhostname();
+  // What the server checks at start too: without it, sandboxes are created with no domain and getHost() leads to E2B.
+  const resolved = spawnSync("getent", ["ahostsv4", "49983-check.burrow.localhost"], { encoding: "utf8" });
+  if (!/^127\./.test(resolved.stdout ?? "")) {
+    log(`*.burrow.localhost does not resolve to 127.0.0.1 here (see the hosts line of ${NSSWITCH}); getHost() URLs will not reach Burrow`);
+  }
+}
+
+/**
+ * Put `myhostname` on the hosts line of /etc/nsswitch.conf, after `files` as libnss-myhostname's own script does on a
+ * first install (it does nothing on a reinstall or when the line was edited since). Only that line changes, and only
+ * when `myhostname` is missing from it.
+ */
+function addMyhostname() {
+  const text = readFileSync(NSSWITCH, "utf8");
+  const lines = text.split("\n");
+  const index = lines.findIndex((line) => /^hosts:/.test(line));
+  const active = index >= 0 ? lines[index].split("#")[0] : "";
+  if (/\smyhostname(\s|$)/.test(active)) return;
+  if (process.getuid?.() !== 0) {
+    log(`add 'myhostname' to the hosts line of ${NSSWITCH} (as root) so that getHost() names resolve for Node and Python`);
+    return;
+  }
+  if (index < 0) {
+    lines.splice(lines.length - (lines.at(-1) === "" ? 1 : 0), 0, "hosts:          files myhostname dns");
+  } else {
+    const [head, ...comment] = lines[index].split("#");
+    const sources = head.replace(/^hosts:\s*/, "").trim().split(/\s+/).filter(Boolean);
+    // After `files` and its [action] if it has one, else first.
+    let at = sources.indexOf("files") + 1;
+    if (at > 0 && sources[at]?.startsWith("[")) at++;
+    sources.splice(at, 0, "myhostname");
+    lines[index] = `hosts:          ${sources.join(" ")}${comment.length ? ` #${comment.join("#")}` : ""}`;
+  }
+  const tmp = `${NSSWITCH}.burrow-tmp`;
+  writeFileSync(tmp, lines.join("\n"), { mode: statSync(NSSWITCH).mode & 0o777 });
+  renameSync(tmp, NSSWITCH);
+  log(`added 'myhostname' to the hosts line of ${NSSWITCH}: *.localhost names resolve to loopback`);
 }
 
 function lockHash() {
@@ -119,6 +167,7 @@ function linkCommand() {
 }
 
 installDebianPackages();
+enableMyhostname();
 installNpmPackages();
 build();
 linkCommand();

@@ -18,7 +18,7 @@ export const up = defineCommand({
   options: {
     port: { type: "string", value: "PORT", description: "Port of the API and the gateway; 0 picks a free one (default 3000, env BURROW_PORT)" },
     host: { type: "string", value: "HOST", description: "Interface to listen on (default 127.0.0.1, env BURROW_HOST)" },
-    domain: { type: "string", value: "DOMAIN", description: "Domain in sandbox responses, for getHost() (default localhost:PORT, env BURROW_DOMAIN)" },
+    domain: { type: "string", value: "DOMAIN", description: "Domain in sandbox responses, for getHost() (default burrow.localhost:PORT where that resolves to loopback, env BURROW_DOMAIN)" },
     "state-dir": { type: "string", value: "DIR", description: `Where everything is kept (default ${DEFAULT_STATE_DIR}, env BURROW_STATE_DIR)` },
     instance: { type: "string", value: "NAME", description: `Keeps instances on one host apart (default ${DEFAULT_INSTANCE}, env BURROW_INSTANCE)` },
     subnet: { type: "string", value: "CIDR", description: `Sandbox addresses (default ${DEFAULT_SUBNET}, env BURROW_SUBNET)` },
@@ -53,12 +53,9 @@ async function runServer(config: CliConfig): Promise<void> {
       import("pino"),
       import("prom-client"),
     ]);
-  // Resolved here, by the server's resolver, because the default domain depends on the port.
+  // Resolved here, by the server's resolver, for the host to print. The server decides the default domain
+  // (burrow.localhost:<port>, for getHost()) once it listens.
   const serverConfig = resolveServerConfig({ ...config.server, stateDir: config.stateDir });
-  // getHost(port) in the SDK is `<port>-<id>.<domain>`: the domain carries the server's port so that those host
-  // names reach the gateway (*.localhost resolves to loopback in browsers and curl). With port 0 the port is
-  // not known yet, and the SDK falls back to E2B_DOMAIN.
-  const domain = serverConfig.domain ?? (serverConfig.port === 0 ? null : `localhost:${serverConfig.port}`);
   const logger = pino({ level: config.logLevel });
   const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
   const orchestrator = await LocalOrchestrator.create({
@@ -79,7 +76,7 @@ async function runServer(config: CliConfig): Promise<void> {
         : { kind: "nats", servers: [...config.bus.servers], metrics },
     );
     server = await startServer(
-      { ...serverConfig, domain },
+      serverConfig,
       {
         orchestrator,
         templates: orchestrator.templateBuilder,
@@ -105,6 +102,8 @@ async function runServer(config: CliConfig): Promise<void> {
       `  export E2B_API_URL=${url}`,
       `  export E2B_SANDBOX_URL=${url}`,
       `  export E2B_API_KEY=${apiKey}`,
+      ...(server.config.domain ? [`sandbox.getHost(port) is <port>-<sandbox id>.${server.config.domain}`] : []),
+      ...(server.caCertFile ? ["For https:// URLs (getHost() as E2B's docs use it), trust the local CA ('burrow ca'):", `  export NODE_EXTRA_CA_CERTS=${server.caCertFile}`] : []),
       "",
     ].join("\n"),
   );

@@ -9,7 +9,7 @@ import { randomBytes, X509Certificate, createPrivateKey } from "node:crypto";
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { hostname } from "node:os";
 import { join } from "node:path";
-import { BurrowError, Code } from "@burrow/protocol";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import { openssl } from "./openssl.js";
 
 export const TLS_DIR_NAME = "tls";

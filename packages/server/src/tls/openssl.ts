@@ -1,7 +1,7 @@
 // Node can make keys but not X.509 certificates, so the local CA and its server certificates are made by the
 // openssl command (Debian's `openssl` package, which `npm start` installs).
 import { execFile } from "node:child_process";
-import { BurrowError, Code } from "@burrow/protocol";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 /** Generous for two EC key generations on a loaded machine; openssl needs a few milliseconds. */
 const OPENSSL_TIMEOUT_MS = 30_000;
