@@ -135,6 +135,8 @@ export class WarmPool {
   }
 
   private async fillLoop(): Promise<void> {
+    // A claim calls fill() before its create is answered: launching starts once that answer is on its way.
+    await new Promise((resolve) => setImmediate(resolve));
     while (this.ready.length < this.opts.size && !this.controller.signal.aborted) {
       const template = this.opts.resolve(this.opts.template);
       // Nothing to launch from; refresh() starts filling again once the reference names a template.
