@@ -36,6 +36,7 @@ const DEBIAN_PACKAGES = [
 /** Only `npm test` and `npm run bench` (`--test`) need these: the server never runs them. */
 const TEST_PACKAGES = [
   ["docker-registry", "/usr/bin/docker-registry"], // a real OCI registry, started on the loopback by the tests
+  ["chromium", "/usr/bin/chromium"], // a real browser on the host: desktop streams (noVNC) and CDP through the gateway
 ];
 const forTests = process.argv.includes("--test");
 

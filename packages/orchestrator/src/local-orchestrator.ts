@@ -44,6 +44,9 @@ import { readRecord, writeRecord } from "./sandbox-record.js";
 import { ensureBaseTemplate } from "./templates/base-template.js";
 import { isCodeInterpreterTemplate } from "./templates/code-interpreter.js";
 import { ensureMcpGatewayTemplate, isMcpGatewayTemplate } from "./templates/mcp-gateway.js";
+import { BROWSER } from "./templates/browser.js";
+import { DESKTOP } from "./templates/desktop.js";
+import { ensureShippedTemplate, isShippedTemplate } from "./templates/shipped-template.js";
 import {
   TemplateBuilder,
   parseTemplateName,
@@ -53,6 +56,7 @@ import {
 import { TemplateStore, templateInfo, type TemplateManifest, type TemplateRuntime } from "./templates/template-store.js";
 import type { CgroupManager, NetworkManager, SandboxLimits } from "./types.js";
 import { WarmPool } from "./warm-pool.js";
+import { PrestartedPools } from "./prestarted-pools.js";
 
 const LIVENESS_INTERVAL_MS = 1000;
 const REMOVAL_RETRY_INTERVAL_MS = 60_000;
@@ -101,6 +105,8 @@ export class LocalOrchestrator implements Orchestrator {
   private unfollowTemplates: (() => void) | undefined;
   /** Snapshot storage charged to owners (quotas). */
   private readonly charges: SnapshotCharges;
+  /** Pools of shipped templates whose sandboxes wait with their start command run (the desktop). */
+  private readonly prestartedPools: PrestartedPools;
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
   readonly templateBuilder: TemplateBuilder;
 
@@ -123,6 +129,7 @@ export class LocalOrchestrator implements Orchestrator {
     // Layers of a deleted template stay while its sandboxes run; the last one ending frees them.
     this.onSandboxExit(() => void this.templateBuilder.sandboxEnded());
     this.charges = new SnapshotCharges(join(config.stateDir, "snapshot-charges.json"));
+    this.prestartedPools = new PrestartedPools({ size: config.pool.size > 0 ? 1 : 0, templates, host, logger });
     this.onSandboxExit(() => void this.releaseForkBases());
   }
 
@@ -202,7 +209,7 @@ export class LocalOrchestrator implements Orchestrator {
     const limits = validateLimits({ ...template.defaults, ...definedOnly(opts.limits ?? {}) });
     const pool = this.pool;
     // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out.
-    let sandbox = pool?.take(template);
+    let sandbox = pool?.take(template) ?? this.prestartedPools.take(template);
     if (!sandbox) {
       sandbox = await this.host.launch(template, limits, {
         allowInternetAccess: opts.allowInternetAccess,
@@ -217,6 +224,7 @@ export class LocalOrchestrator implements Orchestrator {
       throw error;
     } finally {
       pool?.fill();
+      this.prestartedPools.fill();
     }
     this.sandboxes.set(sandbox.record.sandboxId, sandbox);
     this.sources.set(sandbox.record.sandboxId, {
@@ -389,12 +397,14 @@ export class LocalOrchestrator implements Orchestrator {
   /** Wait until the warm pool is full (start-up, benchmarks). */
   async warmPoolReady(signal?: AbortSignal): Promise<void> {
     await this.pool?.waitFull(signal);
+    await this.prestartedPools.waitFull(signal);
   }
 
   async close(): Promise<void> {
     if (this.livenessTimer) clearInterval(this.livenessTimer);
     this.unfollowTemplates?.();
     await this.pool?.close();
+    await this.prestartedPools.close();
     await this.templateBuilder.close();
   }
 
@@ -411,10 +421,16 @@ export class LocalOrchestrator implements Orchestrator {
     await this.storage.unmount();
   }
 
-  /** The template a create names; the shipped code-interpreter and mcp-gateway are built the first time they are asked for. */
+  /** The template a create names; the shipped code-interpreter, mcp-gateway, desktop and browser are built the first time they are asked for. */
   private async templateFor(ref: string, signal?: AbortSignal): Promise<TemplateManifest> {
     if (isCodeInterpreterTemplate(ref)) return ensureCodeInterpreterTemplate(this.templateBuilder, this.templates, { signal });
     if (isMcpGatewayTemplate(ref)) return ensureMcpGatewayTemplate(this.templateBuilder, this.templates, { signal });
+    const shipped = [DESKTOP, BROWSER].find((template) => isShippedTemplate(template, ref));
+    if (shipped) {
+      const manifest = await ensureShippedTemplate(this.templateBuilder, this.templates, shipped, { signal });
+      if (shipped.prestartInPool) this.prestartedPools.use(shipped.name);
+      return manifest;
+    }
     const template = this.templates.resolve(ref);
     if (template) return template;
     throw new OrchestratorError("not_found", `template '${ref}' not found`);
@@ -442,7 +458,9 @@ export class LocalOrchestrator implements Orchestrator {
       },
       opts.signal,
     );
-    await startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal });
+    if (!this.prestartedPools.wasStarted(sandbox)) {
+      await startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal });
+    }
     sandbox.record = {
       ...record,
       limits,
