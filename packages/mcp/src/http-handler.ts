@@ -1,15 +1,18 @@
 // Burrow's MCP server over streamable HTTP, for mounting at /mcp on the Burrow server (or any node:http server).
-// Stateless: each POST gets its own McpServer and transport (a tool call streams its progress on that request's
+// Stateless: each POST gets its own transport and a protocol handler of its own (a tool call streams its progress on that request's
 // response), so nothing is held per client; what tools share lives in one session per API key.
 import { createHash } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import type { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { createBurrowMcpServer } from "./create-server.js";
 import { BurrowSession } from "./session.js";
 
 /** Largest JSON-RPC body accepted (write_file content included). */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 const MAX_SESSIONS = 64;
+/** Idle protocol handlers kept per session: building one (its tools and schemas) costs far more than a request. */
+const IDLE_SERVERS_PER_SESSION = 8;
 
 export interface McpHttpAuth {
   apiKey: string;
@@ -53,6 +56,7 @@ function jsonRpcError(res: ServerResponse, status: number, code: number, message
 
 export function createMcpHttpHandler(opts: { onError?: (error: unknown) => void } = {}): McpHttpHandler {
   const sessions = new Map<string, BurrowSession>();
+  const idle = new WeakMap<BurrowSession, McpServer[]>();
   const sessionFor = (auth: McpHttpAuth): BurrowSession => {
     const key = createHash("sha256").update(`${auth.serverUrl}\n${auth.apiKey}`).digest("hex");
     let session = sessions.get(key);
@@ -80,11 +84,16 @@ export function createMcpHttpHandler(opts: { onError?: (error: unknown) => void 
       if (error instanceof BodyError) return jsonRpcError(res, error.status, error.status === 400 ? -32700 : -32600, error.message);
       throw error;
     }
-    const server = createBurrowMcpServer(sessionFor(auth));
+    const session = sessionFor(auth);
+    let pool = idle.get(session);
+    if (!pool) idle.set(session, (pool = []));
+    const server = pool.pop() ?? createBurrowMcpServer(session);
     const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
     res.on("close", () => {
-      void transport.close();
-      void server.close();
+      // Closing the server closes its transport; once closed it can serve the next request.
+      void server.close().then(() => {
+        if (pool.length < IDLE_SERVERS_PER_SESSION) pool.push(server);
+      });
     });
     await server.connect(transport);
     await transport.handleRequest(req, res, body);
