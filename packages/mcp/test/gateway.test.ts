@@ -84,14 +84,26 @@ beforeAll(async () => {
   port = await freePort();
 }, 120_000);
 
-afterAll(() => {
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+afterAll(async () => {
+  // SIGTERM: the gateway stops its servers (their process groups) before it exits.
   for (const pid of pids) {
     try {
-      process.kill(-pid, "SIGTERM");
+      process.kill(pid, "SIGTERM");
     } catch {
       // already gone
     }
   }
+  for (let i = 0; i < 100 && pids.some(alive); i++) await new Promise((resolve) => setTimeout(resolve, 100));
+  for (const pid of pids.filter(alive)) process.kill(-pid, "SIGKILL");
   rmSync(dir, { recursive: true, force: true });
 });
 
