@@ -5,6 +5,7 @@
 import { request } from "node:http";
 import type { Sandbox } from "e2b";
 import { chromium, type Browser } from "playwright-core";
+import puppeteer from "puppeteer-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connection, createBrowserSandbox, createDesktop, decodePng, eventually } from "../desktop/helpers.js";
 
@@ -89,6 +90,20 @@ describe("browser template (playwright-core over CDP through the gateway)", () =
       await page.close();
     } finally {
       await byHeaders.close();
+    }
+  });
+
+  it("puppeteer-core connects by browserURL through the gateway too", async () => {
+    const remote = await puppeteer.connect({ browserURL: `http://${sandbox.getHost(9222)}` });
+    try {
+      expect(await remote.version()).toBe(`Chrome/${browser.version()}`);
+      const page = await remote.newPage();
+      await page.goto("http://localhost:8000/form.html");
+      await page.type("#name", "Grace Hopper");
+      expect(await page.$eval("#name", (input) => (input as unknown as { value: string }).value)).toBe("Grace Hopper");
+      await page.close();
+    } finally {
+      await remote.disconnect();
     }
   });
 
