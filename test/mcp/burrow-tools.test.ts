@@ -125,7 +125,7 @@ describe.each(["stdio", "http"] as TransportKind[])("Burrow MCP server over %s",
   });
 });
 
-describe("/mcp over HTTP: the API key", () => {
+describe("/mcp over HTTP: the API key and raw requests", () => {
   test("a wrong or missing API key is refused in E2B's error shape", async () => {
     await expect(connectBurrowMcp(env, "http", "e2b_wrong_key")).rejects.toThrow(/invalid API key/);
     const res = await fetch(`${env.apiUrl}/mcp`, {
@@ -153,5 +153,29 @@ describe("/mcp over HTTP: the API key", () => {
     });
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { code: number } }).error.code).toBe(-32700);
+  });
+
+  test("malformed JSON-RPC is answered with an error, and the endpoint goes on serving", async () => {
+    const post = (body: string, method = "POST") =>
+      fetch(`${env.apiUrl}/mcp`, {
+        method,
+        headers: { "x-api-key": env.apiKey, "content-type": "application/json", accept: "application/json, text/event-stream" },
+        ...(method === "POST" ? { body } : {}),
+      });
+    for (const body of ["{}", "[]", "null", "42", '"text"', '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":"x"}']) {
+      const res = await post(body);
+      expect(res.status, body).toBeGreaterThanOrEqual(200);
+      expect(res.status, body).toBeLessThan(500);
+      await res.arrayBuffer();
+    }
+    const get = await post("", "GET");
+    expect(get.status).toBe(405);
+    await get.arrayBuffer();
+    const client = await connectBurrowMcp(env, "http");
+    try {
+      expect((await client.listTools()).tools.length).toBe(EXPECTED_TOOLS.length);
+    } finally {
+      await client.close();
+    }
   });
 });
