@@ -8,6 +8,7 @@ import { ENVD_PORT } from "@burrow/protocol";
 import type { OrchestratorConfig } from "./config.js";
 import { statePaths } from "./config.js";
 import { EnvdError, envdAt, waitForEnvd } from "./envd-client/index.js";
+import { envdListening } from "./envd-listening.js";
 import { OrchestratorError } from "./errors.js";
 import { randomId } from "./ids.js";
 import { launchSandbox } from "./launcher/index.js";
@@ -41,6 +42,8 @@ export interface SandboxHostDeps {
 }
 
 const SANDBOX_HOSTNAME = "sandbox";
+/** How long to wait for envd's "listening" log line before polling /health regardless. */
+const ENVD_LISTENING_HINT_MS = 3000;
 
 export class SandboxHost {
   /** Directories of ended sandboxes whose removal failed; retryRemovals tries them again. */
@@ -60,6 +63,7 @@ export class SandboxHost {
     const dir = statePaths(config.stateDir).sandbox(sandboxId);
     const upper = join(dir, "upper");
     const initToken = randomBytes(24).toString("hex");
+    const log = join(dir, "envd.log");
     let cgroup: SandboxCgroup | undefined;
     let reservation: NetworkReservation | undefined;
     let quota: Promise<void> | undefined;
@@ -102,7 +106,7 @@ export class SandboxHost {
           usernsOwners: config.usernsOwners,
           ...(config.uidRangesBase === undefined ? {} : { uidRangesBase: config.uidRangesBase }),
           cgroups: [...sandboxCgroup.procsPaths],
-          log: join(dir, "envd.log"),
+          log,
           noNewPrivileges: config.noNewPrivileges,
           env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: initToken },
           command: this.deps.runtimeCommand,
@@ -133,7 +137,9 @@ export class SandboxHost {
         quota,
         writeRecord(dir, record),
         (async () => {
-          await sandboxNet.firewall;
+          // The first /health goes out when envd's log says it listens (polling from then on, or after a while
+          // without that line), so no refused attempts compete with envd for the CPU while it starts.
+          await Promise.all([sandboxNet.firewall, envdListening(log, { timeoutMs: ENVD_LISTENING_HINT_MS, signal: opts.signal })]);
           await waitForEnvd(envdAt(sandboxNet.network.ip), { timeoutMs: config.envdReadyTimeoutMs, signal: opts.signal });
         })(),
       ]);
@@ -253,19 +259,16 @@ export class SandboxHost {
    */
   private async prepareWritableLayer(dir: string, upper: string): Promise<void> {
     const { uidBase } = this.deps.config;
-    await mkdir(join(dir, "work"), { recursive: true });
-    await mkdir(join(dir, "rootfs"), { recursive: true });
-    await mkdir(join(upper, "etc"), { recursive: true });
-    await writeFile(join(upper, "etc", "hostname"), `${SANDBOX_HOSTNAME}\n`);
-    await writeFile(
-      join(upper, "etc", "hosts"),
-      `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n`,
-    );
-    await writeFile(join(upper, "etc", "resolv.conf"), sandboxResolvConf());
-    const owned = ["hostname", "hosts", "resolv.conf"].map((name) => join(upper, "etc", name));
-    for (const path of [upper, join(upper, "etc"), ...owned]) {
-      await chown(path, uidBase, uidBase);
-    }
+    const etc = join(upper, "etc");
+    // Independent steps side by side: each is a round trip through libuv's thread pool.
+    await Promise.all([join(dir, "work"), join(dir, "rootfs"), etc].map((path) => mkdir(path, { recursive: true })));
+    const files: [string, string][] = [
+      ["hostname", `${SANDBOX_HOSTNAME}\n`],
+      ["hosts", `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n`],
+      ["resolv.conf", sandboxResolvConf()],
+    ];
+    await Promise.all(files.map(([name, text]) => writeFile(join(etc, name), text)));
+    await Promise.all([upper, etc, ...files.map(([name]) => join(etc, name))].map((path) => chown(path, uidBase, uidBase)));
   }
 }
 
