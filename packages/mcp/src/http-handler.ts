@@ -54,6 +54,14 @@ function jsonRpcError(res: ServerResponse, status: number, code: number, message
   res.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }
 
+function wantsProgress(body: unknown): boolean {
+  const messages = Array.isArray(body) ? body : [body];
+  return messages.some((m) => {
+    const meta = (m as { params?: { _meta?: { progressToken?: unknown } } } | null)?.params?._meta;
+    return meta?.progressToken !== undefined;
+  });
+}
+
 export function createMcpHttpHandler(opts: { onError?: (error: unknown) => void } = {}): McpHttpHandler {
   const sessions = new Map<string, BurrowSession>();
   const idle = new WeakMap<BurrowSession, McpServer[]>();
@@ -88,7 +96,8 @@ export function createMcpHttpHandler(opts: { onError?: (error: unknown) => void 
     let pool = idle.get(session);
     if (!pool) idle.set(session, (pool = []));
     const server = pool.pop() ?? createBurrowMcpServer(session);
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    // A plain JSON answer unless the client asked for progress (a progressToken): then an SSE stream carries it.
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: !wantsProgress(body) });
     res.on("close", () => {
       // Closing the server closes its transport; once closed it can serve the next request.
       void server.close().then(() => {

@@ -66,7 +66,8 @@ export class GatewayServer {
       return json(res, 401, { error: "missing or invalid bearer token" });
     }
     const server = this.protocolServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: false });
+    // Plain JSON answers: nothing is streamed back (servers' progress is not forwarded).
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     res.on("close", () => {
       void transport.close();
       void server.close();
