@@ -56,6 +56,20 @@ function discardBody(req: IncomingMessage): void {
   req.resume();
 }
 
+/**
+ * How long an idle keep-alive connection stays open. The gateway keeps its idle connections to envd for half of
+ * this (packages/server/src/gateway/connections.ts), so that it is always the one to close them: a request sent on
+ * a connection at the moment envd closes it would fail. Node's default (5 s) left only its 1 s margin, which a
+ * gateway whose event loop runs late under load overran.
+ */
+const KEEP_ALIVE_TIMEOUT_MS = 30_000;
+/**
+ * Connections waiting to be accepted. The gateway opens one per concurrent request to a sandbox; Node's default
+ * (511) is below what a burst of parallel calls to one sandbox can reach (the kernel caps it at net.core.somaxconn,
+ * 4096 by default, per network namespace).
+ */
+const LISTEN_BACKLOG = 4096;
+
 /** Builds envd: the plain-HTTP endpoints and Connect-RPC (process, filesystem) on one node:http server. */
 export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
   const log = opts.logger ?? createStderrLogger();
@@ -111,7 +125,7 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
     return (routes ?? (await loadRoutes())).handle(req, res, url);
   }
 
-  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000 }, (req, res) => {
+  const server = createServer({ requestTimeout: 0, headersTimeout: 60_000, keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, (req, res) => {
     for (const [k, v] of Object.entries(CORS_HEADERS)) res.setHeader(k, v);
     let url: URL;
     try {
@@ -139,7 +153,7 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
     listen(port, host) {
       return new Promise((resolve, reject) => {
         server.once("error", reject);
-        server.listen(port, host, () => {
+        server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
           server.off("error", reject);
           loadSoon(IDLE_LOAD_MS);
           resolve(server.address() as AddressInfo);

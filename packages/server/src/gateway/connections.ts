@@ -2,6 +2,13 @@
 // killing a sandbox drops its connections at once (the SDK then sees the stream terminate and /health say 502).
 import { Agent } from "node:http";
 
+/**
+ * How long the gateway keeps an idle connection to a sandbox: half of envd's keep-alive timeout (30 s, see
+ * packages/envd/src/server.ts), so the gateway always closes first even when its event loop runs seconds late
+ * under load; long enough that a client pausing for a few seconds between calls finds the connection still open.
+ */
+export const IDLE_CONNECTION_MS = 15_000;
+
 interface Destroyable {
   destroy(): unknown;
 }
@@ -13,8 +20,11 @@ export class SandboxConnections {
   agent(sandboxId: string): Agent {
     let agent = this.#agents.get(sandboxId);
     if (!agent) {
-      // noDelay: Connect stream envelopes are small and must not wait for Nagle.
-      agent = new Agent({ keepAlive: true, maxFreeSockets: 16, timeout: 60_000, noDelay: true });
+      // noDelay: Connect stream envelopes are small and must not wait for Nagle. `timeout` is how long an idle
+      // connection is kept for the next request (Node takes the shorter of it and the server's Keep-Alive hint less
+      // a second); it must end well before envd closes the connection itself, or a request sent just as envd
+      // closes it fails (the proxy then retries on a fresh connection, see proxy-http.ts).
+      agent = new Agent({ keepAlive: true, maxFreeSockets: 16, timeout: IDLE_CONNECTION_MS, noDelay: true });
       this.#agents.set(sandboxId, agent);
     }
     return agent;

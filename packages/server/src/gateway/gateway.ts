@@ -9,14 +9,20 @@ import type { ServerMetrics } from "../metrics/prometheus.js";
 import { SandboxConnections } from "./connections.js";
 import { proxyHttp, type ProxyFailure, type ProxyFault, type Upstream } from "./proxy-http.js";
 import { proxyUpgrade } from "./proxy-upgrade.js";
-import { goneBody, invalidResponseBody, proxyFailedBody, sendJson, sendRawJson } from "./responses.js";
+import { closedBody, goneBody, invalidResponseBody, jsonAnswer, proxyFailedBody, sendJson, sendRawJson } from "./responses.js";
+import { retryAnswer, type GatewayAnswer } from "./retry-answer.js";
 import { routeRequest, type GatewayRoute, type SandboxToken } from "./route.js";
+import { isTransient, type UpstreamFailure } from "./upstream-failure.js";
+import { UpstreamFailureLog } from "./upstream-log.js";
 
 /**
  * Where a sandbox port is reachable from the host. The default is the sandbox's own address and the same port;
  * a driver that forwards ports (or a test stub) can map it elsewhere.
  */
 export type UpstreamResolver = (record: SandboxRecord, port: number) => Upstream;
+
+/** Ended sandboxes remembered for the log (oldest forgotten first). */
+const MAX_REMEMBERED_ENDS = 10_000;
 
 export const defaultUpstream: UpstreamResolver = (record, port) => ({ host: record.address, port });
 
@@ -31,10 +37,16 @@ function portClosedBody(sandboxId: string, port: number): string {
   return JSON.stringify({ sandboxId, message: "The sandbox is running but port is not open", port, code: 502 });
 }
 
-function failureBody(failure: ProxyFailure, sandboxId: string, port: number): string {
-  if (failure === "invalid_response") return invalidResponseBody(sandboxId, port);
-  if (failure === "internal") return proxyFailedBody(sandboxId, port);
-  return portClosedBody(sandboxId, port);
+/** What a client is told when a running sandbox's port could not be reached, or broke off before answering. */
+function upstreamFailureAnswer(failure: UpstreamFailure, req: IncomingMessage, sandboxId: string, port: number): GatewayAnswer {
+  if (isTransient(failure)) {
+    const message =
+      `The sandbox ${sandboxId} is running, but the gateway could not get this request through to port ${port} ` +
+      `(${failure.kind}: ${failure.code}); retry`;
+    return retryAnswer(req.headers, sandboxId, port, message);
+  }
+  if (failure.kind === "refused") return jsonAnswer(502, portClosedBody(sandboxId, port));
+  return jsonAnswer(502, closedBody(sandboxId, port));
 }
 
 export class Gateway {
@@ -42,13 +54,19 @@ export class Gateway {
   readonly #connections = new SandboxConnections();
   readonly #upstream: UpstreamResolver;
   readonly #unsubscribe: Array<() => void>;
+  readonly #upstreamFailures: UpstreamFailureLog;
+  readonly #ended = new Map<string, number>();
 
   constructor(deps: GatewayDeps) {
     this.#d = deps;
+    this.#upstreamFailures = new UpstreamFailureLog(deps.logger);
     this.#upstream = deps.upstream ?? defaultUpstream;
     // Killed and paused sandboxes alike: in-flight exchanges are dropped, and live() stops routing to them (502).
     this.#unsubscribe = [
-      deps.sandboxes.onRemoved((id) => this.#connections.drop(id)),
+      deps.sandboxes.onRemoved((id) => {
+        this.#connections.drop(id);
+        this.#rememberEnded(id);
+      }),
       deps.sandboxes.onPaused((id) => this.#connections.drop(id)),
     ];
   }
@@ -92,6 +110,7 @@ export class Gateway {
         const live = this.#d.sandboxes.live(route.sandboxId);
         if (!live) {
           this.#count("upgrade", route.via, "not_found");
+          this.#logEnded(route.sandboxId, req);
           sendRawJson(socket, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
           return;
         }
@@ -99,8 +118,9 @@ export class Gateway {
         proxyUpgrade(req, socket, head, {
           target: this.#upstream(live.record, route.port),
           track: (...items) => this.#connections.track(route.sandboxId, ...items),
-          failureBody: (failure) => failureBody(failure, route.sandboxId, route.port),
+          answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
           onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),
+          onUpstreamFailure: (failure, retried) => this.#logUpstreamFailure("upgrade", failure, retried, route.sandboxId, route.port, req),
         });
       }
     } catch (err) {
@@ -140,6 +160,7 @@ export class Gateway {
       this.#count("http", route.via, "not_found");
       // Drain what the client sends so that its keep-alive connection stays usable.
       req.resume();
+      this.#logEnded(route.sandboxId, req);
       sendJson(res, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
       return;
     }
@@ -148,9 +169,39 @@ export class Gateway {
       target: this.#upstream(live.record, route.port),
       agent: this.#connections.agent(route.sandboxId),
       track: (...items) => this.#connections.track(route.sandboxId, ...items),
-      failureBody: (failure) => failureBody(failure, route.sandboxId, route.port),
+      answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
       onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),
+      onUpstreamFailure: (failure, retried) => this.#logUpstreamFailure("http", failure, retried, route.sandboxId, route.port, req),
     });
+  }
+
+  /**
+   * The gateway's own answer when an exchange fails. "Not found" only for a sandbox that is really gone by now (it
+   * was killed or paused while the request was under way); a running sandbox that could not be reached in time gets
+   * a retryable answer, one that is refusing connections or misbehaving a 502 that says so.
+   */
+  #failureAnswer(failure: ProxyFailure, req: IncomingMessage, sandboxId: string, port: number): GatewayAnswer {
+    if (failure.kind === "invalid_response") return jsonAnswer(502, invalidResponseBody(sandboxId, port));
+    if (failure.kind === "internal") return jsonAnswer(502, proxyFailedBody(sandboxId, port));
+    if (!this.#d.sandboxes.live(sandboxId)) return jsonAnswer(502, goneBody(sandboxId, this.#isPaused(sandboxId)));
+    return upstreamFailureAnswer(failure.failure, req, sandboxId, port);
+  }
+
+  #logUpstreamFailure(
+    kind: "http" | "upgrade",
+    failure: UpstreamFailure,
+    retried: boolean,
+    sandboxId: string,
+    port: number,
+    req: IncomingMessage,
+  ): void {
+    try {
+      const live = this.#d.sandboxes.live(sandboxId) !== undefined;
+      this.#upstreamFailures.record(failure, { sandboxId, port, method: req.method, url: req.url, retried, live });
+      this.#count(kind, undefined, retried ? "upstream_retried" : `upstream_${failure.kind}`);
+    } catch {
+      // A logger that throws must not take the exchange (or the server) down with it.
+    }
   }
 
   /** A sandbox that answers garbage is worth a warning (it may be hostile); a gateway exception is a bug. */
@@ -159,6 +210,31 @@ export class Gateway {
       const fields = { sandboxId, port, method: req.method, url: req.url, cause: fault.cause, ...(fault.err ? { err: fault.err } : {}) };
       if (fault.kind === "invalid_response") this.#d.logger.warn(fields, "sandbox answered with an invalid HTTP response");
       else this.#d.logger.error(fields, "gateway proxy listener failed");
+    } catch {
+      // A logger that throws must not take the exchange (or the server) down with it.
+    }
+  }
+
+  /** Sandboxes that ended lately, and when: the first request for one afterwards is logged (see #logEnded). */
+  #rememberEnded(sandboxId: string): void {
+    if (this.#ended.size >= MAX_REMEMBERED_ENDS) this.#ended.delete(this.#ended.keys().next().value!);
+    this.#ended.set(sandboxId, Date.now());
+  }
+
+  /**
+   * A client still talking to a sandbox that ended (its lifetime ran out, it was killed) gets E2B's "not found",
+   * which the SDK reports as "not running anymore" and which can look like a false alarm when it was not one. The
+   * first such request per sandbox is logged, with how long ago the sandbox ended, so the two can be told apart.
+   */
+  #logEnded(sandboxId: string, req: IncomingMessage): void {
+    const endedAt = this.#ended.get(sandboxId);
+    if (endedAt === undefined) return;
+    this.#ended.delete(sandboxId);
+    try {
+      this.#d.logger.info(
+        { sandboxId, endedSecondsAgo: Math.round((Date.now() - endedAt) / 1000), method: req.method, url: req.url },
+        "request for a sandbox that has ended (answered 502 not found)",
+      );
     } catch {
       // A logger that throws must not take the exchange (or the server) down with it.
     }

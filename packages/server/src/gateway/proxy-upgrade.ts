@@ -1,20 +1,27 @@
 // Proxy for HTTP upgrades (WebSocket and friends): forward the handshake, then splice the two sockets. The answer
 // is written to the client's raw socket by hand, so only a head that passed checkUpstreamHead is ever written.
 import { request as httpRequest, type IncomingMessage } from "node:http";
+import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { guarded } from "./guarded.js";
 import { rawResponseHead } from "./headers.js";
-import type { ProxyFailure, ProxyFault, Upstream } from "./proxy-http.js";
-import { sendRawJson } from "./responses.js";
+import { CONNECT_TIMEOUT_MS, type ProxyFailure, type ProxyFault, type Upstream } from "./proxy-http.js";
+import { sendRawAnswer } from "./responses.js";
+import type { GatewayAnswer } from "./retry-answer.js";
 import { checkUpstreamHead, isParseError } from "./upstream-response.js";
+import { CONNECT_TIMEOUT_CODE, upstreamFailure, type UpstreamFailure } from "./upstream-failure.js";
 
 export interface ProxyUpgradeOptions {
   target: Upstream;
   track: (...items: { destroy(): unknown }[]) => () => void;
-  /** Body of the gateway's own 502 answer for each kind of failure. */
-  failureBody: (failure: ProxyFailure) => string;
+  /** The gateway's own answer for each kind of failure (called once, when the gateway must answer). */
+  answerFor: (failure: ProxyFailure) => GatewayAnswer;
   /** Told about refused answers and listener exceptions (the gateway logs them). Must not throw. */
   onFault: (fault: ProxyFault) => void;
+  /** Told about a failed attempt to reach the sandbox (upgrades are never retried). Must not throw. */
+  onUpstreamFailure: (failure: UpstreamFailure, retried: boolean) => void;
+  /** @default CONNECT_TIMEOUT_MS */
+  connectTimeoutMs?: number;
 }
 
 /** Raw headers minus framing, for a non-upgrade answer we relay close-delimited. */
@@ -47,21 +54,21 @@ export function proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer,
     upstream.destroy();
     if (state === "waiting") {
       state = "answered";
-      sendRawJson(socket, 502, opts.failureBody(failure));
+      sendRawAnswer(socket, opts.answerFor(failure));
     } else {
       socket.destroy();
     }
   };
   const refuse = (cause: string) => {
     opts.onFault({ kind: "invalid_response", cause });
-    fail("invalid_response");
+    fail({ kind: "invalid_response" });
   };
   const guard = <A extends unknown[]>(listener: (...args: A) => void) =>
     guarded(
       listener,
       (err) => {
         opts.onFault({ kind: "internal", cause: "exception in an upgrade listener", err });
-        fail("internal");
+        fail({ kind: "internal" });
       },
       () => socket.destroy(),
     );
@@ -127,12 +134,40 @@ export function proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer,
     }),
   );
 
+  // Connecting is given up after a while, as for plain requests (see CONNECT_TIMEOUT_MS).
+  let connected = false;
+  let connectTimer: NodeJS.Timeout | undefined;
+  const connectTimeoutMs = opts.connectTimeoutMs ?? CONNECT_TIMEOUT_MS;
+  upstream.on(
+    "socket",
+    guard((assigned: Socket) => {
+      if (!assigned.connecting) {
+        connected = true;
+        return;
+      }
+      connectTimer = setTimeout(() => {
+        upstream.destroy(Object.assign(new Error(`no connection within ${connectTimeoutMs} ms`), { code: CONNECT_TIMEOUT_CODE }));
+      }, connectTimeoutMs);
+      assigned.once("connect", () => {
+        connected = true;
+        clearTimeout(connectTimer);
+      });
+    }),
+  );
+  upstream.on("close", () => clearTimeout(connectTimer));
+
   upstream.on(
     "error",
     guard((err: Error) => {
+      clearTimeout(connectTimer);
       if (state === "answered") return;
-      if (state === "waiting" && isParseError(err)) refuse(`${err.code}: ${err.message}`);
-      else fail("unreachable");
+      if (state === "waiting" && isParseError(err)) {
+        refuse(`${err.code}: ${err.message}`);
+        return;
+      }
+      const failure = upstreamFailure(err, { reused: false, connected, answered: state !== "waiting" });
+      if (!socket.destroyed) opts.onUpstreamFailure(failure, false);
+      fail({ kind: "upstream", failure });
     }),
   );
   upstream.end();
