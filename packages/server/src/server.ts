@@ -175,9 +175,11 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       // Node destroys a socket idle this long unless the exchange on it listens for 'timeout' (the gateway does
       // once a sandbox streams its answer, see proxy-http.ts).
       server.setTimeout(cfg.idleTimeoutMs);
-      server.on("connection", (socket: Socket) => connectionCap.admit(socket));
+      // With HTTPS on the port, connections are counted as they are accepted, before their first byte or handshake.
+      const admit = (socket: Socket) => connectionCap.admit(socket);
+      if (!tls) server.on("connection", admit);
       server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => gateway.handleUpgrade(req, socket, head));
-      if (tls) acceptTlsOnSamePort(server, tls);
+      if (tls) acceptTlsOnSamePort(server, { ...tls, admit });
       return server;
     };
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry };

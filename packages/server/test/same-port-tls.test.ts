@@ -139,6 +139,35 @@ describe("same-port TLS", () => {
     expect(await get(`http://127.0.0.1:${port}/after`)).toEqual({ status: 200, body: "false GET /after 0" });
   });
 
+  it("admits every connection as it is accepted, before its first byte, and sees it close whether TLS or not", async () => {
+    const open = new Set<Socket>();
+    let refuseNext = false;
+    const { port } = await startServer({
+      admit: (socket) => {
+        if (refuseNext) {
+          socket.end("HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+          socket.resume(); // read to the client's end, so that the socket closes (the server's sockets allow half-open)
+          return false;
+        }
+        open.add(socket);
+        socket.once("close", () => open.delete(socket));
+        return true;
+      },
+    });
+    const silent = netConnect(port, "127.0.0.1");
+    await expect.poll(() => open.size).toBe(1);
+    expect(await get(`https://127.0.0.1:${port}/x`, { ca: ca.certPem })).toEqual({ status: 200, body: "true GET /x 0" });
+    expect(await get(`http://127.0.0.1:${port}/y`)).toEqual({ status: 200, body: "false GET /y 0" });
+    // Both requests' connections (agent: false, so closed after the answer) are gone again; the silent one stays
+    // until it leaves without having sent a byte.
+    await expect.poll(() => open.size).toBe(1);
+    refuseNext = true;
+    const refused = await exchange(netConnect(port, "127.0.0.1"), "GET /z HTTP/1.1\r\nhost: x\r\n\r\n");
+    expect(refused).toMatch(/^HTTP\/1\.1 503 /);
+    silent.destroy();
+    await expect.poll(() => open.size).toBe(0);
+  });
+
   it("close() does not wait for connections still on their first byte or handshake", async () => {
     const { server, port } = await startServer();
     const silent = netConnect(port, "127.0.0.1");

@@ -1,7 +1,7 @@
 // HTTPS and plain HTTP on one port: the first byte a client sends tells them apart (a TLS connection opens with a
 // handshake record, 0x16; an HTTP request line starts with a letter of its method). TLS connections are decrypted
-// by a node:tls server and handed, decrypted, to the same HTTP server, so the API, the gateway, upgrades, timeouts
-// and the per-client connection cap treat both alike.
+// by a node:tls socket and handed, decrypted, to the same HTTP server, so the API, the gateway, upgrades and
+// timeouts treat both alike; `admit` (the per-client connection cap) sees every connection as it is accepted.
 //
 // The HTTP server is given its connections by its own 'connection' event, which net.Server emits for every socket
 // it accepts; the hook wraps that one event. (Libraries that serve both on one port, such as httpolyglot, bring
@@ -24,6 +24,12 @@ export interface SamePortTlsOptions {
    * HTTP server's own timeouts apply.
    */
   readonly handshakeTimeoutMs: number;
+  /**
+   * Called for every accepted connection before anything is read from it (where a server's 'connection' listener
+   * would be, which now sees connections only once they are handed over); false: refused, the callback has dealt
+   * with the socket. The accepted socket closes when the connection ends, TLS or not.
+   */
+  readonly admit?: ((socket: Socket) => boolean) | undefined;
   /** Failed handshakes (an untrusted certificate, a scanner); meant for debug logging. */
   readonly onClientError?: ((err: Error, remoteAddress: string | undefined) => void) | undefined;
 }
@@ -68,11 +74,15 @@ export function acceptTlsOnSamePort(server: Server, options: SamePortTlsOptions)
   const sniff = (socket: Socket) => {
     pending.set(socket, setTimeout(() => socket.destroy(), options.handshakeTimeoutMs));
     const onError = () => socket.destroy();
+    // The HTTP server's sockets allow half-open connections, so a client that leaves before its first byte would
+    // otherwise keep its socket (and its place under the per-client cap) until the handshake timeout.
+    const onEnd = () => socket.destroy();
     const stop = () => {
       settle(socket);
       socket.off("readable", onReadable);
       socket.off("close", stop);
       socket.off("error", onError);
+      socket.off("end", onEnd);
     };
     const onReadable = () => {
       const chunk = socket.read() as Buffer | null;
@@ -86,11 +96,13 @@ export function acceptTlsOnSamePort(server: Server, options: SamePortTlsOptions)
     socket.on("readable", onReadable);
     socket.on("close", stop);
     socket.on("error", onError);
+    socket.on("end", onEnd);
   };
 
   server.emit = function (this: Server, event: string | symbol, ...args: unknown[]): boolean {
     if (event !== "connection") return emit(event, ...args);
-    sniff(args[0] as Socket);
+    const socket = args[0] as Socket;
+    if (options.admit?.(socket) !== false) sniff(socket);
     return true;
   } as Server["emit"];
 
