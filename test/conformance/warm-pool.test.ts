@@ -17,13 +17,14 @@ function processStartedAtMs(pid: number): number {
   return bootTime * 1000 + (startTicks / 100) * 1000;
 }
 
+/** Pooled sandboxes of `base` (other templates in use on the shared server, such as desktop, have pools of their own). */
 async function pooledCount(): Promise<number> {
   const dir = join(env.stateDir, "sandboxes");
   let count = 0;
   for (const id of readdirSync(dir)) {
     try {
-      const record = JSON.parse(readFileSync(join(dir, id, "sandbox.json"), "utf8")) as { pooled: boolean };
-      if (record.pooled) count++;
+      const record = JSON.parse(readFileSync(join(dir, id, "sandbox.json"), "utf8")) as { pooled: boolean; templateId: string };
+      if (record.pooled && record.templateId === "base") count++;
     } catch {
       // Being created or removed.
     }

@@ -13,7 +13,8 @@ import { type BurrowNetworkManager, createNetworkManager, NetworkError } from ".
 const rand = randomBytes(3).toString("hex");
 const instance = `t${rand}`; // 7 chars: the instance pattern is [a-z0-9]{1,8}
 const octet = 1 + (randomBytes(1)[0] ?? 0) % 250;
-const subnet = `10.231.${octet}.0/24`;
+// 10.199/16: outside the 10.200-249/16 range from which concurrent e2e servers take their subnets.
+const subnet = `10.199.${octet}.0/24`;
 const extNs = `burrowtest-ext-${rand}`;
 const extVeth = `btx${rand}`;
 const EXT_HOST = "198.51.100.1";
