@@ -5,13 +5,13 @@
 import { Filesystem, Process } from "@burrow/protocol";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import type { EnvdContext } from "./context.js";
 import { createFilesystemService } from "./filesystem/filesystem-service.js";
 import { WatcherRegistry } from "./filesystem/watch/watcher-registry.js";
 import { postCompose } from "./http/files-compose.js";
 import { getFile } from "./http/files-get.js";
 import { postFiles } from "./http/files-post.js";
-import { HttpError } from "./http/http-error.js";
 import { createMetricsReader } from "./http/metrics.js";
 import { allowMethods } from "./http/methods.js";
 import { sendJson } from "./http/respond.js";
@@ -62,7 +62,7 @@ export function createEnvdRoutes(context: EnvdContext): EnvdRoutes {
           allowMethods(res, method, path, ["GET"]);
           return sendJson(res, 200, await metrics());
         default:
-          throw new HttpError(404, `path '${path}' not found`);
+          throw new BurrowError(Code.NotFound, `path '${path}' not found`);
       }
     },
     close() {

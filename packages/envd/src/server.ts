@@ -6,9 +6,10 @@
 // moment envd answers.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { BurrowError } from "@burrow/protocol/errors";
 import { checkAccessToken, isTokenExempt } from "./auth/access.js";
 import type { EnvdContext } from "./context.js";
-import { HttpError } from "./http/http-error.js";
+import { httpStatusOf } from "./http/http-error.js";
 import { postInit } from "./http/init.js";
 import { allowMethods } from "./http/methods.js";
 import { sendEmpty, sendError } from "./http/respond.js";
@@ -134,10 +135,10 @@ export function createEnvdServer(opts: EnvdServerOptions = {}): EnvdServer {
       return sendError(res, 400, "malformed request URL");
     }
     route(req, res, url).catch((err: unknown) => {
-      if (!(err instanceof HttpError)) {
+      if (!(err instanceof BurrowError)) {
         log.error("request failed", { method: req.method, path: url.pathname, err });
       }
-      if (err instanceof HttpError) sendError(res, err.status, err.message);
+      if (err instanceof BurrowError) sendError(res, httpStatusOf(err), err.message);
       else sendError(res, 500, err instanceof Error ? err.message : "internal error");
       if (!req.complete) discardBody(req);
     });

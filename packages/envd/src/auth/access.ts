@@ -1,4 +1,4 @@
-import { HttpError } from "../http/http-error.js";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import { safeEqual } from "./compare.js";
 import { fileSignature, type FileOperation } from "./signature.js";
 
@@ -14,7 +14,7 @@ export function isTokenExempt(method: string, pathname: string): boolean {
 
 export function checkAccessToken(token: string | undefined, header: string | undefined): void {
   if (token === undefined) return;
-  if (header === undefined || !safeEqual(header, token)) throw new HttpError(401, UNAUTHORIZED_MESSAGE);
+  if (header === undefined || !safeEqual(header, token)) throw new BurrowError(Code.Unauthenticated, UNAUTHORIZED_MESSAGE);
 }
 
 export interface FileAuthInput {
@@ -32,18 +32,18 @@ export interface FileAuthInput {
 export function checkFileAccess(a: FileAuthInput): void {
   if (a.token === undefined) return;
   if (a.header !== undefined) {
-    if (!safeEqual(a.header, a.token)) throw new HttpError(401, "access token present in header but does not match");
+    if (!safeEqual(a.header, a.token)) throw new BurrowError(Code.Unauthenticated, "access token present in header but does not match");
     return;
   }
-  if (!a.signature) throw new HttpError(401, "missing signature query parameter");
+  if (!a.signature) throw new BurrowError(Code.Unauthenticated, "missing signature query parameter");
   let expiration: number | undefined;
   if (a.signatureExpiration !== null) {
     expiration = Number(a.signatureExpiration);
     if (!/^-?\d+$/.test(a.signatureExpiration) || !Number.isSafeInteger(expiration)) {
-      throw new HttpError(400, "invalid signature_expiration");
+      throw new BurrowError(Code.InvalidArgument, "invalid signature_expiration");
     }
   }
   const expected = fileSignature(a.path, a.operation, a.username, a.token, expiration);
-  if (!safeEqual(a.signature, expected)) throw new HttpError(401, "invalid signature");
-  if (expiration !== undefined && expiration < a.nowSeconds) throw new HttpError(401, "signature is already expired");
+  if (!safeEqual(a.signature, expected)) throw new BurrowError(Code.Unauthenticated, "invalid signature");
+  if (expiration !== undefined && expiration < a.nowSeconds) throw new BurrowError(Code.Unauthenticated, "signature is already expired");
 }

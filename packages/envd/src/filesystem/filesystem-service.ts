@@ -3,14 +3,15 @@ import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@conn
 import { cp, lstat, readdir, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import type { EnvdContext } from "../context.js";
-import { connectErrorFromFs, errnoOf } from "../errors.js";
+import { errnoOf } from "@burrow/protocol/errors";
+import { connectErrorFrom, connectErrorFromFs } from "../errors.js";
 import { EventQueue } from "../rpc/event-queue.js";
 import { rpcUser } from "../rpc/request-user.js";
 import { keepaliveIntervalMs } from "../rpc/stream-headers.js";
 import type { SandboxUser } from "../users/user-db.js";
 import { entryInfo } from "./entry-info.js";
 import { mkdirAllOwned } from "./owned-mkdir.js";
-import { InvalidPathError, resolveUserPath } from "./paths.js";
+import { resolveUserPath } from "./paths.js";
 import type { DirEvent } from "./watch/dir-watcher.js";
 import { openDirWatcher, toFilesystemEvent } from "./watch/watch-dir.js";
 import type { WatcherRegistry } from "./watch/watcher-registry.js";
@@ -23,8 +24,7 @@ export function createFilesystemService(env: EnvdContext, watchers: WatcherRegis
     try {
       return { user, path: resolveUserPath(raw, user, env.state.defaultWorkdir) };
     } catch (err) {
-      if (err instanceof InvalidPathError) throw new ConnectError(err.message, Code.InvalidArgument);
-      throw err;
+      throw connectErrorFrom(err);
     }
   }
 

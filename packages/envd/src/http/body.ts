@@ -1,7 +1,7 @@
 import type { IncomingMessage } from "node:http";
 import { PassThrough, type Readable } from "node:stream";
 import { createGunzip } from "node:zlib";
-import { HttpError } from "./http-error.js";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 /** Reads a small request body (JSON endpoints), refusing more than `limit` bytes. */
 export async function readSmallBody(req: IncomingMessage, limit: number): Promise<Buffer> {
@@ -10,7 +10,7 @@ export async function readSmallBody(req: IncomingMessage, limit: number): Promis
   // destroyOnReturn:false: bailing out must not destroy the socket, so the 413 still reaches the client
   for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > limit) throw new HttpError(413, `request body exceeds ${limit} bytes`);
+    if (size > limit) throw new BurrowError(Code.ResourceExhausted, `request body exceeds ${limit} bytes`, { reason: "body_too_large" });
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
@@ -22,7 +22,7 @@ export async function readJsonBody(req: IncomingMessage, limit: number): Promise
   try {
     return JSON.parse(raw.toString("utf8"));
   } catch {
-    throw new HttpError(400, "request body is not valid JSON");
+    throw new BurrowError(Code.InvalidArgument, "request body is not valid JSON");
   }
 }
 
@@ -35,7 +35,7 @@ export function decodedBody(req: IncomingMessage): Readable {
   const enc = (req.headers["content-encoding"] ?? "identity").trim().toLowerCase();
   if (enc === "identity" || enc === "") return req.pipe(new PassThrough());
   if (enc === "gzip" || enc === "x-gzip") return req.pipe(createGunzip()).on("error", () => {});
-  throw new HttpError(400, `unsupported Content-Encoding '${enc}'`);
+  throw new BurrowError(Code.InvalidArgument, `unsupported Content-Encoding '${enc}'`);
 }
 
 /** Largest remainder of a failed upload that is read and discarded so the error response reaches the client. */

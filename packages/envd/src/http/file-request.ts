@@ -2,9 +2,8 @@ import type { IncomingMessage } from "node:http";
 import type { EnvdContext } from "../context.js";
 import { checkFileAccess } from "../auth/access.js";
 import type { FileOperation } from "../auth/signature.js";
-import { HttpError } from "../errors.js";
-import { InvalidPathError, resolveUserPath } from "../filesystem/paths.js";
-import { resolveRequestUser, UnknownUserError } from "../users/request-user.js";
+import { resolveUserPath } from "../filesystem/paths.js";
+import { resolveRequestUser } from "../users/request-user.js";
 import type { SandboxUser } from "../users/user-db.js";
 
 export interface FileRequest {
@@ -28,19 +27,11 @@ export function authorizeFileRequest(env: EnvdContext, req: IncomingMessage, url
     signatureExpiration: url.searchParams.get("signature_expiration"),
     nowSeconds: Math.floor(Date.now() / 1000),
   });
-  try {
-    return { user: resolveRequestUser(env.users, env.state, username || undefined), rawPath };
-  } catch (err) {
-    if (err instanceof UnknownUserError) throw new HttpError(401, err.message);
-    throw err;
-  }
+  // An unknown user is Unauthenticated (401), as E2B answers it.
+  return { user: resolveRequestUser(env.users, env.state, username || undefined), rawPath };
 }
 
+/** A path the request names; an unusable one is InvalidArgument (400). */
 export function resolveFilePath(env: EnvdContext, user: SandboxUser, raw: string): string {
-  try {
-    return resolveUserPath(raw, user, env.state.defaultWorkdir);
-  } catch (err) {
-    if (err instanceof InvalidPathError) throw new HttpError(400, err.message);
-    throw err;
-  }
+  return resolveUserPath(raw, user, env.state.defaultWorkdir);
 }

@@ -5,8 +5,8 @@ import { basename } from "node:path";
 import { Transform, type Duplex, type Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { createGzip } from "node:zlib";
+import { BurrowError, Code, errnoOf } from "@burrow/protocol/errors";
 import type { EnvdContext } from "../context.js";
-import { errnoOf, HttpError } from "../errors.js";
 import { authorizeFileRequest, resolveFilePath } from "./file-request.js";
 import { parseRange } from "./range.js";
 import { hasUnknownSize, openUnsizedFile } from "./unsized-file.js";
@@ -34,10 +34,10 @@ function acceptsGzip(header: string | undefined): boolean {
 
 function statusForOpenError(err: unknown, path: string): never {
   const code = errnoOf(err);
-  if (code === "ENOENT" || code === "ENOTDIR") throw new HttpError(404, `path '${path}' does not exist`);
-  if (code === "EACCES" || code === "EPERM") throw new HttpError(403, `permission denied for '${path}'`);
+  if (code === "ENOENT" || code === "ENOTDIR") throw new BurrowError(Code.NotFound, `path '${path}' does not exist`);
+  if (code === "EACCES" || code === "EPERM") throw new BurrowError(Code.PermissionDenied, `permission denied for '${path}'`);
   if (code === "EIO" || code === "EINVAL" || code === "ENXIO" || code === "EISDIR") {
-    throw new HttpError(400, `path '${path}' cannot be read: ${code.toLowerCase()}`);
+    throw new BurrowError(Code.InvalidArgument, `path '${path}' cannot be read: ${code.toLowerCase()}`);
   }
   throw err;
 }
@@ -72,8 +72,8 @@ export async function getFile(env: EnvdContext, req: IncomingMessage, res: Serve
   const { user, rawPath } = authorizeFileRequest(env, req, url, "read");
   const path = resolveFilePath(env, user, rawPath ?? "");
   const s = await stat(path).catch((err: unknown) => statusForOpenError(err, path));
-  if (s.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`);
-  if (!s.isFile() && !s.isFIFO()) throw new HttpError(400, `path '${path}' is not a regular file`);
+  if (s.isDirectory()) throw new BurrowError(Code.InvalidArgument, `path '${path}' is a directory`);
+  if (!s.isFile() && !s.isFIFO()) throw new BurrowError(Code.InvalidArgument, `path '${path}' is not a regular file`);
 
   const headers: Record<string, string | number> = {
     "Content-Type": "application/octet-stream",

@@ -4,8 +4,8 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { basename, dirname } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { BurrowError, Code, errnoOf } from "@burrow/protocol/errors";
 import type { EnvdContext } from "../context.js";
-import { errnoOf, HttpError } from "../errors.js";
 import { replaceMetadata } from "../filesystem/metadata.js";
 import { mkdirAllOwned } from "../filesystem/owned-mkdir.js";
 import type { SandboxUser } from "../users/user-db.js";
@@ -33,26 +33,26 @@ function metadataFromHeaders(req: IncomingMessage): Record<string, string> {
     if (!key) continue;
     out[key] = Array.isArray(value) ? value.join(", ") : value;
   }
-  if (Object.keys(out).length > MAX_METADATA_KEYS) throw new HttpError(400, `too many metadata keys (max ${MAX_METADATA_KEYS})`);
+  if (Object.keys(out).length > MAX_METADATA_KEYS) throw new BurrowError(Code.InvalidArgument, `too many metadata keys (max ${MAX_METADATA_KEYS})`);
   return out;
 }
 
 /** A request body that is not what its Content-Encoding says (zlib reports `Z_DATA_ERROR`, `Z_BUF_ERROR`…). */
-function badEncodingError(err: unknown): HttpError | undefined {
+function badEncodingError(err: unknown): BurrowError | undefined {
   const code = errnoOf(err);
-  return code?.startsWith("Z_") ? new HttpError(400, `request body is not valid gzip: ${(err as Error).message}`) : undefined;
+  return code?.startsWith("Z_") ? new BurrowError(Code.InvalidArgument, `request body is not valid gzip: ${(err as Error).message}`) : undefined;
 }
 
-function writeError(err: unknown, path: string): HttpError {
-  if (err instanceof HttpError) return err;
+function writeError(err: unknown, path: string): BurrowError {
+  if (err instanceof BurrowError) return err;
   const encoding = badEncodingError(err);
   if (encoding) return encoding;
   const code = errnoOf(err);
-  if (code === "ENOSPC" || code === "EDQUOT") return new HttpError(507, `not enough disk space to write '${path}'`);
-  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return new HttpError(403, `permission denied writing '${path}'`);
-  if (code === "ENOTDIR" || code === "EISDIR") return new HttpError(400, `path '${path}' is not a writable file path`);
-  if (code === "ENAMETOOLONG") return new HttpError(400, `path '${path}' is too long`);
-  return new HttpError(500, `failed to write '${path}': ${(err as Error).message}`);
+  if (code === "ENOSPC" || code === "EDQUOT") return new BurrowError(Code.ResourceExhausted, `not enough disk space to write '${path}'`, { reason: "disk_full" });
+  if (code === "EACCES" || code === "EPERM" || code === "EROFS") return new BurrowError(Code.PermissionDenied, `permission denied writing '${path}'`);
+  if (code === "ENOTDIR" || code === "EISDIR") return new BurrowError(Code.InvalidArgument, `path '${path}' is not a writable file path`);
+  if (code === "ENAMETOOLONG") return new BurrowError(Code.InvalidArgument, `path '${path}' is too long`);
+  return new BurrowError(Code.Internal, `failed to write '${path}': ${(err as Error).message}`);
 }
 
 async function writeOne(
@@ -64,7 +64,7 @@ async function writeOne(
   let existing: Awaited<ReturnType<typeof stat>> | undefined;
   try {
     existing = await stat(path).catch(() => undefined);
-    if (existing?.isDirectory()) throw new HttpError(400, `path '${path}' is a directory`);
+    if (existing?.isDirectory()) throw new BurrowError(Code.InvalidArgument, `path '${path}' is a directory`);
     await mkdirAllOwned(dirname(path), user);
     await pipeline(body instanceof Readable ? body : Readable.from(body), createWriteStream(path, { mode: 0o644 }));
     await chown(path, user.uid, user.gid);
@@ -112,15 +112,15 @@ async function writeAll(
     for await (const part of readMultipart(body, multipartBoundary(contentType))) {
       if (part.name !== "file") continue;
       const raw = rawPath ?? part.filename;
-      if (!raw) throw new HttpError(400, "multipart part without a filename and no path query parameter");
+      if (!raw) throw new BurrowError(Code.InvalidArgument, "multipart part without a filename and no path query parameter");
       const path = resolveFilePath(env, user, raw);
-      if (seen.has(path)) throw new HttpError(400, `cannot upload multiple files to the same path '${path}'`);
+      if (seen.has(path)) throw new BurrowError(Code.InvalidArgument, `cannot upload multiple files to the same path '${path}'`);
       seen.add(path);
       written.push(await writeOne(path, part.body, user, metadata));
     }
-    if (written.length === 0) throw new HttpError(400, "no file part in the multipart body");
+    if (written.length === 0) throw new BurrowError(Code.InvalidArgument, "no file part in the multipart body");
   } else {
-    if (rawPath === null) throw new HttpError(400, "the path query parameter is required for a raw upload");
+    if (rawPath === null) throw new BurrowError(Code.InvalidArgument, "the path query parameter is required for a raw upload");
     written.push(await writeOne(resolveFilePath(env, user, rawPath), body, user, metadata));
   }
 }

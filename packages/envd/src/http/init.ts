@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import type { EnvdContext } from "../context.js";
 import type { EnvdState } from "../state.js";
 import { safeEqual } from "../auth/compare.js";
 import { UNAUTHORIZED_MESSAGE } from "../auth/access.js";
-import { HttpError } from "./http-error.js";
 import { readJsonBody } from "./body.js";
 import { sendEmpty } from "./respond.js";
 
@@ -23,39 +23,39 @@ const CONTROL = /[\x00-\x1f\x7f]/;
 
 /** Checks every field before anything is applied, so a bad request changes nothing. */
 function validateInit(raw: unknown, env: EnvdContext): InitUpdate {
-  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new HttpError(400, "body must be a JSON object");
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) throw new BurrowError(Code.InvalidArgument, "body must be a JSON object");
   const b = raw as Record<string, unknown>;
   const str = (k: string): string | undefined => {
     const v = b[k];
     if (v === undefined || v === null) return undefined;
-    if (typeof v !== "string") throw new HttpError(400, `${k} must be a string`);
+    if (typeof v !== "string") throw new BurrowError(Code.InvalidArgument, `${k} must be a string`);
     return v;
   };
   const update: InitUpdate = {};
   if (b.envVars !== undefined && b.envVars !== null) {
-    if (typeof b.envVars !== "object" || Array.isArray(b.envVars)) throw new HttpError(400, "envVars must be an object of strings");
+    if (typeof b.envVars !== "object" || Array.isArray(b.envVars)) throw new BurrowError(Code.InvalidArgument, "envVars must be an object of strings");
     update.envVars = {};
     for (const [k, v] of Object.entries(b.envVars as Record<string, unknown>)) {
-      if (typeof v !== "string") throw new HttpError(400, `envVars.${k} must be a string`);
-      if (!k || k.includes("=") || k.includes("\0")) throw new HttpError(400, `invalid env var name '${k}'`);
-      if (v.includes("\0")) throw new HttpError(400, `env var '${k}' must not contain NUL`);
+      if (typeof v !== "string") throw new BurrowError(Code.InvalidArgument, `envVars.${k} must be a string`);
+      if (!k || k.includes("=") || k.includes("\0")) throw new BurrowError(Code.InvalidArgument, `invalid env var name '${k}'`);
+      if (v.includes("\0")) throw new BurrowError(Code.InvalidArgument, `env var '${k}' must not contain NUL`);
       update.envVars[k] = v;
     }
   }
   const accessToken = str("accessToken");
   if (accessToken !== undefined) {
-    if (CONTROL.test(accessToken)) throw new HttpError(400, "accessToken must not contain control characters");
+    if (CONTROL.test(accessToken)) throw new BurrowError(Code.InvalidArgument, "accessToken must not contain control characters");
     update.accessToken = accessToken;
   }
   const defaultUser = str("defaultUser");
   if (defaultUser) {
-    if (!env.users.lookup(defaultUser)) throw new HttpError(400, `defaultUser '${defaultUser}' does not exist in the sandbox`);
+    if (!env.users.lookup(defaultUser)) throw new BurrowError(Code.InvalidArgument, `defaultUser '${defaultUser}' does not exist in the sandbox`);
     update.defaultUser = defaultUser;
   }
   const defaultWorkdir = str("defaultWorkdir");
   if (defaultWorkdir !== undefined) {
     if (defaultWorkdir && (!defaultWorkdir.startsWith("/") || defaultWorkdir.includes("\0"))) {
-      throw new HttpError(400, `defaultWorkdir must be an absolute path, got '${defaultWorkdir}'`);
+      throw new BurrowError(Code.InvalidArgument, `defaultWorkdir must be an absolute path, got '${defaultWorkdir}'`);
     }
     update.defaultWorkdir = defaultWorkdir;
   }
@@ -82,7 +82,7 @@ export async function postInit(env: EnvdContext, initToken: string | undefined, 
   const allowed = initToken !== undefined
     ? header !== undefined && (safeEqual(header, initToken) || (current !== undefined && safeEqual(header, current)))
     : current === undefined || (header !== undefined && safeEqual(header, current));
-  if (!allowed) throw new HttpError(401, UNAUTHORIZED_MESSAGE);
+  if (!allowed) throw new BurrowError(Code.Unauthenticated, UNAUTHORIZED_MESSAGE);
 
   const update = validateInit(await readJsonBody(req, 1024 * 1024), env);
   const { state } = env;

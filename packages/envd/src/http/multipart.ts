@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import { HttpError } from "../errors.js";
+import { BurrowError, Code } from "@burrow/protocol/errors";
 
 export interface MultipartPart {
   /** Form field name (`name=`). */
@@ -16,7 +16,7 @@ const MAX_HEADER_BYTES = 16 * 1024;
 export function multipartBoundary(contentType: string): string {
   const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
   const b = m?.[1] ?? m?.[2];
-  if (!b || b.length > 200) throw new HttpError(400, "multipart body without a valid boundary");
+  if (!b || b.length > 200) throw new BurrowError(Code.InvalidArgument, "multipart body without a valid boundary");
   return b;
 }
 
@@ -50,19 +50,19 @@ export async function* readMultipart(source: Readable, boundary: string): AsyncG
       break;
     }
     if (buf.length > delimiter.length) buf = buf.subarray(buf.length - delimiter.length);
-    if (!(await pull())) throw new HttpError(400, "multipart body has no boundary");
+    if (!(await pull())) throw new BurrowError(Code.InvalidArgument, "multipart body has no boundary");
   }
 
   for (;;) {
-    while (buf.length < 2) if (!(await pull())) throw new HttpError(400, "truncated multipart body");
+    while (buf.length < 2) if (!(await pull())) throw new BurrowError(Code.InvalidArgument, "truncated multipart body");
     if (buf[0] === 0x2d && buf[1] === 0x2d) return; // "--": closing delimiter
     // headers: after the boundary line's CRLF, until CRLFCRLF
     let headerEnd: number;
     for (;;) {
       headerEnd = buf.indexOf("\r\n\r\n");
       if (headerEnd >= 0) break;
-      if (buf.length > MAX_HEADER_BYTES) throw new HttpError(400, "multipart part headers too large");
-      if (!(await pull())) throw new HttpError(400, "truncated multipart part headers");
+      if (buf.length > MAX_HEADER_BYTES) throw new BurrowError(Code.InvalidArgument, "multipart part headers too large");
+      if (!(await pull())) throw new BurrowError(Code.InvalidArgument, "truncated multipart part headers");
     }
     const headerText = buf.subarray(0, headerEnd).toString("utf8");
     buf = buf.subarray(headerEnd + 4);
@@ -87,7 +87,7 @@ export async function* readMultipart(source: Readable, boundary: string): AsyncG
           buf = buf.subarray(safe);
           yield out;
         }
-        if (!(await pull())) throw new HttpError(400, "truncated multipart body");
+        if (!(await pull())) throw new BurrowError(Code.InvalidArgument, "truncated multipart body");
       }
     }
     const part = body();

@@ -1,19 +1,17 @@
+import { BurrowError, Code } from "@burrow/protocol/errors";
 import type { EnvdState } from "../state.js";
 import type { SandboxUser, UserDb } from "./user-db.js";
 
-/** The named user does not exist in the sandbox's /etc/passwd. */
-export class UnknownUserError extends Error {
-  constructor(readonly username: string) {
-    super(`user '${username}' not found`);
-    this.name = "UnknownUserError";
-  }
+/** A request names a user that does not exist in the sandbox's /etc/passwd: E2B answers 401 (Unauthenticated). */
+function unknownUserError(username: string): BurrowError {
+  return new BurrowError(Code.Unauthenticated, `user '${username}' not found`, { reason: "unknown_user", details: { username } });
 }
 
 /** Resolves the user a request runs as: the given name, else /init's defaultUser (normally `user`). */
 export function resolveRequestUser(users: UserDb, state: EnvdState, name: string | undefined): SandboxUser {
   const wanted = name || state.defaultUser;
   const user = users.lookup(wanted);
-  if (!user) throw new UnknownUserError(wanted);
+  if (!user) throw unknownUserError(wanted);
   return user;
 }
 
