@@ -1,19 +1,8 @@
 // matplotlib figures come back as a png plus chart data (type, title, labels, units, ticks, scales, elements).
-import { Sandbox } from "@e2b/code-interpreter";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { inject } from "vitest";
-import { createInterpreter } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { useInterpreter } from "./helpers.js";
 
-const env = inject("burrow");
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await createInterpreter(env);
-}, 1_800_000);
-
-afterAll(async () => {
-  await sandbox?.kill();
-});
+const shared = useInterpreter();
 
 const PNG_BASE64 = /^iVBORw0KGgo/;
 
@@ -21,7 +10,7 @@ const PNG_BASE64 = /^iVBORw0KGgo/;
 type AnyChart = Record<string, any>;
 
 async function onlyChart(code: string): Promise<{ chart: AnyChart; png: string | undefined; text: string | undefined }> {
-  const execution = await sandbox.runCode(code);
+  const execution = await shared.sandbox.runCode(code);
   expect(execution.error).toBeUndefined();
   expect(execution.results).toHaveLength(1);
   const [result] = execution.results;

@@ -1,28 +1,18 @@
 // Environment variables: the sandbox's (given at create) in every language, and per-run ones that arrive with any
 // characters intact and are gone again after the run.
-import { Sandbox } from "@e2b/code-interpreter";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createInterpreter } from "./helpers.js";
-
-const env = inject("burrow");
-let sandbox: Sandbox;
+import { describe, expect, it } from "vitest";
+import { useInterpreter } from "./helpers.js";
 
 const TRICKY = `it's "quoted" $HOME \`tick\` back\\slash\nsecond line ü €`;
 
-beforeAll(async () => {
-  sandbox = await createInterpreter(env, { envs: { FROM_CREATE: "created", TRICKY_CREATE: TRICKY } });
-}, 1_800_000);
-
-afterAll(async () => {
-  await sandbox?.kill();
-});
+const shared = useInterpreter({ envs: { FROM_CREATE: "created", TRICKY_CREATE: TRICKY } });
 
 describe("environment variables", () => {
   it("the sandbox's variables reach python, javascript and bash", async () => {
-    expect((await sandbox.runCode("import os; print(os.environ['FROM_CREATE'], end='')")).logs.stdout.join("")).toBe("created");
-    expect((await sandbox.runCode("import os; print(os.environ['TRICKY_CREATE'], end='')")).logs.stdout.join("")).toBe(TRICKY);
-    expect((await sandbox.runCode("process.stdout.write(process.env.FROM_CREATE)", { language: "javascript" })).logs.stdout.join("")).toBe("created");
-    expect((await sandbox.runCode('printf %s "$FROM_CREATE"', { language: "bash" })).logs.stdout.join("")).toBe("created");
+    expect((await shared.sandbox.runCode("import os; print(os.environ['FROM_CREATE'], end='')")).logs.stdout.join("")).toBe("created");
+    expect((await shared.sandbox.runCode("import os; print(os.environ['TRICKY_CREATE'], end='')")).logs.stdout.join("")).toBe(TRICKY);
+    expect((await shared.sandbox.runCode("process.stdout.write(process.env.FROM_CREATE)", { language: "javascript" })).logs.stdout.join("")).toBe("created");
+    expect((await shared.sandbox.runCode('printf %s "$FROM_CREATE"', { language: "bash" })).logs.stdout.join("")).toBe("created");
   });
 
   for (const [language, print, unsetCheck] of [
@@ -31,16 +21,16 @@ describe("environment variables", () => {
     ["bash", 'printf %s "$PER_RUN"', 'printf %s "${PER_RUN-<unset>}"'],
   ] as const) {
     it(`per-run variables in ${language} are intact and restored afterwards`, async () => {
-      const run = await sandbox.runCode(print, { language, envs: { PER_RUN: TRICKY } });
+      const run = await shared.sandbox.runCode(print, { language, envs: { PER_RUN: TRICKY } });
       expect(run.error).toBeUndefined();
       expect(run.logs.stdout.join("")).toBe(TRICKY);
-      expect((await sandbox.runCode(unsetCheck, { language })).logs.stdout.join("")).toBe("<unset>");
+      expect((await shared.sandbox.runCode(unsetCheck, { language })).logs.stdout.join("")).toBe("<unset>");
     });
   }
 
-  it("a per-run value overrides a sandbox variable for that run only", async () => {
+  it("a per-run value overrides a shared.sandbox variable for that run only", async () => {
     const code = "import os; print(os.environ['FROM_CREATE'], end='')";
-    expect((await sandbox.runCode(code, { envs: { FROM_CREATE: "override" } })).logs.stdout.join("")).toBe("override");
-    expect((await sandbox.runCode(code)).logs.stdout.join("")).toBe("created");
+    expect((await shared.sandbox.runCode(code, { envs: { FROM_CREATE: "override" } })).logs.stdout.join("")).toBe("override");
+    expect((await shared.sandbox.runCode(code)).logs.stdout.join("")).toBe("created");
   });
 });

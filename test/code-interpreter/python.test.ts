@@ -1,24 +1,14 @@
 // Python contexts through the official @e2b/code-interpreter SDK: state, streamed output, errors, rich results.
-import { Sandbox } from "@e2b/code-interpreter";
 import type { OutputMessage, Result } from "@e2b/code-interpreter";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createInterpreter } from "./helpers.js";
+import { describe, expect, it } from "vitest";
+import { useInterpreter } from "./helpers.js";
 
-const env = inject("burrow");
-let sandbox: Sandbox;
-
-beforeAll(async () => {
-  sandbox = await createInterpreter(env);
-}, 1_800_000);
-
-afterAll(async () => {
-  await sandbox?.kill();
-});
+const shared = useInterpreter();
 
 describe("python", () => {
   it("keeps state between runs and returns the last expression", async () => {
-    await sandbox.runCode("x = 1");
-    const execution = await sandbox.runCode("x += 1; x");
+    await shared.sandbox.runCode("x = 1");
+    const execution = await shared.sandbox.runCode("x += 1; x");
     expect(execution.text).toBe("2");
     expect(execution.results[0]?.isMainResult).toBe(true);
     expect(execution.error).toBeUndefined();
@@ -27,7 +17,7 @@ describe("python", () => {
 
   it("streams stdout and stderr to the callbacks in order", async () => {
     const seen: string[] = [];
-    const execution = await sandbox.runCode(
+    const execution = await shared.sandbox.runCode(
       "import sys, time\nprint('one', flush=True)\ntime.sleep(0.3)\nprint('two', file=sys.stderr, flush=True)\ntime.sleep(0.3)\nprint('three', flush=True)",
       {
         onStdout: (m: OutputMessage) => void seen.push(`out:${m.line.trim()}`),
@@ -41,19 +31,19 @@ describe("python", () => {
 
   it("reports an error with its traceback", async () => {
     const errors: string[] = [];
-    const execution = await sandbox.runCode("def f():\n    return 1 / 0\nf()", { onError: (e) => void errors.push(e.name) });
+    const execution = await shared.sandbox.runCode("def f():\n    return 1 / 0\nf()", { onError: (e) => void errors.push(e.name) });
     expect(execution.error?.name).toBe("ZeroDivisionError");
     expect(execution.error?.value).toBe("division by zero");
     expect(execution.error?.traceback).toContain("return 1 / 0");
     expect(execution.error?.traceback).not.toMatch(/\x1b\[/);
     expect(errors).toEqual(["ZeroDivisionError"]);
     // The context is fine afterwards.
-    expect((await sandbox.runCode("x")).text).toBe("2");
+    expect((await shared.sandbox.runCode("x")).text).toBe("2");
   });
 
   it("returns a displayed DataFrame as html, text and data", async () => {
     const results: Result[] = [];
-    const execution = await sandbox.runCode(
+    const execution = await shared.sandbox.runCode(
       "import pandas as pd\ndf = pd.DataFrame({'a': [1, 2, 3], 'b': ['x', 'y', None]})\ndisplay(df)\nlen(df)",
       { onResult: (r) => void results.push(r) },
     );
@@ -67,10 +57,10 @@ describe("python", () => {
   });
 
   it("returns lists and dicts as json, strings without their quotes, and markdown/html/svg displays", async () => {
-    expect((await sandbox.runCode("'hello'")).text).toBe("hello");
-    const json = await sandbox.runCode("{'k': [1, 2.5, None]}");
+    expect((await shared.sandbox.runCode("'hello'")).text).toBe("hello");
+    const json = await shared.sandbox.runCode("{'k': [1, 2.5, None]}");
     expect(json.results[0]?.json).toEqual({ k: [1, 2.5, null] });
-    const rich = await sandbox.runCode(
+    const rich = await shared.sandbox.runCode(
       "from IPython.display import display, Markdown, HTML, SVG, Latex\n" +
         "display(Markdown('# Title'))\ndisplay(HTML('<b>b</b>'))\n" +
         "display(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"><circle r=\"1\"/></svg>'))\ndisplay(Latex('$x^2$'))",
