@@ -1,4 +1,4 @@
-// The envd wire contract through the gateway, by raw fetch (e2b-compat.md §3): stream framing, the start event
+// The envd wire contract through the gateway, by raw fetch: stream framing, the start event
 // first, keepalives at the requested interval, end events in Go's shapes, the end-stream envelope, and /init
 // refusing callers without the token.
 import { afterAll, beforeAll, describe, expect, test } from "vitest";

@@ -1,5 +1,5 @@
 /* The sandbox's mount table: the overlay as "/", fresh proc/sys/dev, the runtime read-only at
- * /.burrow, and nothing of the host. Order matters (see docs/reference machine.md §2):
+ * /.burrow, and nothing of the host. Order matters:
  *  - pivot_root refuses a locked mount as new root, so merged is first bind-mounted onto itself;
  *  - proc and sysfs may only be mounted while a full host proc/sys is still visible
  *    (mnt_too_revealing), so the old root is detached last. */

@@ -2,7 +2,7 @@
 export const ENVD_PORT = 49983;
 
 /**
- * envd version Burrow advertises. The SDK gates features on it (e2b-compat.md §5, "envdVersion gates");
+ * envd version Burrow advertises. The SDK gates features on it;
  * 0.6.13 is at or above every gate of SDK 2.51.0.
  */
 export const ENVD_VERSION = "0.6.13";

@@ -290,7 +290,7 @@ describe("list", () => {
   it("decodes the SDK's multiply-encoded metadata filter", async () => {
     const { body } = await create({ templateID: "base", metadata: { a: "b c", "k&=": "v/=" } });
     try {
-      // Exactly what e2b 2.51 puts on the wire for {a:'b c','k&=':'v/='} (e2b-compat.md §2.1).
+      // Exactly what e2b 2.51 puts on the wire for {a:'b c','k&=':'v/='}.
       const res = await t.api("/v2/sandboxes?metadata=a%3Db%252520c%26k%252526%25253D%3Dv%25252F%25253D");
       expect(((await res.json()) as Array<{ sandboxID: string }>).map((s) => s.sandboxID)).toEqual([body["sandboxID"]]);
     } finally {

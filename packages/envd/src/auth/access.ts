@@ -28,7 +28,7 @@ export interface FileAuthInput {
   nowSeconds: number;
 }
 
-/** /files authorization, in envd's documented order and with its exact messages (e2b-compat §4.3). */
+/** /files authorization, in envd's documented order and with its exact messages. */
 export function checkFileAccess(a: FileAuthInput): void {
   if (a.token === undefined) return;
   if (a.header !== undefined) {

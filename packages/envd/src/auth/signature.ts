@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 export type FileOperation = "read" | "write";
 
 /**
- * The v1 signed-URL signature (e2b-compat §4.3): sha256 over `path:operation:user:token[:expiration]`,
+ * The v1 signed-URL signature: sha256 over `path:operation:user:token[:expiration]`,
  * standard base64 without padding, prefixed `v1_`. `path` is the query value as given, not resolved.
  */
 export function fileSignature(path: string, operation: FileOperation, user: string, token: string, expiration?: number): string {

@@ -27,7 +27,7 @@ function directorySize(s: Stats): number {
 }
 
 /**
- * EntryInfo per e2b-compat §3.3: `mode` = permission bits, `permissions` = Go FileMode string of the entry itself,
+ * EntryInfo as E2B's envd fills it: `mode` = permission bits, `permissions` = Go FileMode string of the entry itself,
  * owner/group names; a symlink reports its target's type and mode and an absolute `symlinkTarget`.
  */
 export async function entryInfo(path: string, users: UserDb): Promise<filesystemPb.EntryInfo> {

@@ -1,6 +1,6 @@
 import { nativeAddon } from "../native/native-modules.js";
 
-/** File metadata lives in `user.e2b.<key>` xattrs (e2b-compat §4.2); clients see the key without the prefix. */
+/** File metadata lives in `user.e2b.<key>` xattrs; clients see the key without the prefix. */
 export const METADATA_PREFIX = "user.e2b.";
 
 export function readMetadata(path: string): Record<string, string> {

@@ -1,4 +1,4 @@
-// JSON schemas of E2B's REST shapes (e2b-compat.md §2.1). Fastify validates requests and serializes responses
+// JSON schemas of E2B's REST shapes. Fastify validates requests and serializes responses
 // with them, and they double as the API's documentation; field names are E2B's, exactly.
 declare module "fastify" {
   /** Documentation fields (as @fastify/swagger reads them); fastify itself ignores them. */

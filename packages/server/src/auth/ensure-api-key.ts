@@ -8,7 +8,7 @@ import type { ApiKeyStore } from "../store/api-keys.js";
 export const API_KEY_FILE = "api-key";
 
 /**
- * `e2b_` + 40 hex: SDKs 2.33–2.45 reject keys that are not `e2b_<hex>` (e2b-compat.md §1.2).
+ * `e2b_` + 40 hex: SDKs 2.33–2.45 reject keys that are not `e2b_<hex>`.
  */
 export function generateApiKey(): string {
   return `e2b_${randomBytes(20).toString("hex")}`;

@@ -1,4 +1,4 @@
-// The v1 file-URL signature (e2b-compat.md §4.3), recomputed here only to find which sandbox a headerless
+// The v1 file-URL signature, recomputed here only to find which sandbox a headerless
 // signed URL belongs to. envd itself checks the signature and its expiry.
 import { createHash, timingSafeEqual } from "node:crypto";
 

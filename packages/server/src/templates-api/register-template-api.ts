@@ -1,4 +1,4 @@
-// The E2B Template build API (e2b-compat.md §2.2 and §7.2) plus the upload endpoint the files check points at.
+// The E2B Template build API plus the upload endpoint the files check points at.
 // Errors leave through the app's error handler as `{"code": <status>, "message": "…"}`; the builder's errors
 // carry Connect code names, which that handler maps.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
@@ -157,7 +157,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
       builds.admit();
       builder.startBuild(request.params.templateID, request.params.buildID, request.body);
       builds.started(request.params.templateID, request.params.buildID);
-      // openapi-fetch parses an empty 202 as JSON unless Content-Length is 0 (e2b-compat.md §8.2).
+      // openapi-fetch parses an empty 202 as JSON unless Content-Length is 0.
       return emptyReply(reply, 202);
     },
   );

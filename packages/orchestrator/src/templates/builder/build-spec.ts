@@ -1,4 +1,4 @@
-// The build request as the SDK sends it (TemplateBuildStartV2, e2b-compat.md §7) and its validation.
+// The build request as the SDK sends it (TemplateBuildStartV2) and its validation.
 // Unknown fields are ignored: newer SDKs add client hints (forceUpload, gzip, resolveSymlinks).
 import { Code } from "@burrow/protocol";
 import { TemplateBuildError } from "./template-build-error.js";

@@ -1,4 +1,4 @@
-// Filters, ordering and cursors of the sandbox lists, matching infra's semantics (e2b-compat.md §2.1).
+// Filters, ordering and cursors of the sandbox lists, matching infra's semantics.
 import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxRow, SandboxRowState } from "../../store/sandboxes.js";
 

@@ -10,7 +10,7 @@ export function toSandbox(row: SandboxRow, config: ServerConfig) {
     ...(row.alias !== null ? { alias: row.alias } : {}),
     clientID: row.clientId,
     envdVersion: row.envdVersion,
-    // Always issued: signed file URLs are routed by recomputing signatures with it (e2b-compat.md §1.6.3).
+    // Always issued: signed file URLs are routed by recomputing signatures with it.
     envdAccessToken: row.envdAccessToken,
     trafficAccessToken: null,
     domain: config.domain,
