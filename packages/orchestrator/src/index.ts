@@ -25,7 +25,6 @@ export {
   type OrchestratorConfig,
   type PoolConfig,
 } from "./config.js";
-export { OrchestratorError, type OrchestratorErrorCode } from "./errors.js";
 export { SNAPSHOT_REFUSALS } from "./snapshots/snapshot-charges.js";
 export type { EnvdRuntimeSource } from "./runtime.js";
 export type { Logger } from "./logger.js";

@@ -6,7 +6,7 @@ import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "
 import { createCgroupManager } from "./cgroups/index.js";
 import { diskUsageBytes } from "./disk-usage.js";
 import { envdAt, initEnvd } from "./envd-client/index.js";
-import { OrchestratorError } from "./errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 import { isSandboxInitAlive, launcherBinaryPath } from "./launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper, type ReaperPaths } from "./reaper/reaper.js";
 import { reaperCommandRunner, type CommandRunner } from "./reaper/run-command.js";
@@ -255,7 +255,9 @@ export class LocalOrchestrator implements Orchestrator {
   async forkSandbox(sandboxId: string, opts: ForkSandboxOptions): Promise<ForkResult[] | undefined> {
     const { count } = opts;
     if (!Number.isInteger(count) || count < 1 || count > MAX_FORKS) {
-      throw new OrchestratorError("invalid_argument", `count must be an integer between 1 and ${MAX_FORKS}, got ${String(count)}`);
+      throw new BurrowError(Code.InvalidArgument, `count must be an integer between 1 and ${MAX_FORKS}, got ${String(count)}`, {
+        reason: "invalid_fork_count",
+      });
     }
     const manifest = await this.takeSnapshot(sandboxId, undefined, sandboxId, opts.quota, opts.signal);
     if (!manifest) return undefined;
@@ -321,7 +323,8 @@ export class LocalOrchestrator implements Orchestrator {
         // Never leave a partly frozen sandbox behind: back to running, as if the pause had not been asked for.
         await sandbox.cgroup.thaw().catch((thawError: unknown) => this.logger.error({ sandboxId, err: thawError }, "thaw after failed pause failed"));
         await this.writeState(sandbox, "running").catch(() => undefined);
-        throw new OrchestratorError(opts?.signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be paused: ${(error as Error).message}`, {
+        throw new BurrowError(opts?.signal?.aborted ? Code.Canceled : Code.Internal, `sandbox ${sandboxId} could not be paused: ${(error as Error).message}`, {
+          reason: "pause_failed",
           cause: error,
         });
       }
@@ -336,7 +339,8 @@ export class LocalOrchestrator implements Orchestrator {
       try {
         await sandbox.cgroup.thaw(opts?.signal);
       } catch (error) {
-        throw new OrchestratorError(opts?.signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be resumed: ${(error as Error).message}`, {
+        throw new BurrowError(opts?.signal?.aborted ? Code.Canceled : Code.Internal, `sandbox ${sandboxId} could not be resumed: ${(error as Error).message}`, {
+          reason: "resume_failed",
           cause: error,
         });
       }
@@ -433,7 +437,7 @@ export class LocalOrchestrator implements Orchestrator {
     }
     const template = this.templates.resolve(ref);
     if (template) return template;
-    throw new OrchestratorError("not_found", `template '${ref}' not found`);
+    throw new BurrowError(Code.NotFound, `template '${ref}' not found`, { reason: "template_not_found" });
   }
 
   private async claim(
@@ -654,7 +658,8 @@ export class LocalOrchestrator implements Orchestrator {
         await sandbox.cgroup.freeze(signal);
         copy = await copyUpper(`${sandbox.dir}/upper`, this.templates.layersRoot, signal);
       } catch (error) {
-        throw new OrchestratorError(signal?.aborted ? "canceled" : "internal", `sandbox ${sandboxId} could not be snapshotted: ${(error as Error).message}`, {
+        throw new BurrowError(signal?.aborted ? Code.Canceled : Code.Internal, `sandbox ${sandboxId} could not be snapshotted: ${(error as Error).message}`, {
+          reason: "snapshot_failed",
           cause: error,
         });
       } finally {
@@ -715,9 +720,10 @@ export class LocalOrchestrator implements Orchestrator {
     if (known) return known;
     const template = this.templates.get(sandbox.record.templateId);
     if (!template) {
-      throw new OrchestratorError(
-        "failed_precondition",
+      throw new BurrowError(
+        Code.FailedPrecondition,
         `the template sandbox ${sandbox.record.sandboxId} started from no longer exists, so its files cannot be snapshotted`,
+        { reason: "source_template_gone" },
       );
     }
     return { layers: [...template.layers], runtime: template.runtime, envVars: {} };
@@ -729,14 +735,18 @@ export class LocalOrchestrator implements Orchestrator {
     try {
       parsed = parseTemplateName(name);
     } catch (error) {
-      throw new OrchestratorError("invalid_argument", (error as Error).message, { cause: error });
+      throw new BurrowError(Code.InvalidArgument, (error as Error).message, { reason: "invalid_snapshot_name", cause: error });
     }
     if (parsed.tag !== undefined && parsed.tag !== "default" && parsed.tag !== "latest") {
-      throw new OrchestratorError("invalid_argument", `snapshot names take no tag other than 'default', got '${name}'`);
+      throw new BurrowError(Code.InvalidArgument, `snapshot names take no tag other than 'default', got '${name}'`, {
+        reason: "invalid_snapshot_name",
+      });
     }
     const existing = this.templates.resolve(parsed.name);
     if (existing && !isSnapshotManifest(existing)) {
-      throw new OrchestratorError("failed_precondition", `'${parsed.name}' is the name of a template, not of a snapshot`);
+      throw new BurrowError(Code.FailedPrecondition, `'${parsed.name}' is the name of a template, not of a snapshot`, {
+        reason: "snapshot_name_taken",
+      });
     }
     return parsed.name;
   }
@@ -813,7 +823,9 @@ function validateLimits(limits: SandboxLimits): SandboxLimits {
   for (const [key, [min, max]] of Object.entries(LIMIT_RANGES) as [keyof SandboxLimits, [number, number]][]) {
     const value = limits[key];
     if (typeof value !== "number" || !Number.isFinite(value) || value < min || value > max) {
-      throw new OrchestratorError("invalid_argument", `${key} must be a number between ${min} and ${max}, got ${String(value)}`);
+      throw new BurrowError(Code.InvalidArgument, `${key} must be a number between ${min} and ${max}, got ${String(value)}`, {
+        reason: "invalid_limits",
+      });
     }
   }
   return limits;

@@ -4,12 +4,11 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chown, mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
-import { ENVD_PORT } from "@burrow/protocol";
+import { BurrowError, Code, ENVD_PORT } from "@burrow/protocol";
 import type { OrchestratorConfig } from "./config.js";
 import { statePaths } from "./config.js";
-import { EnvdError, envdAt, waitForEnvd } from "./envd-client/index.js";
+import { envdAt, waitForEnvd } from "./envd-client/index.js";
 import { envdListening } from "./envd-listening.js";
-import { OrchestratorError } from "./errors.js";
 import { randomId } from "./ids.js";
 import { launchSandbox } from "./launcher/index.js";
 import type { Logger } from "./logger.js";
@@ -88,7 +87,7 @@ export class SandboxHost {
       for (const result of prepared) if (result.status === "rejected") throw result.reason;
       const sandboxCgroup = cgroup as SandboxCgroup | undefined;
       const sandboxNet = reservation;
-      if (!sandboxCgroup) throw new OrchestratorError("internal", "cgroup was not created");
+      if (!sandboxCgroup) throw new BurrowError(Code.Internal, "cgroup was not created", { reason: "cgroup_missing" });
       // The disk limit is applied while the sandbox starts: nothing but envd runs in it before its create returns.
       quota = this.deps.storage.applyQuota(dir, limits.diskMB);
       quota.catch(() => undefined);
@@ -161,11 +160,9 @@ export class SandboxHost {
       await this.teardown({ sandboxId, dir, cgroup, network: net, pid }).catch((cleanupError: unknown) =>
         this.deps.logger.error({ sandboxId, err: cleanupError }, "cleanup after failed launch failed"),
       );
-      if (error instanceof OrchestratorError || error instanceof EnvdError) throw error;
-      if (opts.signal?.aborted) throw new OrchestratorError("canceled", "sandbox creation was canceled", { cause: error });
-      throw new OrchestratorError("internal", `sandbox could not be started: ${(error as Error).message}`, {
-        cause: error,
-      });
+      if (error instanceof BurrowError) throw error;
+      if (opts.signal?.aborted) throw new BurrowError(Code.Canceled, "sandbox creation was canceled", { reason: "launch_canceled", cause: error });
+      throw new BurrowError(Code.Internal, `sandbox could not be started: ${(error as Error).message}`, { reason: "launch_failed", cause: error });
     }
   }
 

@@ -10,5 +10,3 @@ export { watchDir, type DirEvent, type DirEventType, type WatchDirOptions } from
 export { readFile, writeFile, type FileOptions } from "./files.js";
 export { waitForEnvd } from "./health.js";
 export { initEnvd, type EnvdInit } from "./init.js";
-/** @deprecated Transitional: the client's errors are BurrowErrors; goes once its last importer uses BurrowError. */
-export { BurrowError as EnvdError } from "@burrow/protocol";

@@ -6,7 +6,6 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { BurrowError, Code } from "@burrow/protocol";
-import { OrchestratorError } from "../errors.js";
 
 export interface ReaperPaths {
   socket: string;
@@ -53,7 +52,7 @@ export async function ensureReaper(paths: ReaperPaths, binaries: { reaper: strin
     if (exited !== undefined) break;
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new OrchestratorError("internal", `burrow-reaper did not start (exit ${String(exited)}): ${stderr.trim()}`);
+  throw new BurrowError(Code.Internal, `burrow-reaper did not start (exit ${String(exited)}): ${stderr.trim()}`, { reason: "reaper_not_started" });
 }
 
 /** Stop the reaper (after every sandbox is gone). */
