@@ -1,7 +1,8 @@
 // Server options are resolved once, up front, into a frozen object: defaults are named constants and the
-// only environment variables read are the ones documented on each field.
+// only environment variables read are the ones documented on each field, from the environment the process's entry
+// point passes in (this package never reads process.env for its settings).
 import { isAbsolute, resolve } from "node:path";
-import { Code, ServerError } from "./errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
 
 /** Loopback by default: the API key is the only guard, so exposing the port must be a conscious choice. */
 export const DEFAULT_HOST = "127.0.0.1";
@@ -151,13 +152,12 @@ const ADMISSION_ENV: Record<keyof AdmissionConfig, string> = {
 function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.ProcessEnv): AdmissionConfig {
   const out: Record<string, number> = {};
   for (const key of Object.keys(DEFAULT_ADMISSION) as (keyof AdmissionConfig)[]) {
-    const raw = env[ADMISSION_ENV[key]];
-    const value = input[key] ?? (raw !== undefined && raw !== "" ? Number(raw) : DEFAULT_ADMISSION[key]);
+    const setting = numberSetting(`admission.${key}`, input[key], env, ADMISSION_ENV[key], DEFAULT_ADMISSION[key]);
     if (key === "memoryOvercommit") {
-      if (!Number.isFinite(value) || value <= 0) throw new ServerError(Code.InvalidArgument, `memoryOvercommit must be a positive number, got ${raw ?? value}`);
-      out[key] = value;
+      if (!Number.isFinite(setting.value) || setting.value <= 0) throw configError(`${setting.name} must be a positive number, got ${setting.shown}`);
+      out[key] = setting.value;
     } else {
-      out[key] = positiveInt(key, value, { allowZero: key === "minAvailableMemoryMB" || key === "minFreeDiskMB" });
+      out[key] = positiveInt(setting, { allowZero: key === "minAvailableMemoryMB" || key === "minFreeDiskMB" });
     }
   }
   return Object.freeze(out as unknown as AdmissionConfig);
@@ -165,34 +165,68 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
 
 export type ServerConfigInput = Partial<Omit<ServerConfig, "admission">> & { admission?: Partial<AdmissionConfig> };
 
-function positiveInt(name: string, value: number, { allowZero = false } = {}): number {
+/** A numeric setting with the name a message about it uses: its field's when given as input, else its variable's. */
+interface NumberSetting {
+  readonly name: string;
+  readonly value: number;
+  /** The value as the operator wrote it, for messages: a variable's text quoted, so "lots" is not shown as NaN. */
+  readonly shown: string;
+}
+
+/** The input's value, else the variable's (set and non-empty), else the default. */
+function numberSetting(field: string, input: number | undefined, env: NodeJS.ProcessEnv, variable: string | undefined, fallback: number): NumberSetting {
+  if (input !== undefined) return { name: field, value: input, shown: String(input) };
+  const raw = variable === undefined ? undefined : env[variable];
+  if (variable !== undefined && raw !== undefined && raw !== "") {
+    return { name: variable, value: raw.trim() === "" ? Number.NaN : Number(raw), shown: `'${raw}'` };
+  }
+  return { name: field, value: fallback, shown: String(fallback) };
+}
+
+function positiveInt({ name, value, shown }: NumberSetting, { allowZero = false } = {}): number {
   if (!Number.isInteger(value) || value < (allowZero ? 0 : 1)) {
-    throw new ServerError(Code.InvalidArgument, `${name} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${value}`);
+    throw configError(`${name} must be a ${allowZero ? "non-negative" : "positive"} integer, got ${shown}`);
   }
   return value;
+}
+
+/** A setting that only the input sets (no variable). */
+function inputInt(field: string, input: number | undefined, fallback: number): number {
+  return positiveInt(numberSetting(field, input, {}, undefined, fallback));
 }
 
 function parseBoolean(name: string, raw: string | undefined, fallback: boolean): boolean {
   if (raw === undefined || raw === "") return fallback;
   if (/^(1|true|yes|on)$/i.test(raw)) return true;
   if (/^(0|false|no|off)$/i.test(raw)) return false;
-  throw new ServerError(Code.InvalidArgument, `${name} must be true or false, got '${raw}'`);
+  throw configError(`${name} must be true or false, got '${raw}'`);
 }
 
-/** Validate options, apply defaults and env fallbacks, and return a frozen config. Never mutates its input. */
-export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.ProcessEnv = process.env): ServerConfig {
-  const envPort = env["BURROW_PORT"] !== undefined && env["BURROW_PORT"] !== "" ? Number(env["BURROW_PORT"]) : undefined;
-  const port = positiveInt("port", input.port ?? envPort ?? DEFAULT_PORT, { allowZero: true });
-  if (port > 65_535) throw new ServerError(Code.InvalidArgument, `port must be ≤ 65535, got ${port}`);
+/** A bad setting: InvalidArgument, so that it reads as the caller's mistake wherever it is reported. */
+function configError(message: string): BurrowError {
+  return new BurrowError(Code.InvalidArgument, message, { reason: "invalid_config" });
+}
+
+/**
+ * Validate options, apply the environment's fallbacks and the defaults, and return a frozen config; input wins over
+ * the environment, and a variable that is set but empty counts as unset. `env` is the process's environment as its
+ * entry point read it (`burrow up` passes process.env); without one only the defaults apply. Resolving a resolved
+ * config returns an equal one. Never mutates its input. Bad values are InvalidArgument BurrowErrors (reason
+ * `invalid_config`) whose message names the setting.
+ */
+export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.ProcessEnv = {}): ServerConfig {
+  const portSetting = numberSetting("port", input.port, env, "BURROW_PORT", DEFAULT_PORT);
+  const port = positiveInt(portSetting, { allowZero: true });
+  if (port > 65_535) throw configError(`${portSetting.name} must be ≤ 65535, got ${portSetting.shown}`);
   const stateDir = input.stateDir ?? (env["BURROW_STATE_DIR"] || DEFAULT_STATE_DIR);
-  const defaultTimeoutSec = positiveInt("defaultTimeoutSec", input.defaultTimeoutSec ?? DEFAULT_TIMEOUT_SEC);
-  const maxTimeoutSec = positiveInt("maxTimeoutSec", input.maxTimeoutSec ?? DEFAULT_MAX_TIMEOUT_SEC);
+  const defaultTimeoutSec = inputInt("defaultTimeoutSec", input.defaultTimeoutSec, DEFAULT_TIMEOUT_SEC);
+  const maxTimeoutSec = inputInt("maxTimeoutSec", input.maxTimeoutSec, DEFAULT_MAX_TIMEOUT_SEC);
   if (defaultTimeoutSec > maxTimeoutSec) {
-    throw new ServerError(Code.InvalidArgument, `defaultTimeoutSec (${defaultTimeoutSec}) exceeds maxTimeoutSec (${maxTimeoutSec})`);
+    throw configError(`defaultTimeoutSec (${defaultTimeoutSec}) exceeds maxTimeoutSec (${maxTimeoutSec})`);
   }
   // `null` is an explicit "none" (as in a resolved config), so only `undefined` falls back to the environment.
   const apiKey = input.apiKey !== undefined ? input.apiKey : env["BURROW_API_KEY"] || null;
-  if (apiKey !== null && apiKey.trim() === "") throw new ServerError(Code.InvalidArgument, "apiKey must not be empty");
+  if (apiKey !== null && apiKey.trim() === "") throw configError("apiKey must not be empty");
   return Object.freeze({
     host: input.host ?? (env["BURROW_HOST"] || DEFAULT_HOST),
     port,
@@ -201,10 +235,10 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     tls: input.tls ?? parseBoolean("BURROW_TLS", env["BURROW_TLS"], true),
     defaultTimeoutSec,
     maxTimeoutSec,
-    bodyLimitBytes: positiveInt("bodyLimitBytes", input.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES),
+    bodyLimitBytes: inputInt("bodyLimitBytes", input.bodyLimitBytes, DEFAULT_BODY_LIMIT_BYTES),
     ...resolveConnectionLimits(input, env),
-    metricsIntervalMs: positiveInt("metricsIntervalMs", input.metricsIntervalMs ?? DEFAULT_METRICS_INTERVAL_MS),
-    metricsRetention: positiveInt("metricsRetention", input.metricsRetention ?? DEFAULT_METRICS_RETENTION),
+    metricsIntervalMs: inputInt("metricsIntervalMs", input.metricsIntervalMs, DEFAULT_METRICS_INTERVAL_MS),
+    metricsRetention: inputInt("metricsRetention", input.metricsRetention, DEFAULT_METRICS_RETENTION),
     apiKey,
     clientId: input.clientId ?? DEFAULT_CLIENT_ID,
     admission: resolveAdmission(input.admission, env),
@@ -239,17 +273,16 @@ const MAX_TIMER_MS = 2_147_483_647;
 function resolveConnectionLimits(input: Partial<ConnectionLimits>, env: NodeJS.ProcessEnv): ConnectionLimits {
   const out = {} as { -readonly [K in keyof ConnectionLimits]: number };
   for (const key of Object.keys(DEFAULT_CONNECTION_LIMITS) as (keyof ConnectionLimits)[]) {
-    const raw = env[CONNECTION_LIMITS_ENV[key]];
-    const value = input[key] ?? (raw !== undefined && raw !== "" ? Number(raw) : DEFAULT_CONNECTION_LIMITS[key]);
+    const setting = numberSetting(key, input[key], env, CONNECTION_LIMITS_ENV[key], DEFAULT_CONNECTION_LIMITS[key]);
     // Off (0) is allowed where the limit is optional; a server without a header or keep-alive timeout is not.
     const allowZero = key !== "headersTimeoutMs" && key !== "keepAliveTimeoutMs";
-    out[key] = positiveInt(key, value, { allowZero });
+    out[key] = positiveInt(setting, { allowZero });
     if (key !== "maxConnectionsPerClient" && out[key] > MAX_TIMER_MS) {
-      throw new ServerError(Code.InvalidArgument, `${key} must be ≤ ${MAX_TIMER_MS}, got ${out[key]}`);
+      throw configError(`${setting.name} must be ≤ ${MAX_TIMER_MS}, got ${setting.shown}`);
     }
   }
   if (out.requestTimeoutMs !== 0 && out.headersTimeoutMs > out.requestTimeoutMs) {
-    throw new ServerError(Code.InvalidArgument, `headersTimeoutMs (${out.headersTimeoutMs}) exceeds requestTimeoutMs (${out.requestTimeoutMs})`);
+    throw configError(`headersTimeoutMs (${out.headersTimeoutMs}) exceeds requestTimeoutMs (${out.requestTimeoutMs})`);
   }
   return out;
 }

@@ -52,12 +52,3 @@ function expectedError(err: unknown): BurrowError | undefined {
   if (abort !== undefined) return BurrowError.from(err);
   return undefined;
 }
-
-/** @deprecated Transitional for code not converted yet: use BurrowError and Code from @burrow/protocol. */
-export { Code };
-/** @deprecated Transitional for code not converted yet: use BurrowError from @burrow/protocol. */
-export class ServerError extends BurrowError {
-  static is(value: unknown): value is BurrowError {
-    return value instanceof BurrowError;
-  }
-}

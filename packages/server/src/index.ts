@@ -14,7 +14,7 @@ export {
   type ServerConfig,
   type ServerConfigInput,
 } from "./config.js";
-export { ServerError, Code, toE2bError, type E2bErrorBody } from "./errors.js";
+export { toE2bError, type E2bErrorBody } from "./errors.js";
 export { ensureApiKey, generateApiKey, API_KEY_FILE, type EnsureApiKeyResult } from "./auth/ensure-api-key.js";
 export { openStore, type Store } from "./store/store.js";
 export { hashApiKey, type ApiKeyInfo } from "./store/api-keys.js";

@@ -165,7 +165,7 @@ describe("admission config", () => {
   });
 
   it("rejects nonsense", () => {
-    expect(() => resolveServerConfig({}, { BURROW_MAX_SANDBOXES: "lots" })).toThrow(/maxSandboxes/);
+    expect(() => resolveServerConfig({}, { BURROW_MAX_SANDBOXES: "lots" })).toThrow("BURROW_MAX_SANDBOXES must be a positive integer, got 'lots'");
     expect(() => resolveServerConfig({ admission: { maxSandboxes: 0 } }, {})).toThrow(/maxSandboxes/);
     expect(() => resolveServerConfig({ admission: { memoryOvercommit: 0 } }, {})).toThrow(/memoryOvercommit/);
     expect(() => resolveServerConfig({ admission: { snapshotQuotaMB: -1 } }, {})).toThrow(/snapshotQuotaMB/);

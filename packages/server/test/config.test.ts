@@ -1,5 +1,17 @@
+import { BurrowError, Code } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HOST, DEFAULT_PORT, resolveServerConfig } from "../src/config.js";
+
+/** The error a resolver call throws; fails the test when it throws none. */
+function errorOf(fn: () => unknown): BurrowError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(BurrowError);
+    return error as BurrowError;
+  }
+  throw new Error("expected the resolver to refuse");
+}
 
 describe("resolveServerConfig", () => {
   it("applies defaults and freezes", () => {
@@ -33,11 +45,50 @@ describe("resolveServerConfig", () => {
     expect(() => resolveServerConfig({}, { BURROW_TLS: "maybe" })).toThrow(/BURROW_TLS must be true or false, got 'maybe'/);
   });
 
+  it("reads only the environment it is given, never process.env", () => {
+    const saved = { port: process.env["BURROW_PORT"], tls: process.env["BURROW_TLS"] };
+    process.env["BURROW_PORT"] = "4321";
+    process.env["BURROW_TLS"] = "false";
+    try {
+      expect(resolveServerConfig({})).toMatchObject({ port: DEFAULT_PORT, tls: true });
+      expect(resolveServerConfig({}, process.env)).toMatchObject({ port: 4321, tls: false });
+    } finally {
+      for (const [name, value] of [["BURROW_PORT", saved.port], ["BURROW_TLS", saved.tls]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+
+  it("counts a set but empty variable as unset", () => {
+    const env = { BURROW_PORT: "", BURROW_HOST: "", BURROW_STATE_DIR: "", BURROW_DOMAIN: "", BURROW_API_KEY: "", BURROW_TLS: "", BURROW_MAX_SANDBOXES: "" };
+    expect(resolveServerConfig({}, env)).toEqual(resolveServerConfig({}, {}));
+  });
+
+  it("refuses a bad variable with an InvalidArgument error naming the variable and its text", () => {
+    for (const [env, message] of [
+      [{ BURROW_PORT: "abc" }, "BURROW_PORT must be a non-negative integer, got 'abc'"],
+      [{ BURROW_PORT: "65536" }, "BURROW_PORT must be ≤ 65535, got '65536'"],
+      [{ BURROW_PORT: " " }, "BURROW_PORT must be a non-negative integer, got ' '"],
+      [{ BURROW_MEMORY_OVERCOMMIT: "lots" }, "BURROW_MEMORY_OVERCOMMIT must be a positive number, got 'lots'"],
+      [{ BURROW_MIN_FREE_DISK_MB: "-1" }, "BURROW_MIN_FREE_DISK_MB must be a non-negative integer, got '-1'"],
+      [{ BURROW_HEADERS_TIMEOUT_MS: "0" }, "BURROW_HEADERS_TIMEOUT_MS must be a positive integer, got '0'"],
+      [{ BURROW_REQUEST_TIMEOUT_MS: "3000000000" }, "BURROW_REQUEST_TIMEOUT_MS must be ≤ 2147483647, got '3000000000'"],
+    ] as const) {
+      const error = errorOf(() => resolveServerConfig({}, env));
+      expect(error.message).toBe(message);
+      expect(error.code).toBe(Code.InvalidArgument);
+      expect(error.reason).toBe("invalid_config");
+    }
+    // A bad input value is named by its field; the variable it overrides does not matter.
+    expect(errorOf(() => resolveServerConfig({ port: 1.5 }, { BURROW_PORT: "80" })).message).toBe("port must be a non-negative integer, got 1.5");
+    expect(errorOf(() => resolveServerConfig({ admission: { maxSandboxes: 0 } }, {})).message).toBe("admission.maxSandboxes must be a positive integer, got 0");
+  });
+
   it("rejects nonsense", () => {
     expect(() => resolveServerConfig({ port: 70_000 }, {})).toThrow(/port/);
     expect(() => resolveServerConfig({ port: -1 }, {})).toThrow(/port/);
     expect(() => resolveServerConfig({ defaultTimeoutSec: 10, maxTimeoutSec: 5 }, {})).toThrow(/exceeds/);
-    expect(() => resolveServerConfig({}, { BURROW_PORT: "abc" })).toThrow(/port/);
     expect(() => resolveServerConfig({ apiKey: " " }, {})).toThrow(/apiKey/);
   });
 });

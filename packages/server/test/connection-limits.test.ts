@@ -197,7 +197,7 @@ describe("connection limit settings", () => {
       maxConnectionsPerClient: 7,
     });
     expect(resolveServerConfig({ idleTimeoutMs: 5 }, env).idleTimeoutMs).toBe(5);
-    expect(() => resolveServerConfig({}, { BURROW_IDLE_TIMEOUT_MS: "soon" })).toThrow(/idleTimeoutMs/);
+    expect(() => resolveServerConfig({}, { BURROW_IDLE_TIMEOUT_MS: "soon" })).toThrow("BURROW_IDLE_TIMEOUT_MS must be a non-negative integer, got 'soon'");
     expect(() => resolveServerConfig({ headersTimeoutMs: 0 }, {})).toThrow(/headersTimeoutMs/);
     expect(() => resolveServerConfig({ keepAliveTimeoutMs: 0 }, {})).toThrow(/keepAliveTimeoutMs/);
     expect(() => resolveServerConfig({ headersTimeoutMs: 5000, requestTimeoutMs: 1000 }, {})).toThrow(/exceeds requestTimeoutMs/);
