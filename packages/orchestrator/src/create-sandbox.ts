@@ -1,0 +1,108 @@
+// Creating a sandbox for the control plane: the template the create names (shipped ones built the first time they
+// are asked for), its limits, a ready sandbox from a pool or a fresh launch, and the claim that makes it the
+// caller's: limits and network policy as asked, envd's /init with the caller's env vars and token, the template's
+// start command.
+import { BurrowError, Code } from "@burrow/protocol";
+import { envdAt, initEnvd } from "./envd-client/index.js";
+import { toRecord, type LiveSandboxes } from "./live-sandboxes.js";
+import type { CreateSandboxOptions, SandboxRecord } from "./orchestrator-api.js";
+import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
+import { sameLimits, sandboxLimits } from "./sandbox-limits.js";
+import type { SandboxPools } from "./sandbox-pools.js";
+import { writeRecord } from "./sandbox-record.js";
+import { BROWSER } from "./templates/browser.js";
+import type { TemplateBuilder } from "./templates/builder/template-builder.js";
+import { ensureCodeInterpreterTemplate, isCodeInterpreterTemplate } from "./templates/code-interpreter.js";
+import { DESKTOP } from "./templates/desktop.js";
+import { ensureMcpGatewayTemplate, isMcpGatewayTemplate } from "./templates/mcp-gateway.js";
+import { ensureShippedTemplate, isShippedTemplate } from "./templates/shipped-template.js";
+import { startTemplateProcess } from "./templates/start-template-process.js";
+import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
+import type { SandboxLimits } from "./types.js";
+
+export interface CreateSandboxDeps {
+  templates: TemplateStore;
+  builder: TemplateBuilder;
+  host: SandboxHost;
+  pools: SandboxPools;
+  /** Where the new sandbox goes once claimed. */
+  live: LiveSandboxes;
+}
+
+export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandboxOptions): Promise<SandboxRecord> {
+  const { host, pools } = deps;
+  const template = await templateFor(deps, opts.template, opts.signal);
+  const limits = sandboxLimits(template.defaults, opts.limits ?? {});
+  // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out.
+  let sandbox = pools.take(template);
+  if (!sandbox) {
+    sandbox = await host.launch(template, limits, {
+      allowInternetAccess: opts.allowInternetAccess,
+      pooled: false,
+      signal: opts.signal,
+    });
+  }
+  try {
+    await claim(deps, sandbox, template, limits, opts);
+  } catch (error) {
+    await host.destroy(sandbox).catch(() => undefined);
+    throw error;
+  } finally {
+    pools.fill();
+  }
+  deps.live.add(sandbox, { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars } });
+  return toRecord(sandbox);
+}
+
+/** The template a create names; the shipped code-interpreter, mcp-gateway, desktop and browser are built the first time they are asked for. */
+async function templateFor(deps: CreateSandboxDeps, ref: string, signal?: AbortSignal): Promise<TemplateManifest> {
+  const { builder, templates } = deps;
+  if (isCodeInterpreterTemplate(ref)) return ensureCodeInterpreterTemplate(builder, templates, { signal });
+  if (isMcpGatewayTemplate(ref)) return ensureMcpGatewayTemplate(builder, templates, { signal });
+  const shipped = [DESKTOP, BROWSER].find((template) => isShippedTemplate(template, ref));
+  if (shipped) {
+    const manifest = await ensureShippedTemplate(builder, templates, shipped, { signal });
+    if (shipped.prestartInPool) deps.pools.usePrestarted(shipped.name);
+    return manifest;
+  }
+  const template = templates.resolve(ref);
+  if (template) return template;
+  throw new BurrowError(Code.NotFound, `template '${ref}' not found`, { reason: "template_not_found" });
+}
+
+/** Make a launched or pooled sandbox the caller's; its record is written last, as a claimed sandbox. */
+async function claim(
+  deps: CreateSandboxDeps,
+  sandbox: HostedSandbox,
+  template: TemplateManifest,
+  limits: SandboxLimits,
+  opts: CreateSandboxOptions,
+): Promise<void> {
+  const { record } = sandbox;
+  if (!sameLimits(record.limits, limits)) await sandbox.cgroup.setLimits(limits);
+  if (record.limits.diskMB !== limits.diskMB) await deps.host.setDiskLimit(sandbox, limits.diskMB);
+  if (record.allowInternetAccess !== opts.allowInternetAccess) {
+    await sandbox.network.setInternetAccess(opts.allowInternetAccess);
+  }
+  await initEnvd(
+    envdAt(record.ip, record.initToken),
+    {
+      envVars: { ...template.runtime?.env, ...opts.envVars },
+      accessToken: opts.envdAccessToken,
+      defaultUser: template.runtime?.user ?? "user",
+      defaultWorkdir: template.runtime?.workdir ?? "/home/user",
+    },
+    opts.signal,
+  );
+  if (!deps.pools.wasStarted(sandbox)) {
+    await startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal });
+  }
+  sandbox.record = {
+    ...record,
+    limits,
+    allowInternetAccess: opts.allowInternetAccess,
+    startedAt: new Date().toISOString(),
+    pooled: false,
+  };
+  await writeRecord(sandbox.dir, sandbox.record);
+}

@@ -1,0 +1,85 @@
+// The pools a create takes a ready sandbox from before it launches one: the warm pool of the configured template
+// (warm-pool.ts) and the pools of shipped templates whose sandboxes wait with their start command run
+// (prestarted-pools.ts).
+import type { OrchestratorConfig } from "./config.js";
+import type { Logger } from "./logger.js";
+import { PrestartedPools } from "./prestarted-pools.js";
+import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
+import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
+import { WarmPool } from "./warm-pool.js";
+
+export interface SandboxPoolsDeps {
+  config: Readonly<OrchestratorConfig>;
+  templates: TemplateStore;
+  host: SandboxHost;
+  logger: Logger;
+}
+
+export class SandboxPools {
+  private warm: WarmPool | undefined;
+  /** Stops the warm pool following template changes (set while a pool runs). */
+  private unfollowTemplates: (() => void) | undefined;
+  private readonly prestarted: PrestartedPools;
+
+  constructor(private readonly deps: SandboxPoolsDeps) {
+    const { config, templates, host, logger } = deps;
+    this.prestarted = new PrestartedPools({ size: config.pool.size > 0 ? 1 : 0, templates, host, logger });
+  }
+
+  /** Start filling the warm pool (when it has a size). */
+  start(): void {
+    const { config, templates, host, logger } = this.deps;
+    const { pool } = config;
+    if (pool.size <= 0) return;
+    if (!templates.resolve(pool.template)) {
+      logger.warn({ template: pool.template }, "warm pool template not found; the pool fills once it exists");
+    }
+    const warm = new WarmPool({
+      template: pool.template,
+      size: pool.size,
+      resolve: (ref) => templates.resolve(ref),
+      // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
+      // claiming one then needs no firewall change. Nothing runs in them until they are claimed.
+      launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, signal }),
+      destroy: (sandbox) => host.destroy(sandbox),
+      logger,
+    });
+    this.warm = warm;
+    // A rebuild, a moved tag or a delete of the pool's template: sandboxes of the old build go, new ones come.
+    this.unfollowTemplates = templates.onChange(() => warm.refresh());
+    warm.fill();
+  }
+
+  /** Keep sandboxes of the shipped template `name` ready, their start command run (PrestartedPools.use). */
+  usePrestarted(name: string): void {
+    this.prestarted.use(name);
+  }
+
+  /** A ready sandbox of exactly this build of the template (its id and layers as they are now), or undefined. */
+  take(template: TemplateManifest): HostedSandbox | undefined {
+    return this.warm?.take(template) ?? this.prestarted.take(template);
+  }
+
+  /** Whether the sandbox's start command already ran while it waited in a pool. */
+  wasStarted(sandbox: HostedSandbox): boolean {
+    return this.prestarted.wasStarted(sandbox);
+  }
+
+  /** Refill in the background what takes emptied. */
+  fill(): void {
+    this.warm?.fill();
+    this.prestarted.fill();
+  }
+
+  /** Wait until every pool is full (start-up, benchmarks). */
+  async waitFull(signal?: AbortSignal): Promise<void> {
+    await this.warm?.waitFull(signal);
+    await this.prestarted.waitFull(signal);
+  }
+
+  async close(): Promise<void> {
+    this.unfollowTemplates?.();
+    await this.warm?.close();
+    await this.prestarted.close();
+  }
+}
