@@ -75,6 +75,20 @@ describe("burrow usage errors", () => {
     }
   });
 
+  it("rejects a bad orchestrator or server variable before starting anything, naming it", async () => {
+    const stateDir = join(scratch, "never-created-either");
+    for (const [variable, value, stderr] of [
+      ["BURROW_SUBNET", "10.0.0.0/8", "burrow: BURROW_SUBNET must be a prefix from /12 to /30, got '10.0.0.0/8'\n"],
+      ["BURROW_UPLOAD_MAX_BYTES", "1GB", "burrow: BURROW_UPLOAD_MAX_BYTES must be a positive integer, got '1GB'\n"],
+      ["BURROW_MAX_SANDBOXES", "lots", "burrow: BURROW_MAX_SANDBOXES must be a positive integer, got 'lots'\n"],
+    ] as const) {
+      const result = await runBurrow(["up", "--state-dir", stateDir], { env: { ...process.env, [variable]: value } });
+      expect(result.stderr, variable).toBe(stderr);
+      expect(result.code, variable).toBe(2);
+    }
+    expect(existsSync(stateDir)).toBe(false);
+  });
+
   it("rejects a bad --pool-size or BURROW_POOL_SIZE before starting anything", async () => {
     const stateDir = join(scratch, "never-created");
     const flag = await runBurrow(["up", "--state-dir", stateDir, "--pool-size", "abc"]);

@@ -1,9 +1,10 @@
-// `burrow up` hands its flags to the server's own resolver and leaves the server's environment variables to it:
-// a server setting that has no CLI flag (BURROW_DOMAIN, BURROW_API_KEY) still reaches the server, and a flag
-// wins over its variable (BURROW_HOST).
+// `burrow up` hands its flags to the orchestrator's and the server's own resolvers and leaves the environment's
+// variables to them: settings given only as variables (BURROW_STATE_DIR, BURROW_INSTANCE, BURROW_SUBNET,
+// BURROW_POOL_SIZE, BURROW_DOMAIN, BURROW_API_KEY) reach them, and a flag wins over its variable (BURROW_HOST).
 import { spawn, type ChildProcess } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
+import { existsSync, readdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { burrowDown, freePort } from "../helpers/server-process.js";
 import { newTestInstance } from "../helpers/test-instance.js";
@@ -23,16 +24,26 @@ describe("burrow up", () => {
     rmSync(instance.stateDir, { recursive: true, force: true });
   });
 
-  it("passes flags to the server's resolver, which reads its own BURROW_* variables", async () => {
+  it("passes flags to the orchestrator's and the server's resolvers, which read their own BURROW_* variables", async () => {
     const port = await freePort();
     const apiKey = `e2b_${randomBytes(20).toString("hex")}`;
     child = spawn(
       process.execPath,
-      [BURROW_BIN, "up", "--state-dir", instance.stateDir, "--instance", instance.instance, "--subnet", instance.subnet,
-        "--port", String(port), "--host", "127.0.0.1", "--pool-size", "0"],
+      [BURROW_BIN, "up", "--port", String(port), "--host", "127.0.0.1"],
       {
         stdio: ["ignore", "pipe", "pipe"],
-        env: { ...process.env, BURROW_LOG_LEVEL: "warn", BURROW_API_KEY: apiKey, BURROW_DOMAIN: "sbx.example.test", BURROW_HOST: "0.0.0.0" },
+        env: {
+          ...process.env,
+          BURROW_LOG_LEVEL: "warn",
+          BURROW_STATE_DIR: instance.stateDir,
+          BURROW_INSTANCE: instance.instance,
+          BURROW_SUBNET: instance.subnet,
+          BURROW_POOL_SIZE: "0",
+          BURROW_PUBLIC_REGISTRIES: "false",
+          BURROW_API_KEY: apiKey,
+          BURROW_DOMAIN: "sbx.example.test",
+          BURROW_HOST: "0.0.0.0",
+        },
       },
     );
     let output = "";
@@ -56,6 +67,9 @@ describe("burrow up", () => {
     const created = (await res.json()) as { sandboxID: string; domain: string | null };
     expect(res.status, JSON.stringify(created)).toBe(201);
     expect(created.domain).toBe("sbx.example.test");
+    // The orchestrator took its state directory from BURROW_STATE_DIR, and BURROW_POOL_SIZE=0 kept no pool there.
+    expect(readdirSync(join(instance.stateDir, "sandboxes"))).toEqual([created.sandboxID]);
+    expect(existsSync(join(instance.stateDir, "burrow.db"))).toBe(true);
 
     const clientEnv = { ...process.env, E2B_API_URL: url, E2B_SANDBOX_URL: url, E2B_API_KEY: apiKey };
     const listed = await runBurrow(["sandbox", "list", "--json", "--metadata", "suite=cli-up"], { env: clientEnv });

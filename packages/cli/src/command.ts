@@ -4,6 +4,7 @@
 import { parseArgs } from "node:util";
 import { Code } from "@burrow/protocol";
 import { CliError } from "./cli-error.js";
+import type { Env } from "./config.js";
 
 export interface OptionSpec {
   readonly type: "string" | "boolean";
@@ -25,6 +26,8 @@ export type OptionValues<O extends OptionSpecs> = {
 export interface CommandInput<O extends OptionSpecs> {
   readonly values: OptionValues<O>;
   readonly positionals: readonly string[];
+  /** The process's environment, read once by the entry point (main.ts): commands resolve their settings from it. */
+  readonly env: Env;
 }
 
 export interface Command<O extends OptionSpecs = OptionSpecs> {
@@ -72,7 +75,11 @@ export const HELP_OPTION: OptionSpec = { type: "boolean", short: "h", descriptio
  * wrong number of positional arguments are usage errors (exit code 2) that name the offending flag; values are
  * validated by the command (numbers: see numbers.ts).
  */
-export function parseCommand<O extends OptionSpecs>(command: Command<O>, path: string, argv: readonly string[]): CommandInput<O> | "help" {
+export function parseCommand<O extends OptionSpecs>(
+  command: Command<O>,
+  path: string,
+  argv: readonly string[],
+): Omit<CommandInput<O>, "env"> | "help" {
   const options = { ...command.options, help: HELP_OPTION };
   // Non-strict, with tokens: node's strict errors are long and generic, and these checks name the command.
   const { values, positionals, tokens } = parseArgs({

@@ -4,7 +4,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Code } from "@burrow/protocol";
 import { CliError } from "./cli-error.js";
-import { resolveCliConfig, type CliConfig } from "./config.js";
+import { type CliConfig, type Env, resolveCliConfig } from "./config.js";
 
 /** Options the e2b SDK takes as they are (ConnectionOpts), and what the plain REST calls need. */
 export interface Connection {
@@ -29,6 +29,6 @@ export function resolveConnection(config: CliConfig): Connection {
 }
 
 /** The connection of the sandbox and template commands, which take no config flags. */
-export function clientConnection(): Connection {
-  return resolveConnection(resolveCliConfig());
+export function clientConnection(env: Env): Connection {
+  return resolveConnection(resolveCliConfig({}, env));
 }

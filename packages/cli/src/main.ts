@@ -4,30 +4,32 @@ import { readFileSync } from "node:fs";
 import { CliError } from "./cli-error.js";
 import { type Command, matchesName, parseCommand, usageError } from "./command.js";
 import { COMMANDS } from "./commands/index.js";
+import type { Env } from "./config.js";
 import { commandHelp, type Entry, groupHelp, isGroup, topHelp } from "./help.js";
 
 const HELP_FLAGS = new Set(["-h", "--help"]);
 
-async function main(argv: readonly string[]): Promise<void> {
+// The one place the CLI reads the environment: commands get it as `env` and resolve their settings from it.
+async function main(argv: readonly string[], env: Env): Promise<void> {
   const [first, ...rest] = argv;
   if (first === undefined || HELP_FLAGS.has(first)) return print(topHelp(COMMANDS));
   if (first === "-V" || first === "--version") return print(`${version()}\n`);
   // `burrow help sandbox list` is `burrow sandbox list --help`.
-  if (first === "help") return main(rest.length === 0 ? ["--help"] : [...rest, "--help"]);
+  if (first === "help") return main(rest.length === 0 ? ["--help"] : [...rest, "--help"], env);
   if (first.startsWith("-")) throw usageError(`unknown option '${first}' (see 'burrow --help')`);
   const entry = find(COMMANDS, first, "command", "burrow --help");
-  if (!isGroup(entry)) return run(entry, entry.name, rest);
+  if (!isGroup(entry)) return run(entry, entry.name, rest, env);
   const [verb, ...args] = rest;
   if (verb === undefined || HELP_FLAGS.has(verb)) return print(groupHelp(entry));
   if (verb.startsWith("-")) throw usageError(`unknown option '${verb}' for 'burrow ${entry.name}' (see 'burrow ${entry.name} --help')`);
   const command = find(entry.commands, verb, `${entry.name} command`, `burrow ${entry.name} --help`);
-  return run(command, `${entry.name} ${command.name}`, args);
+  return run(command, `${entry.name} ${command.name}`, args, env);
 }
 
-async function run(command: Command, path: string, argv: readonly string[]): Promise<void> {
+async function run(command: Command, path: string, argv: readonly string[], env: Env): Promise<void> {
   const input = parseCommand(command, path, argv);
   if (input === "help") return print(commandHelp(command, path));
-  await command.run(input);
+  await command.run({ ...input, env });
 }
 
 function find<T extends Entry>(entries: readonly T[], word: string, what: string, helpCommand: string): T {
@@ -60,7 +62,7 @@ function print(text: string): void {
   process.stdout.write(text);
 }
 
-main(process.argv.slice(2)).catch((error: unknown) => {
+main(process.argv.slice(2), process.env).catch((error: unknown) => {
   const message = error instanceof Error ? error.message : String(error);
   process.stderr.write(`burrow: ${message}\n`);
   process.exitCode = error instanceof CliError ? error.exitCode : 1;

@@ -1,4 +1,8 @@
-import { join } from "node:path";
+// The orchestrator's settings, resolved once into a frozen object: an input field wins, then the environment variable
+// documented on the field, then the named default. The environment is passed in by the process's entry point.
+import { isAbsolute, join, resolve } from "node:path";
+import { BurrowError, Code } from "@burrow/protocol";
+import { parseCidr } from "./network/ipv4.js";
 import type { SandboxLimits } from "./types.js";
 import { registryOptionsFromEnv, type RegistryOptions } from "./templates/bases/registry/registry-options.js";
 
@@ -7,6 +11,12 @@ export interface PoolConfig {
   template: string;
   /** Number of idle sandboxes kept ready; 0 disables the pool. */
   size: number;
+  /**
+   * Idle sandboxes of the shipped templates whose sandboxes wait with their start command run (`code-interpreter-v1`,
+   * `desktop`), by name or alias, once the template is in use; without an entry, 1 while `size` > 0. The warm
+   * pool's own template takes `size`; other names are not pooled.
+   */
+  sizes?: Readonly<Record<string, number>>;
 }
 
 /** A range of host uids: base … base+count-1. */
@@ -16,13 +26,13 @@ export interface UidRange {
 }
 
 export interface OrchestratorConfig {
-  /** Root of everything the orchestrator keeps: layers, templates, runtime, sandboxes. */
+  /** Root of everything the orchestrator keeps: layers, templates, runtime, sandboxes. Made absolute. @default "/var/lib/burrow" (env BURROW_STATE_DIR) */
   stateDir: string;
   /** Where finished base-template builds are cached across state directories. */
   cacheDir: string;
-  /** Short name that keeps several instances apart on one host (cgroups, bridge, nft tables). */
+  /** Short name that keeps several instances apart on one host (cgroups, bridge, nft tables). @default "main" (env BURROW_INSTANCE) */
   instance: string;
-  /** IPv4 subnet for sandbox addresses, CIDR. */
+  /** IPv4 subnet for sandbox addresses, CIDR, /12 to /30. @default "10.213.0.0/16" (env BURROW_SUBNET) */
   subnet: string;
   /** First host uid of the range root inside sandboxes maps to. */
   uidBase: number;
@@ -42,6 +52,10 @@ export interface OrchestratorConfig {
    * Undefined: every sandbox runs as `uidBase`….
    */
   uidRangesBase: number | undefined;
+  /**
+   * The warm pool. @default template "base", size 2 (env BURROW_POOL_SIZE), sizes none (env BURROW_POOL_SIZES,
+   * `code-interpreter-v1=2,desktop=0`)
+   */
   pool: PoolConfig;
   /** Limits of templates that do not set their own. */
   defaultLimits: SandboxLimits;
@@ -57,13 +71,13 @@ export interface OrchestratorConfig {
   /**
    * The one host directory whose OCI layouts and image tarballs template builds may import by path
    * (`fromImage('oci:/…' | 'oci-archive:/…' | 'docker-archive:/…')`). Unset refuses every host path; paths in
-   * the state or cache directory are refused whatever it is. @default env BURROW_IMAGE_DIR, else unset
+   * the state or cache directory are refused whatever it is. @default unset (env BURROW_IMAGE_DIR)
    */
   imageImportDir: string | undefined;
   /**
    * Registries template builds pull base images from: mirrors, and registries reached over plain HTTP that may
    * resolve to loopback or private addresses. Everything else is HTTPS to public addresses only.
-   * @default env BURROW_REGISTRY_MIRRORS and BURROW_INSECURE_REGISTRIES, else none
+   * @default none, public registries allowed (env BURROW_REGISTRY_MIRRORS, BURROW_INSECURE_REGISTRIES, BURROW_PUBLIC_REGISTRIES)
    */
   registries: RegistryOptions;
   /** Uploaded COPY contexts of template builds (kept in the state directory until collected). */
@@ -85,7 +99,11 @@ export interface UploadLimits {
 
 export const DEFAULT_STATE_DIR = "/var/lib/burrow";
 export const DEFAULT_CACHE_DIR = "/var/cache/burrow";
+export const DEFAULT_INSTANCE = "main";
 export const DEFAULT_SUBNET = "10.213.0.0/16";
+export const DEFAULT_POOL_TEMPLATE = "base";
+/** Idle sandboxes kept ready: a create takes one instead of starting a sandbox. */
+export const DEFAULT_POOL_SIZE = 2;
 export const DEFAULT_UID_BASE = 100_000;
 export const DEFAULT_UID_COUNT = 65_536;
 // Owners and per-sandbox ranges share 0x70000000…0x7FFDFFFF: above the container ranges other tools pick from
@@ -103,11 +121,31 @@ export const DEFAULT_UPLOAD_LIMITS: UploadLimits = Object.freeze({
   maxAgeMs: 24 * 60 * 60 * 1000,
 });
 
-export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {}): Readonly<OrchestratorConfig> {
-  const instance = input.instance ?? "main";
+/** What a caller sets: any field, nested ones in part; the rest comes from the environment and the defaults. */
+export type OrchestratorConfigInput = Partial<Omit<OrchestratorConfig, "pool" | "defaultLimits" | "uploads">> & {
+  pool?: Partial<PoolConfig> | undefined;
+  defaultLimits?: Partial<SandboxLimits> | undefined;
+  uploads?: Partial<UploadLimits> | undefined;
+};
+
+/**
+ * Validate the input, fill what it leaves out from `env` (the variables named on the fields) and the defaults, and
+ * return a frozen config. Input wins over the environment, and a variable that is set but empty counts as unset.
+ * `env` is the process's environment as its entry point read it (`burrow up` passes process.env); this package never
+ * reads process.env itself, so an embedder that passes none gets the defaults. Resolving a resolved config returns
+ * an equal one. Bad values are InvalidArgument BurrowErrors (reason `invalid_config`) naming the field or variable.
+ */
+export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, env: NodeJS.ProcessEnv = {}): Readonly<OrchestratorConfig> {
+  const setting = settingOf(env);
+  const [instanceSource, instance] = setting("instance", input.instance, "BURROW_INSTANCE") ?? ["instance", DEFAULT_INSTANCE];
   if (!/^[a-z0-9]{1,8}$/.test(instance)) {
-    throw new Error(`instance '${instance}' must be 1-8 characters of [a-z0-9] (it is part of interface names)`);
+    throw configError(`${instanceSource} '${instance}' must be 1-8 characters of [a-z0-9] (it is part of interface names)`);
   }
+  const [stateDirSource, stateDir] = setting("stateDir", input.stateDir, "BURROW_STATE_DIR") ?? ["stateDir", DEFAULT_STATE_DIR];
+  if (stateDir.trim() === "") throw configError(`${stateDirSource} must not be empty`);
+  const [subnetSource, subnet] = setting("subnet", input.subnet, "BURROW_SUBNET") ?? ["subnet", DEFAULT_SUBNET];
+  checkSubnet(subnetSource, subnet);
+  const poolSize = setting("pool.size", input.pool?.size, "BURROW_POOL_SIZE");
   const uidBase = input.uidBase ?? DEFAULT_UID_BASE;
   const uidCount = input.uidCount ?? DEFAULT_UID_COUNT;
   const usernsOwners = Object.freeze({ ...(input.usernsOwners ?? DEFAULT_USERNS_OWNERS) });
@@ -121,7 +159,7 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
     ownersEnd > 0xffff_ffff ||
     overlaps(usernsOwners.base, ownersEnd, uidBase, uidBase + uidCount)
   ) {
-    throw new Error(
+    throw configError(
       `usernsOwners ${usernsOwners.base}/${usernsOwners.count} must be real host uids outside uidBase/uidCount ${uidBase}/${uidCount}`,
     );
   }
@@ -135,38 +173,115 @@ export function resolveOrchestratorConfig(input: Partial<OrchestratorConfig> = {
       overlaps(uidRangesBase, rangesEnd, uidBase, uidBase + uidCount) ||
       overlaps(uidRangesBase, rangesEnd, usernsOwners.base, ownersEnd)
     ) {
-      throw new Error(
+      throw configError(
         `uidRangesBase ${uidRangesBase}: ${usernsOwners.count} ranges of ${uidCount} uids must fit below 2^32, clear of uidBase and usernsOwners`,
       );
     }
   }
   return Object.freeze({
-    stateDir: input.stateDir ?? DEFAULT_STATE_DIR,
+    stateDir: isAbsolute(stateDir) ? stateDir : resolve(stateDir),
     cacheDir: input.cacheDir ?? DEFAULT_CACHE_DIR,
     instance,
-    subnet: input.subnet ?? DEFAULT_SUBNET,
+    subnet,
     uidBase,
     uidCount,
     usernsOwners,
     uidRangesBase,
-    pool: Object.freeze({ template: "base", size: 0, ...input.pool }),
+    pool: Object.freeze({
+      template: input.pool?.template ?? DEFAULT_POOL_TEMPLATE,
+      size: poolSize ? nonNegativeInteger(...poolSize) : DEFAULT_POOL_SIZE,
+      sizes: poolSizes(input.pool?.sizes, env),
+    }),
     defaultLimits: Object.freeze({ ...DEFAULT_LIMITS, ...input.defaultLimits }),
     envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,
     noNewPrivileges: input.noNewPrivileges ?? false,
     storage: input.storage ?? "btrfs",
-    imageImportDir: input.imageImportDir ?? (process.env.BURROW_IMAGE_DIR || undefined),
-    registries: input.registries ?? registryOptionsFromEnv(process.env),
-    uploads: Object.freeze(uploadLimits(input.uploads)),
+    // Present but undefined (as in a resolved config without one) is an explicit "none", like uidRangesBase.
+    imageImportDir: "imageImportDir" in input ? input.imageImportDir : setting("imageImportDir", undefined, "BURROW_IMAGE_DIR")?.[1],
+    registries: input.registries ?? registriesFromEnv(env),
+    uploads: Object.freeze(uploadLimits(input.uploads, setting("uploads.maxBytes", input.uploads?.maxBytes, "BURROW_UPLOAD_MAX_BYTES"))),
   });
 }
 
-function uploadLimits(input: Partial<UploadLimits> | undefined): UploadLimits {
-  const env = process.env.BURROW_UPLOAD_MAX_BYTES;
-  const limits = { ...DEFAULT_UPLOAD_LIMITS, ...(env ? { maxBytes: Number(env) } : {}), ...input };
-  for (const [name, value] of Object.entries(limits)) {
-    if (!Number.isSafeInteger(value) || value <= 0) throw new Error(`uploads.${name} must be a positive integer, got ${value}`);
+type Setting<T> = [source: string, value: T];
+
+/** Picks an input field, else its variable (set and non-empty), with the name a message about it should use. */
+function settingOf(env: NodeJS.ProcessEnv) {
+  function setting(field: string, value: string | undefined, variable: string): Setting<string> | undefined;
+  function setting(field: string, value: number | undefined, variable: string): Setting<number | string> | undefined;
+  function setting(field: string, value: string | number | undefined, variable: string): Setting<string | number> | undefined {
+    if (value !== undefined) return [field, value];
+    const raw = env[variable];
+    return raw === undefined || raw === "" ? undefined : [variable, raw];
   }
-  return limits;
+  return setting;
+}
+
+/** Per-template pool sizes: the input's, else BURROW_POOL_SIZES (`name=N,name=N`), else none. */
+function poolSizes(input: Readonly<Record<string, number>> | undefined, env: NodeJS.ProcessEnv): Readonly<Record<string, number>> {
+  const sizes: Record<string, number> = {};
+  if (input !== undefined) {
+    for (const [name, size] of Object.entries(input)) sizes[name] = nonNegativeInteger(`pool.sizes.${name}`, size);
+    return Object.freeze(sizes);
+  }
+  const spec = env["BURROW_POOL_SIZES"] ?? "";
+  for (const item of spec.split(",").map((s) => s.trim()).filter(Boolean)) {
+    const [name, count, ...rest] = item.split("=").map((s) => s.trim());
+    if (!name || count === undefined || rest.length > 0) {
+      throw configError(`BURROW_POOL_SIZES must be template=N pairs separated by commas, got '${spec}'`);
+    }
+    sizes[name] = nonNegativeInteger(`BURROW_POOL_SIZES (${name})`, count);
+  }
+  return Object.freeze(sizes);
+}
+
+function configError(message: string): BurrowError {
+  return new BurrowError(Code.InvalidArgument, message, { reason: "invalid_config" });
+}
+
+/** A number as given in the input, or a variable's decimal digits; anything else (`1e9`, `2.5`, `-1`) is refused. */
+function integerOf(source: string, value: number | string, min: number): number {
+  const number = typeof value === "number" ? value : /^\d+$/.test(value.trim()) ? Number(value.trim()) : Number.NaN;
+  if (!Number.isSafeInteger(number) || number < min) {
+    throw configError(`${source} must be a ${min === 0 ? "non-negative" : "positive"} integer, got ${typeof value === "string" ? `'${value}'` : value}`);
+  }
+  return number;
+}
+
+function nonNegativeInteger(source: string, value: number | string): number {
+  return integerOf(source, value, 0);
+}
+
+/** The network manager's bounds, checked here so that a bad value stops the start with the name it came by. */
+function checkSubnet(source: string, subnet: string): void {
+  let prefix: { length: number };
+  try {
+    prefix = parseCidr(subnet);
+  } catch {
+    throw configError(`${source} must be an IPv4 CIDR (a.b.c.d/n), got '${subnet}'`);
+  }
+  if (prefix.length < 12 || prefix.length > 30) throw configError(`${source} must be a prefix from /12 to /30, got '${subnet}'`);
+}
+
+function registriesFromEnv(env: NodeJS.ProcessEnv): RegistryOptions {
+  // Set-but-empty variables count as unset here too.
+  const set = Object.fromEntries(
+    ["BURROW_REGISTRY_MIRRORS", "BURROW_INSECURE_REGISTRIES", "BURROW_PUBLIC_REGISTRIES"].flatMap((name) => (env[name] ? [[name, env[name]]] : [])),
+  );
+  try {
+    return registryOptionsFromEnv(set);
+  } catch (error) {
+    throw new BurrowError(Code.InvalidArgument, error instanceof Error ? error.message : String(error), { reason: "invalid_config", cause: error });
+  }
+}
+
+function uploadLimits(input: Partial<UploadLimits> | undefined, maxBytes: Setting<number | string> | undefined): UploadLimits {
+  const limits: Record<string, number> = {};
+  for (const key of Object.keys(DEFAULT_UPLOAD_LIMITS) as (keyof UploadLimits)[]) {
+    const [source, value] = key === "maxBytes" && maxBytes ? maxBytes : [`uploads.${key}`, input?.[key] ?? DEFAULT_UPLOAD_LIMITS[key]];
+    limits[key] = integerOf(source, value, 1);
+  }
+  return limits as unknown as UploadLimits;
 }
 
 /** Paths inside the state directory, in one place. */

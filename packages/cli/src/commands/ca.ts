@@ -20,8 +20,8 @@ export const ca = defineCommand({
     "state-dir": { type: "string", value: "DIR", description: `State directory of the server (default ${DEFAULT_STATE_DIR}, env BURROW_STATE_DIR)` },
     pem: { type: "boolean", description: "Print the certificate itself (PEM) instead of its path" },
   },
-  async run({ values }) {
-    const config = resolveCliConfig({ stateDir: values["state-dir"] });
+  async run({ values, env }) {
+    const config = resolveCliConfig({ stateDir: values["state-dir"] }, env);
     // The server's TLS module alone, not the whole server.
     const { ensureLocalCa } = await import("@burrow/server/tls");
     const { certFile } = await ensureLocalCa(config.stateDir);

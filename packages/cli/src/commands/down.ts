@@ -1,7 +1,7 @@
 // `burrow down`: kill every sandbox of an instance and remove its bridge, firewall tables and cgroups —
 // the machine is left as it was before `burrow up`. Run it after stopping the server.
 import { defineCommand } from "../command.js";
-import { DEFAULT_INSTANCE, DEFAULT_STATE_DIR, DEFAULT_SUBNET, resolveCliConfig } from "../config.js";
+import { DEFAULT_INSTANCE, DEFAULT_STATE_DIR, DEFAULT_SUBNET } from "../config.js";
 
 export const down = defineCommand({
   name: "down",
@@ -11,11 +11,15 @@ export const down = defineCommand({
     instance: { type: "string", value: "NAME", description: `Instance name (default ${DEFAULT_INSTANCE}, env BURROW_INSTANCE)` },
     subnet: { type: "string", value: "CIDR", description: `Its sandbox subnet (default ${DEFAULT_SUBNET}, env BURROW_SUBNET)` },
   },
-  async run({ values }) {
-    const config = resolveCliConfig({ stateDir: values["state-dir"], instance: values.instance, subnet: values.subnet });
-    const [{ envdRuntimeFiles }, { LocalOrchestrator }] = await Promise.all([import("@burrow/envd"), import("@burrow/orchestrator")]);
+  async run({ values, env }) {
+    const [{ resolveDownConfig }, { envdRuntimeFiles }, { LocalOrchestrator }] = await Promise.all([
+      import("../up-config.js"),
+      import("@burrow/envd"),
+      import("@burrow/orchestrator"),
+    ]);
+    const config = resolveDownConfig({ stateDir: values["state-dir"], instance: values.instance, subnet: values.subnet }, env);
     const orchestrator = await LocalOrchestrator.create({
-      config: { stateDir: config.stateDir, instance: config.instance, subnet: config.subnet, pool: { template: "base", size: 0 } },
+      config,
       envd: envdRuntimeFiles(),
       buildBaseTemplate: false,
     });

@@ -14,8 +14,8 @@ export const mcp = defineCommand({
     "The server also serves the same tools over streamable HTTP at /mcp (API key as X-API-Key or Bearer).",
   ].join("\n"),
   options: {},
-  async run() {
-    const connection = clientConnection();
+  async run({ env }) {
+    const connection = clientConnection(env);
     const { serveStdio } = await import("@burrow/mcp");
     const stop = new AbortController();
     process.once("SIGINT", () => stop.abort());

@@ -5,14 +5,15 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Bus } from "@burrow/bus";
 import { defineCommand } from "../command.js";
-import { type CliConfig, DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET, resolveCliConfig } from "../config.js";
+import { DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET } from "../config.js";
+import type { UpConfig } from "../up-config.js";
 
 export const up = defineCommand({
   name: "up",
   summary: "Start the server (orchestrator, warm pool, bus, API) and run until stopped",
   notes: [
-    "Server settings without a flag come from the server's own BURROW_* environment variables (BURROW_API_KEY,",
-    "and any the server documents); BURROW_LOG_LEVEL sets the log level (default info).",
+    "Settings without a flag come from the orchestrator's and the server's BURROW_* environment variables",
+    "(BURROW_API_KEY, BURROW_IMAGE_DIR, BURROW_MAX_SANDBOXES, …); BURROW_LOG_LEVEL sets the log level (default info).",
     "Stopping (Ctrl-C, SIGTERM) leaves sandboxes running; the next 'burrow up' takes them back.",
   ].join("\n"),
   options: {
@@ -23,25 +24,32 @@ export const up = defineCommand({
     instance: { type: "string", value: "NAME", description: `Keeps instances on one host apart (default ${DEFAULT_INSTANCE}, env BURROW_INSTANCE)` },
     subnet: { type: "string", value: "CIDR", description: `Sandbox addresses (default ${DEFAULT_SUBNET}, env BURROW_SUBNET)` },
     "pool-size": { type: "string", value: "N", description: `Idle sandboxes kept ready; 0 = no pool (default ${DEFAULT_POOL_SIZE}, env BURROW_POOL_SIZE)` },
+    "pool-sizes": { type: "string", value: "T=N,…", description: "Idle sandboxes per template, e.g. code-interpreter-v1=2,desktop=0 (env BURROW_POOL_SIZES)" },
     bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}, env BURROW_BUS)` },
   },
-  async run({ values }) {
-    const config = resolveCliConfig({
-      stateDir: values["state-dir"],
-      instance: values.instance,
-      subnet: values.subnet,
-      poolSize: values["pool-size"],
-      bus: values.bus,
-      host: values.host,
-      port: values.port,
-      domain: values.domain,
-    });
+  async run({ values, env }) {
+    // Loaded here, not at the top: it imports the orchestrator and the server, which `burrow --help` does not need.
+    const { resolveUpConfig } = await import("../up-config.js");
+    const config = resolveUpConfig(
+      {
+        stateDir: values["state-dir"],
+        instance: values.instance,
+        subnet: values.subnet,
+        poolSize: values["pool-size"],
+        poolSizes: values["pool-sizes"],
+        bus: values.bus,
+        host: values.host,
+        port: values.port,
+        domain: values.domain,
+      },
+      env,
+    );
     await runServer(config);
   },
 });
 
-async function runServer(config: CliConfig): Promise<void> {
-  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { mcpGatewayRuntimeFiles }, { createMcpHttpHandler }, { LocalOrchestrator }, { createBus, createBusMetrics }, { resolveServerConfig, startServer }, { pino }, { Registry }] =
+async function runServer(config: UpConfig): Promise<void> {
+  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { mcpGatewayRuntimeFiles }, { createMcpHttpHandler }, { LocalOrchestrator }, { createBus, createBusMetrics }, { startServer }, { pino }, { Registry }] =
     await Promise.all([
       import("@burrow/envd"),
       import("@burrow/code-interpreter/runtime-files"),
@@ -53,13 +61,11 @@ async function runServer(config: CliConfig): Promise<void> {
       import("pino"),
       import("prom-client"),
     ]);
-  // Resolved here, by the server's resolver, for the host to print. The server decides the default domain
-  // (burrow.localhost:<port>, for getHost()) once it listens.
-  const serverConfig = resolveServerConfig({ ...config.server, stateDir: config.stateDir });
+  const { stateDir } = config.orchestrator;
   const logger = pino({ level: config.logLevel });
   const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
   const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir: config.stateDir, instance: config.instance, subnet: config.subnet, pool: { template: "base", size: config.poolSize } },
+    config: config.orchestrator,
     envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles(), mcpGatewayRuntimeFiles()] },
     logger: logger.child({ component: "orchestrator" }),
     onProgress: progress,
@@ -72,11 +78,11 @@ async function runServer(config: CliConfig): Promise<void> {
   try {
     bus = await createBus(
       config.bus.kind === "embedded"
-        ? { kind: "embedded", path: join(config.stateDir, "bus.db"), metrics }
+        ? { kind: "embedded", path: join(stateDir, "bus.db"), metrics }
         : { kind: "nats", servers: [...config.bus.servers], metrics },
     );
     server = await startServer(
-      serverConfig,
+      config.server,
       {
         orchestrator,
         templates: orchestrator.templateBuilder,
@@ -93,8 +99,8 @@ async function runServer(config: CliConfig): Promise<void> {
     await orchestrator.close();
     throw error;
   }
-  const apiKey = server.config.apiKey ?? (await readFile(join(config.stateDir, "api-key"), "utf8")).trim();
-  const url = `http://${serverConfig.host === "0.0.0.0" ? "localhost" : serverConfig.host}:${server.port}`;
+  const apiKey = server.config.apiKey ?? (await readFile(join(stateDir, "api-key"), "utf8")).trim();
+  const url = `http://${config.server.host === "0.0.0.0" ? "localhost" : config.server.host}:${server.port}`;
   process.stdout.write(
     [
       `Burrow is listening on ${url}`,

@@ -18,12 +18,12 @@ export const sandboxCreate = defineCommand({
     "no-internet": { type: "boolean", description: "No outbound internet access" },
     json: { type: "boolean", description: "Print JSON" },
   },
-  async run({ values }) {
+  async run({ values, env }) {
     const template = values.template ?? "base";
     const timeout = values.timeout === undefined ? DEFAULT_TIMEOUT_SEC : parseInteger("--timeout", values.timeout, { min: 1 });
     const metadata = parseKeyValues(values.metadata, "metadata");
     const envs = parseKeyValues(values.env, "env");
-    const connection = clientConnection();
+    const connection = clientConnection(env);
     const { Sandbox } = await import("e2b");
     const sandbox = await Sandbox.create(template, {
       ...connection,

@@ -18,10 +18,10 @@ export const sandboxExec = defineCommand({
     timeout: { type: "string", value: "SECONDS", description: "Kill the command after this long; 0 = no limit (default 0)" },
     json: { type: "boolean", description: "Print exit code, stdout and stderr as JSON instead of streaming" },
   },
-  async run({ values, positionals }) {
+  async run({ values, positionals, env }) {
     const [sandboxId = "", ...command] = positionals;
     const timeout = values.timeout === undefined ? 0 : parseInteger("--timeout", values.timeout);
-    const connection = clientConnection();
+    const connection = clientConnection(env);
     const { CommandExitError } = await import("e2b");
     const sandbox = await connectSandbox(sandboxId, connection);
     const cmd = command.length === 1 ? (command[0] ?? "") : command.map(shellQuote).join(" ");

@@ -10,8 +10,8 @@ export const sandboxKill = defineCommand({
   minArgs: 1,
   maxArgs: Number.POSITIVE_INFINITY,
   options: { json: { type: "boolean", description: "Print JSON" } },
-  async run({ values, positionals }) {
-    const connection = clientConnection();
+  async run({ values, positionals, env }) {
+    const connection = clientConnection(env);
     const results = await Promise.all(
       positionals.map(async (sandboxId) => {
         const res = await apiRequest(connection, "DELETE", `/sandboxes/${encodeURIComponent(sandboxId)}`, { expect: [404] });

@@ -27,7 +27,7 @@ export const sandboxList = defineCommand({
     metadata: { type: "string", multiple: true, value: "K=V", description: "Only sandboxes with this metadata (repeatable)" },
     json: { type: "boolean", description: "Print JSON" },
   },
-  async run({ values }) {
+  async run({ values, env }) {
     const query = new URLSearchParams();
     const metadata = metadataQuery(parseKeyValues(values.metadata, "metadata"));
     if (metadata) query.set("metadata", metadata);
@@ -35,7 +35,7 @@ export const sandboxList = defineCommand({
     for (const state of query.getAll("state")) {
       if (!STATES.includes(state)) throw usageError(`--state takes running, paused or running,paused, got '${state}'`);
     }
-    const connection = clientConnection();
+    const connection = clientConnection(env);
     const items: ListedSandbox[] = [];
     for (;;) {
       const res = await apiRequest(connection, "GET", "/v2/sandboxes", { query });

@@ -16,8 +16,8 @@ export const sandboxPause = defineCommand({
   minArgs: 1,
   maxArgs: Number.POSITIVE_INFINITY,
   options: { json: { type: "boolean", description: "Print JSON" } },
-  async run({ values, positionals }) {
-    const connection = clientConnection();
+  async run({ values, positionals, env }) {
+    const connection = clientConnection(env);
     const results = await Promise.all(
       positionals.map(async (sandboxId) => {
         const res = await apiRequest(connection, "POST", `/sandboxes/${encodeURIComponent(sandboxId)}/pause`, { body: {}, expect: [404, 409] });
@@ -41,9 +41,9 @@ export const sandboxResume = defineCommand({
     timeout: { type: "string", value: "SECONDS", description: `Lifetime from now (default ${DEFAULT_RESUME_TIMEOUT_SEC})` },
     json: { type: "boolean", description: "Print JSON" },
   },
-  async run({ values, positionals }) {
+  async run({ values, positionals, env }) {
     const timeout = values.timeout === undefined ? DEFAULT_RESUME_TIMEOUT_SEC : parseInteger("--timeout", values.timeout, { min: 1 });
-    const connection = clientConnection();
+    const connection = clientConnection(env);
     // E2B resumes on connect: POST /v2/sandboxes/:id/connect, as the SDK's Sandbox.connect().
     const results = await Promise.all(
       positionals.map(async (sandboxId) => {

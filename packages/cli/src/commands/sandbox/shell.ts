@@ -9,9 +9,9 @@ export const sandboxShell = defineCommand({
   args: "ID",
   minArgs: 1,
   options: { user: { type: "string", value: "USER", description: "Log in as this user (default: the template's)" } },
-  async run({ values, positionals }) {
+  async run({ values, positionals, env }) {
     const [sandboxId = ""] = positionals;
-    const connection = clientConnection();
+    const connection = clientConnection(env);
     const sandbox = await connectSandbox(sandboxId, connection);
     const { stdin, stdout } = process;
     const size = () => ({ cols: stdout.columns || 80, rows: stdout.rows || 24 });

@@ -30,7 +30,7 @@ export const templateBuild = defineCommand({
     "ready-cmd": { type: "string", value: "CMD", description: "Command that succeeds once the start command is ready" },
     "skip-cache": { type: "boolean", description: "Run every step again" },
   },
-  async run({ values, positionals }) {
+  async run({ values, positionals, env }) {
     if (!values.name) throw usageError("--name is required (see 'burrow template build --help')");
     const cpuCount = optionalInteger("--cpu", values.cpu, { min: 1 });
     const memoryMB = optionalInteger("--memory", values.memory, { min: 1 });
@@ -38,7 +38,7 @@ export const templateBuild = defineCommand({
     if (!source) throw usageError("give a Dockerfile with -f, or a template file (.ts/.mts/.mjs/.js exporting an e2b Template)");
     const path = resolve(source);
     const contextDir = resolve(values.context ?? dirname(path));
-    const connection = clientConnection();
+    const connection = clientConnection(env);
     const { Template } = await import("e2b");
     let template: TemplateClass;
     if (!values.file && /\.(?:[cm]?[jt]s|tsx)$/.test(path)) {

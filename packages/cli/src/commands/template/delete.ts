@@ -11,8 +11,8 @@ export const templateDelete = defineCommand({
   minArgs: 1,
   maxArgs: Number.POSITIVE_INFINITY,
   options: {},
-  async run({ positionals }) {
-    const connection = clientConnection();
+  async run({ positionals, env }) {
+    const connection = clientConnection(env);
     for (const ref of positionals) {
       await apiRequest(connection, "DELETE", `/templates/${encodeURIComponent(ref)}`);
       process.stdout.write(`deleted ${ref}\n`);

@@ -19,8 +19,8 @@ export const templateList = defineCommand({
   aliases: ["ls"],
   summary: "List templates",
   options: { json: { type: "boolean", description: "Print JSON" } },
-  async run({ values }) {
-    const templates = (await apiRequest(clientConnection(), "GET", "/templates")).body as ListedTemplate[];
+  async run({ values, env }) {
+    const templates = (await apiRequest(clientConnection(env), "GET", "/templates")).body as ListedTemplate[];
     printRows(
       templates.map((t) => ({
         templateId: t.templateID,

@@ -1,0 +1,163 @@
+// The orchestrator's configuration resolver: input over the environment it is given over named defaults, bad
+// values refused with an InvalidArgument error naming the field or variable, and process.env never read.
+import { BurrowError, Code } from "@burrow/protocol";
+import { describe, expect, it } from "vitest";
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_POOL_SIZE,
+  DEFAULT_UPLOAD_LIMITS,
+  DEFAULT_USERNS_OWNERS,
+  resolveOrchestratorConfig,
+} from "../src/config.js";
+
+/** The error a resolver call throws; fails the test when it throws none. */
+function errorOf(fn: () => unknown): BurrowError {
+  try {
+    fn();
+  } catch (error) {
+    expect(error).toBeInstanceOf(BurrowError);
+    return error as BurrowError;
+  }
+  throw new Error("expected the resolver to refuse");
+}
+
+/** Every variable the resolver reads, set to a valid value. */
+const FULL_ENV = {
+  BURROW_STATE_DIR: "/srv/burrow",
+  BURROW_INSTANCE: "env",
+  BURROW_SUBNET: "10.9.0.0/16",
+  BURROW_POOL_SIZE: "5",
+  BURROW_POOL_SIZES: "code-interpreter-v1=2, desktop=0",
+  BURROW_IMAGE_DIR: "/srv/images",
+  BURROW_REGISTRY_MIRRORS: "docker.io=http://127.0.0.1:5000,docker.io=https://m2.example/",
+  BURROW_INSECURE_REGISTRIES: "127.0.0.1:5000, registry.lan",
+  BURROW_PUBLIC_REGISTRIES: "false",
+  BURROW_UPLOAD_MAX_BYTES: "1048576",
+};
+
+describe("resolveOrchestratorConfig", () => {
+  it("applies the named defaults when neither input nor environment say anything", () => {
+    const config = resolveOrchestratorConfig({}, {});
+    expect(config).toEqual({
+      stateDir: "/var/lib/burrow",
+      cacheDir: "/var/cache/burrow",
+      instance: "main",
+      subnet: "10.213.0.0/16",
+      uidBase: 100_000,
+      uidCount: 65_536,
+      usernsOwners: DEFAULT_USERNS_OWNERS,
+      uidRangesBase: 0x7001_0000,
+      pool: { template: "base", size: DEFAULT_POOL_SIZE, sizes: {} },
+      defaultLimits: DEFAULT_LIMITS,
+      envdReadyTimeoutMs: 15_000,
+      noNewPrivileges: false,
+      storage: "btrfs",
+      imageImportDir: undefined,
+      registries: { insecure: [], mirrors: {}, allowPublic: true },
+      uploads: DEFAULT_UPLOAD_LIMITS,
+    });
+    expect(DEFAULT_POOL_SIZE).toBe(2);
+  });
+
+  it("reads the documented variables", () => {
+    expect(resolveOrchestratorConfig({}, FULL_ENV)).toMatchObject({
+      stateDir: "/srv/burrow",
+      instance: "env",
+      subnet: "10.9.0.0/16",
+      pool: { template: "base", size: 5, sizes: { "code-interpreter-v1": 2, desktop: 0 } },
+      imageImportDir: "/srv/images",
+      registries: {
+        insecure: ["127.0.0.1:5000", "registry.lan"],
+        mirrors: { "docker.io": ["http://127.0.0.1:5000", "https://m2.example"] },
+        allowPublic: false,
+      },
+      uploads: { ...DEFAULT_UPLOAD_LIMITS, maxBytes: 1_048_576 },
+    });
+  });
+
+  it("takes input over the variables, and a variable set but empty as unset", () => {
+    const input = {
+      stateDir: "/tmp/b",
+      instance: "flag",
+      subnet: "10.8.0.0/24",
+      pool: { size: 0, sizes: { desktop: 1 } },
+      imageImportDir: "/tmp/images",
+      registries: { insecure: [], mirrors: {}, allowPublic: true },
+      uploads: { maxBytes: 10 },
+    };
+    expect(resolveOrchestratorConfig(input, FULL_ENV)).toMatchObject({
+      stateDir: "/tmp/b",
+      instance: "flag",
+      subnet: "10.8.0.0/24",
+      pool: { template: "base", size: 0, sizes: { desktop: 1 } },
+      imageImportDir: "/tmp/images",
+      registries: { insecure: [], mirrors: {}, allowPublic: true },
+      uploads: { maxBytes: 10 },
+    });
+    const empty = Object.fromEntries(Object.keys(FULL_ENV).map((name) => [name, ""]));
+    expect(resolveOrchestratorConfig({}, empty)).toEqual(resolveOrchestratorConfig({}, {}));
+  });
+
+  it("reads only the environment it is given, never process.env", () => {
+    const saved = process.env["BURROW_POOL_SIZE"];
+    process.env["BURROW_POOL_SIZE"] = "7";
+    try {
+      expect(resolveOrchestratorConfig({}).pool.size).toBe(DEFAULT_POOL_SIZE);
+      expect(resolveOrchestratorConfig({}, process.env).pool.size).toBe(7);
+    } finally {
+      if (saved === undefined) delete process.env["BURROW_POOL_SIZE"];
+      else process.env["BURROW_POOL_SIZE"] = saved;
+    }
+  });
+
+  it("returns a frozen config that resolves to itself without the environment", () => {
+    const config = resolveOrchestratorConfig({ stateDir: "relative/state" }, FULL_ENV);
+    expect(config.stateDir).toBe(`${process.cwd()}/relative/state`);
+    expect(Object.isFrozen(config)).toBe(true);
+    expect(Object.isFrozen(config.pool)).toBe(true);
+    expect(Object.isFrozen(config.pool.sizes)).toBe(true);
+    expect(Object.isFrozen(config.uploads)).toBe(true);
+    // LocalOrchestrator.create resolves what it is given again, with no environment: the entry's choices stay.
+    expect(resolveOrchestratorConfig(config)).toEqual(config);
+    const defaults = resolveOrchestratorConfig({}, {});
+    expect(resolveOrchestratorConfig(defaults, FULL_ENV)).toEqual(defaults);
+  });
+
+  it("refuses bad variables with an InvalidArgument error that names the variable", () => {
+    for (const [env, message] of [
+      [{ BURROW_INSTANCE: "Main-1" }, "BURROW_INSTANCE 'Main-1' must be 1-8 characters of [a-z0-9] (it is part of interface names)"],
+      [{ BURROW_SUBNET: "10.0.0.0" }, "BURROW_SUBNET must be an IPv4 CIDR (a.b.c.d/n), got '10.0.0.0'"],
+      [{ BURROW_SUBNET: "10.0.0.0/8" }, "BURROW_SUBNET must be a prefix from /12 to /30, got '10.0.0.0/8'"],
+      [{ BURROW_SUBNET: "10.0.0.0/31" }, "BURROW_SUBNET must be a prefix from /12 to /30, got '10.0.0.0/31'"],
+      [{ BURROW_STATE_DIR: " " }, "BURROW_STATE_DIR must not be empty"],
+      [{ BURROW_POOL_SIZE: "1.5" }, "BURROW_POOL_SIZE must be a non-negative integer, got '1.5'"],
+      [{ BURROW_POOL_SIZE: "-1" }, "BURROW_POOL_SIZE must be a non-negative integer, got '-1'"],
+      [{ BURROW_POOL_SIZES: "desktop" }, "BURROW_POOL_SIZES must be template=N pairs separated by commas, got 'desktop'"],
+      [{ BURROW_POOL_SIZES: "desktop=x" }, "BURROW_POOL_SIZES (desktop) must be a non-negative integer, got 'x'"],
+      [{ BURROW_UPLOAD_MAX_BYTES: "1e9" }, "BURROW_UPLOAD_MAX_BYTES must be a positive integer, got '1e9'"],
+      [{ BURROW_UPLOAD_MAX_BYTES: "0" }, "BURROW_UPLOAD_MAX_BYTES must be a positive integer, got '0'"],
+      [{ BURROW_PUBLIC_REGISTRIES: "maybe" }, "BURROW_PUBLIC_REGISTRIES must be true or false, got 'maybe'"],
+      [{ BURROW_REGISTRY_MIRRORS: "docker.io" }, "BURROW_REGISTRY_MIRRORS entry 'docker.io' must look like docker.io=https://mirror.example"],
+    ] as const) {
+      const error = errorOf(() => resolveOrchestratorConfig({}, env));
+      expect(error.message).toBe(message);
+      expect(error.code).toBe(Code.InvalidArgument);
+      expect(error.reason).toBe("invalid_config");
+    }
+  });
+
+  it("refuses bad input naming the field, whatever the variables say", () => {
+    expect(errorOf(() => resolveOrchestratorConfig({ instance: "x".repeat(9) }, { BURROW_INSTANCE: "ok" })).message).toMatch(/^instance 'x{9}' must be/);
+    expect(errorOf(() => resolveOrchestratorConfig({ pool: { size: -1 } }, { BURROW_POOL_SIZE: "1" })).message).toBe(
+      "pool.size must be a non-negative integer, got -1",
+    );
+    expect(errorOf(() => resolveOrchestratorConfig({ pool: { sizes: { desktop: 0.5 } } })).message).toBe(
+      "pool.sizes.desktop must be a non-negative integer, got 0.5",
+    );
+    expect(errorOf(() => resolveOrchestratorConfig({ uploads: { maxCount: 0 } })).message).toBe("uploads.maxCount must be a positive integer, got 0");
+    expect(errorOf(() => resolveOrchestratorConfig({ subnet: "300.0.0.0/16" })).message).toBe(
+      "subnet must be an IPv4 CIDR (a.b.c.d/n), got '300.0.0.0/16'",
+    );
+    expect(errorOf(() => resolveOrchestratorConfig({ uidRangesBase: 100_000 })).message).toMatch(/^uidRangesBase 100000: /);
+  });
+});
