@@ -1,6 +1,6 @@
 // The orchestrator's configuration resolver: input over the environment it is given over named defaults, bad
 // values refused with an InvalidArgument error naming the field or variable, and process.env never read.
-import { BurrowError, Code } from "@burrow/protocol";
+import { Code } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_LIMITS,
@@ -10,16 +10,8 @@ import {
   resolveOrchestratorConfig,
 } from "../src/config.js";
 
-/** The error a resolver call throws; fails the test when it throws none. */
-function errorOf(fn: () => unknown): BurrowError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BurrowError);
-    return error as BurrowError;
-  }
-  throw new Error("expected the resolver to refuse");
-}
+/** What a refusal looks like: InvalidArgument, reason invalid_config, and the message (which names the setting). */
+const configError = (message: string) => expect.objectContaining({ message, code: Code.InvalidArgument, reason: "invalid_config" });
 
 /** Every variable the resolver reads, set to a valid value. */
 const FULL_ENV = {
@@ -139,25 +131,20 @@ describe("resolveOrchestratorConfig", () => {
       [{ BURROW_PUBLIC_REGISTRIES: "maybe" }, "BURROW_PUBLIC_REGISTRIES must be true or false, got 'maybe'"],
       [{ BURROW_REGISTRY_MIRRORS: "docker.io" }, "BURROW_REGISTRY_MIRRORS entry 'docker.io' must look like docker.io=https://mirror.example"],
     ] as const) {
-      const error = errorOf(() => resolveOrchestratorConfig({}, env));
-      expect(error.message).toBe(message);
-      expect(error.code).toBe(Code.InvalidArgument);
-      expect(error.reason).toBe("invalid_config");
+      expect(() => resolveOrchestratorConfig({}, env)).toThrow(configError(message));
     }
   });
 
   it("refuses bad input naming the field, whatever the variables say", () => {
-    expect(errorOf(() => resolveOrchestratorConfig({ instance: "x".repeat(9) }, { BURROW_INSTANCE: "ok" })).message).toMatch(/^instance 'x{9}' must be/);
-    expect(errorOf(() => resolveOrchestratorConfig({ pool: { size: -1 } }, { BURROW_POOL_SIZE: "1" })).message).toBe(
-      "pool.size must be a non-negative integer, got -1",
-    );
-    expect(errorOf(() => resolveOrchestratorConfig({ pool: { sizes: { desktop: 0.5 } } })).message).toBe(
-      "pool.sizes.desktop must be a non-negative integer, got 0.5",
-    );
-    expect(errorOf(() => resolveOrchestratorConfig({ uploads: { maxCount: 0 } })).message).toBe("uploads.maxCount must be a positive integer, got 0");
-    expect(errorOf(() => resolveOrchestratorConfig({ subnet: "300.0.0.0/16" })).message).toBe(
-      "subnet must be an IPv4 CIDR (a.b.c.d/n), got '300.0.0.0/16'",
-    );
-    expect(errorOf(() => resolveOrchestratorConfig({ uidRangesBase: 100_000 })).message).toMatch(/^uidRangesBase 100000: /);
+    expect(() => resolveOrchestratorConfig({ instance: "x".repeat(9) }, { BURROW_INSTANCE: "ok" })).toThrow(/^instance 'x{9}' must be/);
+    for (const [input, message] of [
+      [{ pool: { size: -1 } }, "pool.size must be a non-negative integer, got -1"],
+      [{ pool: { sizes: { desktop: 0.5 } } }, "pool.sizes.desktop must be a non-negative integer, got 0.5"],
+      [{ uploads: { maxCount: 0 } }, "uploads.maxCount must be a positive integer, got 0"],
+      [{ subnet: "300.0.0.0/16" }, "subnet must be an IPv4 CIDR (a.b.c.d/n), got '300.0.0.0/16'"],
+    ] as const) {
+      expect(() => resolveOrchestratorConfig(input, { BURROW_POOL_SIZE: "1", BURROW_SUBNET: "10.9.0.0/16" })).toThrow(configError(message));
+    }
+    expect(() => resolveOrchestratorConfig({ uidRangesBase: 100_000 })).toThrow(/^uidRangesBase 100000: /);
   });
 });

@@ -1,17 +1,9 @@
-import { BurrowError, Code } from "@burrow/protocol";
+import { Code } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_HOST, DEFAULT_PORT, resolveServerConfig } from "../src/config.js";
 
-/** The error a resolver call throws; fails the test when it throws none. */
-function errorOf(fn: () => unknown): BurrowError {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toBeInstanceOf(BurrowError);
-    return error as BurrowError;
-  }
-  throw new Error("expected the resolver to refuse");
-}
+/** What a refusal looks like: InvalidArgument, reason invalid_config, and the message (which names the setting). */
+const configError = (message: string) => expect.objectContaining({ message, code: Code.InvalidArgument, reason: "invalid_config" });
 
 describe("resolveServerConfig", () => {
   it("applies defaults and freezes", () => {
@@ -75,14 +67,11 @@ describe("resolveServerConfig", () => {
       [{ BURROW_HEADERS_TIMEOUT_MS: "0" }, "BURROW_HEADERS_TIMEOUT_MS must be a positive integer, got '0'"],
       [{ BURROW_REQUEST_TIMEOUT_MS: "3000000000" }, "BURROW_REQUEST_TIMEOUT_MS must be ≤ 2147483647, got '3000000000'"],
     ] as const) {
-      const error = errorOf(() => resolveServerConfig({}, env));
-      expect(error.message).toBe(message);
-      expect(error.code).toBe(Code.InvalidArgument);
-      expect(error.reason).toBe("invalid_config");
+      expect(() => resolveServerConfig({}, env)).toThrow(configError(message));
     }
     // A bad input value is named by its field; the variable it overrides does not matter.
-    expect(errorOf(() => resolveServerConfig({ port: 1.5 }, { BURROW_PORT: "80" })).message).toBe("port must be a non-negative integer, got 1.5");
-    expect(errorOf(() => resolveServerConfig({ admission: { maxSandboxes: 0 } }, {})).message).toBe("admission.maxSandboxes must be a positive integer, got 0");
+    expect(() => resolveServerConfig({ port: 1.5 }, { BURROW_PORT: "80" })).toThrow(configError("port must be a non-negative integer, got 1.5"));
+    expect(() => resolveServerConfig({ admission: { maxSandboxes: 0 } }, {})).toThrow(configError("admission.maxSandboxes must be a positive integer, got 0"));
   });
 
   it("rejects nonsense", () => {
