@@ -14,7 +14,7 @@ import { Sandbox } from "e2b";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { createBus, createBusMetrics } from "@burrow/bus";
-import { startServer } from "@burrow/server";
+import { resolveServerConfig, startServer } from "@burrow/server";
 import { BusClient } from "@burrow/sdk";
 import { Registry } from "prom-client";
 import { pino } from "pino";
@@ -91,7 +91,9 @@ async function withServer(env, fn) {
   });
   const registry = new Registry();
   const bus = await createBus({ kind: "embedded", path: join(stateDir, "bus.db"), metrics: createBusMetrics(registry) });
-  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, { orchestrator, bus, registry, logger: pino({ level: "warn" }) });
+  // This script is the process's entry: its environment (with the BURROW_FS_EVENT* settings above) goes to the resolver.
+  const config = resolveServerConfig({ host: "127.0.0.1", port: 0, stateDir }, process.env);
+  const server = await startServer(config, { orchestrator, bus, registry, logger: pino({ level: "warn" }) });
   try {
     const url = `http://127.0.0.1:${server.port}`;
     const apiKey = readFileSync(join(stateDir, "api-key"), "utf8").trim();

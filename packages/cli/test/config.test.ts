@@ -89,6 +89,7 @@ describe("resolveUpConfig", () => {
       BURROW_DOMAIN: "example.test",
       BURROW_API_KEY: "e2b_env",
       BURROW_MAX_SANDBOXES: "9",
+      BURROW_FS_EVENTS_PER_SEC: "11",
       BURROW_BUS: "nats://a:4222, tls://b:4222",
       BURROW_LOG_LEVEL: "debug",
     };
@@ -105,6 +106,7 @@ describe("resolveUpConfig", () => {
     // The server shares the orchestrator's state directory.
     expect(config.server).toMatchObject({ stateDir: "/srv/burrow", port: 4000, host: "0.0.0.0", domain: "example.test", apiKey: "e2b_env" });
     expect(config.server.admission.maxSandboxes).toBe(9);
+    expect(config.server.fsEvents.perSecond).toBe(11);
     expect(config).toMatchObject({ bus: { kind: "nats", servers: ["nats://a:4222", "tls://b:4222"] }, logLevel: "debug" });
   });
 

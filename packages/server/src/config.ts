@@ -3,6 +3,8 @@
 // point passes in (this package never reads process.env for its settings).
 import { isAbsolute, resolve } from "node:path";
 import { BurrowError, Code } from "@burrow/protocol";
+import { resolveFsEventLimits, type FsEventLimits } from "./bus/fs-event-limits.js";
+import { resolveOutputEventLimits, type OutputEventLimits } from "./bus/output-event-throttle.js";
 
 /** Loopback by default: the API key is the only guard, so exposing the port must be a conscious choice. */
 export const DEFAULT_HOST = "127.0.0.1";
@@ -97,6 +99,10 @@ export interface ServerConfig {
    * short of memory or disk), with a message naming the limit and the current usage.
    */
   readonly admission: AdmissionConfig;
+  /** How file events of watched directories are merged and rate-limited per sandbox (env BURROW_FS_EVENT_*, see the fields). */
+  readonly fsEvents: Readonly<FsEventLimits>;
+  /** How process output published on the bus is merged and cut to a byte budget (env BURROW_OUTPUT_EVENT_*, see the fields). */
+  readonly outputEvents: Readonly<OutputEventLimits>;
 }
 
 export interface AdmissionConfig {
@@ -163,7 +169,11 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
   return Object.freeze(out as unknown as AdmissionConfig);
 }
 
-export type ServerConfigInput = Partial<Omit<ServerConfig, "admission">> & { admission?: Partial<AdmissionConfig> };
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents">> & {
+  admission?: Partial<AdmissionConfig>;
+  fsEvents?: Partial<FsEventLimits>;
+  outputEvents?: Partial<OutputEventLimits>;
+};
 
 /** A numeric setting with the name a message about it uses: its field's when given as input, else its variable's. */
 interface NumberSetting {
@@ -242,6 +252,8 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     apiKey,
     clientId: input.clientId ?? DEFAULT_CLIENT_ID,
     admission: resolveAdmission(input.admission, env),
+    fsEvents: Object.freeze(resolveFsEventLimits(input.fsEvents, env)),
+    outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),
   });
 }
 

@@ -124,8 +124,8 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     let busServices: SandboxBusServices | undefined;
     if (deps.bus) {
       const upstream = deps.upstream ?? defaultUpstream;
-      const runner = new ServerSandboxRunner({ sandboxes, upstream, bus: deps.bus, logger });
-      const watches = new WatchBridge({ bus: deps.bus, sandboxes, upstream, events, logger });
+      const runner = new ServerSandboxRunner({ sandboxes, upstream, bus: deps.bus, logger, outputLimits: cfg.outputEvents });
+      const watches = new WatchBridge({ bus: deps.bus, sandboxes, upstream, events, logger, limits: cfg.fsEvents });
       cleanups.push(() => watches.close());
       const triggers = await TriggerService.open({ bus: deps.bus, runner, logger });
       cleanups.push(() => triggers.close());

@@ -30,6 +30,16 @@ describe("resolveServerConfig", () => {
     expect(resolveServerConfig(cfg, {})).toEqual(cfg);
   });
 
+  it("resolves the bus event limits once, with the rest", () => {
+    const env = { BURROW_FS_EVENT_WINDOW_MS: "50", BURROW_FS_EVENTS_PER_SEC: "10", BURROW_FS_EVENT_BURST: "20", BURROW_OUTPUT_EVENT_BYTES_PER_SEC: "1024" };
+    const cfg = resolveServerConfig({ outputEvents: { burstBytes: 4096 } }, env);
+    expect(cfg.fsEvents).toEqual({ windowMs: 50, perSecond: 10, burst: 20, maxPending: 4096 });
+    expect(cfg.outputEvents).toEqual({ windowMs: 100, bytesPerSecond: 1024, burstBytes: 4096 });
+    expect(Object.isFrozen(cfg.fsEvents) && Object.isFrozen(cfg.outputEvents)).toBe(true);
+    expect(resolveServerConfig(cfg, {})).toEqual(cfg);
+    expect(() => resolveServerConfig({}, { BURROW_FS_EVENT_BURST: "many" })).toThrow('BURROW_FS_EVENT_BURST ("many") must be a positive integer');
+  });
+
   it("reads BURROW_TLS as a boolean", () => {
     expect(resolveServerConfig({}, { BURROW_TLS: "false" }).tls).toBe(false);
     expect(resolveServerConfig({}, { BURROW_TLS: "1" }).tls).toBe(true);

@@ -22,8 +22,11 @@ const ENV: Partial<Record<keyof FsEventLimits, string>> = {
   burst: "BURROW_FS_EVENT_BURST",
 };
 
-/** Given values, then the environment, then the defaults; a bad value is an InvalidArgument naming it. */
-export function resolveFsEventLimits(input: Partial<FsEventLimits> = {}, env: NodeJS.ProcessEnv = process.env): FsEventLimits {
+/**
+ * Given values, then the environment, then the defaults; a bad value is an InvalidArgument naming it. `env` is the one
+ * the process's entry point passed to the server's config resolver, which resolves these once.
+ */
+export function resolveFsEventLimits(input: Partial<FsEventLimits> = {}, env: NodeJS.ProcessEnv = {}): FsEventLimits {
   const out = { ...DEFAULTS };
   for (const key of Object.keys(DEFAULTS) as Array<keyof FsEventLimits>) {
     const name = ENV[key];

@@ -19,8 +19,11 @@ const ENV: Record<keyof OutputEventLimits, string> = {
   burstBytes: "BURROW_OUTPUT_EVENT_BURST_BYTES",
 };
 
-/** Given values, then the environment, then the defaults; a bad value is an InvalidArgument naming it. */
-export function resolveOutputEventLimits(input: Partial<OutputEventLimits> = {}, env: NodeJS.ProcessEnv = process.env): OutputEventLimits {
+/**
+ * Given values, then the environment, then the defaults; a bad value is an InvalidArgument naming it. `env` is the one
+ * the process's entry point passed to the server's config resolver, which resolves these once.
+ */
+export function resolveOutputEventLimits(input: Partial<OutputEventLimits> = {}, env: NodeJS.ProcessEnv = {}): OutputEventLimits {
   const out = { ...DEFAULTS };
   for (const key of Object.keys(DEFAULTS) as Array<keyof OutputEventLimits>) {
     const fromEnv = env[ENV[key]] !== undefined && env[ENV[key]] !== "";
