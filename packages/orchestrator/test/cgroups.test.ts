@@ -5,10 +5,11 @@ import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { BurrowError, Code } from "@burrow/protocol";
 import { type BurrowCgroupManager, createCgroupManager } from "../src/cgroups/index.js";
 import type { SandboxCgroup } from "../src/types.js";
+import { POLL } from "./helpers/poll.js";
 
 const instance = `t${randomBytes(4).toString("hex")}`;
 const LIMITS = { cpuCount: 1, memoryMB: 64, diskMB: 0, pids: 256 };
@@ -34,11 +35,11 @@ async function startInPidns(args: string[]): Promise<{ outer: ChildProcess; init
   const outer = spawn("unshare", ["--pid", "--fork", ...args], { stdio: ["pipe", "pipe", "ignore"] });
   children.push(outer);
   const file = `/proc/${outer.pid}/task/${outer.pid}/children`;
-  let init = 0;
-  await until(() => {
-    init = Number((existsSync(file) ? readFileSync(file, "utf8") : "").trim().split(" ")[0] || 0);
-    return init > 0;
-  }, "the namespace's init");
+  const init = await vi.waitFor(() => {
+    const pid = Number((existsSync(file) ? readFileSync(file, "utf8") : "").trim().split(" ")[0] || 0);
+    if (pid <= 0) throw new Error("the namespace's init has not started yet");
+    return pid;
+  }, POLL);
   return { outer, init };
 }
 
@@ -61,14 +62,6 @@ function lines(child: ChildProcess): string[] {
     seen.push(...parts);
   });
   return seen;
-}
-
-async function until(cond: () => boolean, what: string, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(10);
-  }
 }
 
 /** The OOM-kill counter of the sandbox's memory cgroup, on v1 or v2. */
@@ -179,7 +172,7 @@ describe("cgroup manager (real kernel)", () => {
     const current = Number(pidsFile(cg, "pids.current"));
     await cg.setLimits({ ...LIMITS, pids: current + 8 });
     outer.stdin?.write("go\n");
-    await until(() => out.length > 0, "the fork loop's report");
+    await expect.poll(() => out.length, { ...POLL, message: "the fork loop's report" }).toBeGreaterThan(0);
     const [ok, fail] = (out[0] ?? "").split(" ").map(Number);
     expect(ok).toBeLessThanOrEqual(8);
     expect(fail).toBeGreaterThan(0);
@@ -196,7 +189,7 @@ describe("cgroup manager (real kernel)", () => {
     const out = lines(child);
     moveInto(cg, child.pid ?? 0);
     child.stdin?.write("go\n");
-    await until(() => out.length >= 2, "the counter to run");
+    await expect.poll(() => out.length, { ...POLL, message: "the counter to run" }).toBeGreaterThanOrEqual(2);
 
     await cg.freeze();
     const cpuFrozen = (await cg.sample()).cpuUsageNs;
@@ -206,7 +199,7 @@ describe("cgroup manager (real kernel)", () => {
     const seenBeforeThaw = out.length;
 
     await cg.thaw();
-    await until(() => out.length > seenBeforeThaw + 1, "the counter to resume");
+    await expect.poll(() => out.length, { ...POLL, message: "the counter to resume" }).toBeGreaterThan(seenBeforeThaw + 1);
     expect(Number(out[seenBeforeThaw])).toBe(lastBeforeThaw + 2e6); // continues from memory, no restart
     expect((await cg.sample()).cpuUsageNs).toBeGreaterThan(cpuFrozen);
     await cg.killAll();
@@ -217,7 +210,7 @@ describe("cgroup manager (real kernel)", () => {
     const { outer, init } = await startInPidns(["sh", "-c", "read x; for i in 1 2 3 4 5; do sleep 600 & done; wait"]);
     moveInto(cg, init);
     outer.stdin?.write("go\n");
-    await until(() => readFileSync(join(cg.procsPaths[0] ?? "", "cgroup.procs"), "utf8").trim().split("\n").length === 6, "6 processes");
+    await expect.poll(() => readFileSync(join(cg.procsPaths[0] ?? "", "cgroup.procs"), "utf8").trim().split("\n").length, POLL).toBe(6);
     const pids = await cg.pids();
     expect(pids).toHaveLength(6);
     expect(await cm.list()).toContain("killall");

@@ -23,6 +23,7 @@ import {
   type ProcessEvent,
 } from "../src/envd-client/index.js";
 import { setupEnvd, startEnvd } from "../../envd/test/helpers/envd-fixture.js";
+import { POLL } from "./helpers/poll.js";
 
 let env: Awaited<ReturnType<typeof setupEnvd>>;
 let target: EnvdTarget;
@@ -54,14 +55,6 @@ function alive(pid: number): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 20_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`gave up waiting: ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
@@ -122,7 +115,7 @@ describe("streamProcess", () => {
     );
     expect(error.code).toBe(Code.DeadlineExceeded);
     expect(pid).toBeGreaterThan(0);
-    await until(() => !alive(pid), "envd to kill the process at its deadline");
+    await expect.poll(() => alive(pid), { ...POLL, message: "envd to kill the process at its deadline" }).toBe(false);
   });
 });
 
@@ -167,12 +160,12 @@ describe("startBackgroundProcess and sendSignal", () => {
   test("returns with the pid while the process runs; detaching leaves it running; SIGKILL ends it", async () => {
     const started = await startBackgroundProcess(target, { ...sh("echo ready; exec sleep 60"), user, tag: "bg-test" });
     expect(started.pid).toBeGreaterThan(0);
-    await until(() => started.output() === "ready\n", "the start output to be kept");
+    await expect.poll(() => started.output(), { ...POLL, message: "the start output to be kept" }).toBe("ready\n");
     started.detach();
     expect(await started.ended).toBeInstanceOf(BurrowError);
     expect(alive(started.pid)).toBe(true);
     await sendSignal(target, started.pid, "SIGKILL", { user });
-    await until(() => !alive(started.pid), "SIGKILL to end the process");
+    await expect.poll(() => alive(started.pid), { ...POLL, message: "SIGKILL to end the process" }).toBe(false);
   });
 
   test("ended resolves with the exit status; output keeps the tail within the limit", async () => {

@@ -7,7 +7,8 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { NetPlumbing } from "../src/network/index.js";
 import { ensureTestRootfs } from "./helpers/base-rootfs.js";
-import { makeMiniRuntime, SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
+import { POLL } from "./helpers/poll.js";
+import { makeMiniRuntime, SandboxFixture } from "./helpers/sandbox-fixture.js";
 
 const tag = randomBytes(2).toString("hex");
 const bridge = `btl${tag}`;
@@ -69,11 +70,11 @@ describe("launcher network plumbing", () => {
     expect(execFileSync("ip", ["-6", "addr", "show", "dev", net.hostVeth], { encoding: "utf8" })).toBe("");
     // The host reaches it: an ARP entry for the sandbox's address appears once the kernel resolved it.
     execFileSync("timeout", ["5", "bash", "-c", `exec 3<>/dev/tcp/10.253.${octet}.2/9 2>/dev/null || true`]);
-    await waitFor("the host to resolve the sandbox's MAC", () =>
-      execFileSync("ip", ["neigh", "show", `10.253.${octet}.2`], { encoding: "utf8" }).includes(net.mac) ? true : undefined,
-    );
+    await expect
+      .poll(() => execFileSync("ip", ["neigh", "show", `10.253.${octet}.2`], { encoding: "utf8" }), { ...POLL, message: "the host to resolve the sandbox's MAC" })
+      .toContain(net.mac);
     await fx.kill(sandbox);
-    await waitFor("the veth to go with the sandbox", () => (existsSync(`/sys/class/net/${net.hostVeth}`) ? undefined : true));
+    await expect.poll(() => existsSync(`/sys/class/net/${net.hostVeth}`), { ...POLL, message: "the veth to go with the sandbox" }).toBe(false);
   });
 
   it("fails at step network when the plumbing cannot be done, leaving no veth", async () => {
@@ -82,6 +83,6 @@ describe("launcher network plumbing", () => {
       code: "setup_failed",
       step: "network",
     });
-    await waitFor("no veth left", () => (existsSync(`/sys/class/net/${net.hostVeth}`) ? undefined : true));
+    await expect.poll(() => existsSync(`/sys/class/net/${net.hostVeth}`), { ...POLL, message: "no veth left" }).toBe(false);
   });
 });

@@ -3,11 +3,12 @@
 import { execFileSync } from "node:child_process";
 import { mkdir, readdir, readFile, readlink, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { DEFAULT_UID_RANGES_BASE, DEFAULT_USERNS_OWNERS } from "../src/config.js";
 import { isSandboxInitAlive, LaunchError, readProcStat } from "../src/launcher/index.js";
 import { ensureTestRootfs, TEST_UID_BASE } from "./helpers/base-rootfs.js";
-import { isRunning, makeMiniRuntime, mountsUnder, processTree, SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
+import { POLL } from "./helpers/poll.js";
+import { isRunning, makeMiniRuntime, mountsUnder, processTree, SandboxFixture } from "./helpers/sandbox-fixture.js";
 
 // Syscall probes, x86_64 numbers. Each prints the errno (0 = success) so the test sees which
 // layer refused: EPERM from seccomp, ESRCH from the pid namespace, ENOSYS for clone3/io_uring.
@@ -85,6 +86,15 @@ function hostRootCanInotify(): boolean {
 
 async function hostUserLimit(name: string): Promise<number> {
   return Number((await readFile(`/proc/sys/user/${name}`, "utf8")).trim());
+}
+
+/** The processes of a sandbox whose command is `sleep infinity & exec sleep infinity`, once both sleeps run. */
+function bothSleeps(init: number): Promise<number[]> {
+  return vi.waitFor(async () => {
+    const tree = await processTree(init);
+    expect(tree.length, "the init and its two sleeps").toBeGreaterThanOrEqual(3);
+    return tree;
+  }, POLL);
 }
 
 describe("burrow-sandbox", () => {
@@ -228,13 +238,10 @@ describe("burrow-sandbox", () => {
     expect(ppid).not.toBe(process.pid);
     expect(isSandboxInitAlive(sb.pid, sb.startTime)).toBe(true);
     expect(isSandboxInitAlive(sb.pid, `${sb.startTime}1`)).toBe(false);
-    const tree = await waitFor("both sleeps", async () => {
-      const t = await processTree(sb.pid);
-      return t.length >= 3 ? t : undefined;
-    });
+    const tree = await bothSleeps(sb.pid);
 
     process.kill(sb.pid, "SIGKILL");
-    await waitFor("tree gone", () => (tree.some(isRunning) ? undefined : true));
+    await expect.poll(() => tree.filter(isRunning), { ...POLL, message: "the tree to be gone" }).toEqual([]);
     expect(isSandboxInitAlive(sb.pid, sb.startTime)).toBe(false);
     expect(await mountsUnder(sb.dirs.root)).toEqual([]);
     expect(await readdir(sb.dirs.merged)).toEqual([]);
@@ -242,12 +249,9 @@ describe("burrow-sandbox", () => {
 
   it("stops everything on SIGTERM to the init", async () => {
     const sb = await fx.launch({ command: ["/bin/sh", "-c", "sleep infinity & exec sleep infinity"], stopGraceMs: 5000 });
-    const tree = await waitFor("both sleeps", async () => {
-      const t = await processTree(sb.pid);
-      return t.length >= 3 ? t : undefined;
-    });
+    const tree = await bothSleeps(sb.pid);
     process.kill(sb.pid, "SIGTERM");
-    await waitFor("tree gone", () => (tree.some(isRunning) ? undefined : true));
+    await expect.poll(() => tree.filter(isRunning), { ...POLL, message: "the tree to be gone" }).toEqual([]);
     expect(await readFile(sb.dirs.log, "utf8")).toContain("stopping: SIGTERM to all");
   });
 
@@ -256,19 +260,19 @@ describe("burrow-sandbox", () => {
       command: ["/bin/sh", "-c", "(sleep 0.05 &) ; echo run >> /tmp/runs; exit 3"],
       env: { FOO: "bar" },
     });
-    const runs = await waitFor("three runs", async () => {
-      const t = await readFile(join(sb.dirs.upper, "tmp/runs"), "utf8").catch(() => "");
-      return t.split("\n").filter((l) => l === "run").length >= 3 ? t : undefined;
-    });
+    const runs = await vi.waitFor(async () => {
+      const t = await readFile(join(sb.dirs.upper, "tmp/runs"), "utf8");
+      expect(t.split("\n").filter((l) => l === "run").length, "runs so far").toBeGreaterThanOrEqual(3);
+      return t;
+    }, POLL);
     expect(runs).toContain("run");
     const log = await readFile(sb.dirs.log, "utf8");
     expect(log).toContain("exited with 3");
     expect(log).toContain("restarted /bin/sh");
     // Orphaned sleeps were reaped by the init: no zombies linger under it.
-    await waitFor("no zombies", async () => {
-      const tree = await processTree(sb.pid);
-      return tree.every((p) => readProcStat(p)?.state !== "Z") ? true : undefined;
-    });
+    await expect
+      .poll(async () => (await processTree(sb.pid)).filter((p) => readProcStat(p)?.state === "Z"), { ...POLL, message: "zombies under the init" })
+      .toEqual([]);
   });
 
   it("starts inside the given cgroup", async () => {
@@ -284,9 +288,7 @@ describe("burrow-sandbox", () => {
       expect(inside).toMatch(new RegExp(`^0::/burrow-launcher-test-`, "m"));
       await fx.kill(sb);
     } finally {
-      await waitFor("cgroup empty", async () =>
-        (await readFile(join(cg, "cgroup.procs"), "utf8")).trim() === "" ? true : undefined,
-      );
+      await expect.poll(async () => (await readFile(join(cg, "cgroup.procs"), "utf8")).trim(), { ...POLL, message: "the cgroup to be empty" }).toBe("");
       await rmdir(cg);
     }
   });

@@ -7,8 +7,9 @@ import { existsSync, mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileS
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { type BurrowNetworkManager, createNetworkManager, NetworkError } from "../src/network/index.js";
+import { POLL } from "./helpers/poll.js";
 
 const rand = randomBytes(3).toString("hex");
 const instance = `t${rand}`; // 7 chars: the instance pattern is [a-z0-9]{1,8}
@@ -54,15 +55,11 @@ async function spawnSandbox(): Promise<number> {
   const pid = child.pid;
   if (pid === undefined) throw new Error("unshare did not start");
   const own = readlinkSync("/proc/self/ns/net");
-  for (let i = 0; i < 500; i++) {
-    try {
-      if (readlinkSync(`/proc/${pid}/ns/net`) !== own) return pid;
-    } catch {
-      // Not there yet.
-    }
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  throw new Error(`pid ${pid} never entered a new network namespace`);
+  // readlink fails until the process exists; it names our namespace until unshare has made its own.
+  await vi.waitFor(() => {
+    if (readlinkSync(`/proc/${pid}/ns/net`) === own) throw new Error(`pid ${pid} has not entered a new network namespace`);
+  }, { ...POLL, interval: 5 });
+  return pid;
 }
 
 /** A TCP server that answers every connection with the peer's address, inside the netns at `nsPath`. */

@@ -5,11 +5,12 @@
 import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { connect } from "node:net";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code } from "@burrow/protocol";
 import { launcherBinaryPath, launchSandbox, LaunchError } from "../src/launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, runThroughReaper, stopReaper, type ReaperPaths } from "../src/reaper/reaper.js";
-import { isRunning, waitFor } from "./helpers/sandbox-fixture.js";
+import { POLL } from "./helpers/poll.js";
+import { isRunning } from "./helpers/sandbox-fixture.js";
 
 let dir: string;
 let paths: ReaperPaths;
@@ -18,10 +19,11 @@ let pidFile: string;
 
 /** The pid the stand-in launcher named `name` (its first argument) wrote, once it has started. */
 function launcherPid(name: string | number): Promise<number> {
-  return waitFor(`stand-in launcher ${name} to start`, async () => {
-    const text = await readFile(`${pidFile}.${name}`, "utf8").catch(() => "");
-    return text.trim() ? Number(text.trim()) : undefined;
-  });
+  return vi.waitFor(async () => {
+    const text = (await readFile(`${pidFile}.${name}`, "utf8")).trim();
+    if (!text) throw new Error(`stand-in launcher ${name} has not written its pid yet`);
+    return Number(text);
+  }, POLL);
 }
 
 beforeAll(async () => {
@@ -38,7 +40,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   stopReaper(paths);
-  await waitFor("the reaper to exit", () => (isRunning(reaperPid) ? undefined : true));
+  // expect.poll is for tests only; in a hook vi.waitFor polls the same way.
+  await vi.waitFor(() => expect(isRunning(reaperPid), "the reaper still runs").toBe(false), POLL);
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -61,7 +64,7 @@ describe("canceling a launch through burrow-reaper", () => {
     socket.write("2\0\0");
     const pid = await launcherPid(2);
     socket.destroy();
-    await waitFor("the launcher of a vanished client to be killed", () => (isRunning(pid) ? undefined : true));
+    await expect.poll(() => isRunning(pid), { ...POLL, message: "the launcher of a vanished client to be killed" }).toBe(false);
   });
 
   it("leaves other launches running when one is canceled", { timeout: 30_000 }, async () => {

@@ -2,12 +2,13 @@
 // signals come back as the command produced them, concurrent commands do not mix, and a canceled command is killed.
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code } from "@burrow/protocol";
 import { launcherBinaryPath } from "../src/launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper, type ReaperPaths } from "../src/reaper/reaper.js";
 import { runCommandThroughReaper } from "../src/reaper/run-command.js";
-import { isRunning, waitFor } from "./helpers/sandbox-fixture.js";
+import { POLL } from "./helpers/poll.js";
+import { isRunning } from "./helpers/sandbox-fixture.js";
 
 let dir: string;
 let paths: ReaperPaths;
@@ -22,7 +23,8 @@ beforeAll(async () => {
 
 afterAll(async () => {
   stopReaper(paths);
-  await waitFor("the reaper to exit", () => (isRunning(reaperPid) ? undefined : true));
+  // expect.poll is for tests only; in a hook vi.waitFor polls the same way.
+  await vi.waitFor(() => expect(isRunning(reaperPid), "the reaper still runs").toBe(false), POLL);
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -55,12 +57,13 @@ describe("commands through burrow-reaper", () => {
     const pidFile = join(dir, "sleeper.pid");
     const controller = new AbortController();
     const run = runCommandThroughReaper(paths, "sh", ["-c", `echo $$ > ${pidFile}; exec sleep 600`], { signal: controller.signal });
-    const pid = await waitFor("the command to start", async () => {
-      const text = await readFile(pidFile, "utf8").catch(() => "");
-      return text.trim() ? Number(text) : undefined;
-    });
+    const pid = await vi.waitFor(async () => {
+      const text = (await readFile(pidFile, "utf8")).trim();
+      if (!text) throw new Error("the command has not written its pid yet");
+      return Number(text);
+    }, POLL);
     controller.abort();
     await expect(run).rejects.toMatchObject({ code: Code.Canceled });
-    await waitFor("the canceled command to be killed", () => (isRunning(pid) ? undefined : true));
+    await expect.poll(() => isRunning(pid), { ...POLL, message: "the canceled command to be killed" }).toBe(false);
   });
 });

@@ -4,11 +4,12 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { isSandboxInitAlive, launcherBinaryPath } from "../src/launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, runThroughReaper, stopReaper, type ReaperPaths } from "../src/reaper/reaper.js";
 import { ensureTestRootfs } from "./helpers/base-rootfs.js";
-import { isRunning, makeMiniRuntime, SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
+import { POLL } from "./helpers/poll.js";
+import { isRunning, makeMiniRuntime, SandboxFixture } from "./helpers/sandbox-fixture.js";
 
 let fx: SandboxFixture;
 let stateDir: string;
@@ -41,7 +42,7 @@ async function launchThroughReaper(): Promise<void> {
   const sandbox = await fx.launch({ command: ["/bin/sleep", "infinity"], reaper: paths });
   expect(isSandboxInitAlive(sandbox.pid, sandbox.startTime)).toBe(true);
   // The launcher may still be exiting: the init is the reaper's once the launcher is gone.
-  await waitFor("the sandbox init to be the reaper's child", () => (parentOf(sandbox.pid) === reaperPid ? true : undefined));
+  await expect.poll(() => parentOf(sandbox.pid), { ...POLL, message: "the sandbox init to be the reaper's child" }).toBe(reaperPid);
   await fx.kill(sandbox);
 }
 
@@ -60,7 +61,8 @@ afterAll(async () => {
     await fx.cleanup();
   } finally {
     stopReaper(paths);
-    await waitFor("the reaper to exit", () => (isRunning(reaperPid) ? undefined : true));
+    // expect.poll is for tests only; in a hook vi.waitFor polls the same way.
+    await vi.waitFor(() => expect(isRunning(reaperPid), "the reaper still runs").toBe(false), POLL);
     await rm(stateDir, { recursive: true, force: true });
   }
 });

@@ -3,11 +3,12 @@
 import { readFile, readdir, stat, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code } from "@burrow/protocol";
 import { buildRuntimeDir, parseLdd, runtimeCommand } from "../src/rootfs/index.js";
 import { ensureTestRootfs } from "./helpers/base-rootfs.js";
-import { SandboxFixture, waitFor } from "./helpers/sandbox-fixture.js";
+import { POLL } from "./helpers/poll.js";
+import { SandboxFixture } from "./helpers/sandbox-fixture.js";
 
 // Stands in for envd: serves HTTP, talks to itself, opens a PTY through the node-pty addon, then
 // writes a marker with what it saw.
@@ -64,9 +65,7 @@ describe("runtime dir", () => {
 
   it("runs envd's node from /.burrow inside a sandbox, with HTTP and a PTY", async () => {
     const sb = await fx.launch({ command: runtimeCommand(), env: { GREETING: "hi" } });
-    const marker = await waitFor("envd marker", () =>
-      readFile(join(sb.dirs.upper, "tmp/envd-marker"), "utf8").catch(() => undefined),
-    ).catch(async (err: Error) => {
+    const marker = await vi.waitFor(() => readFile(join(sb.dirs.upper, "tmp/envd-marker"), "utf8"), POLL).catch(async (err: Error) => {
       throw new Error(`${err.message}; sandbox log:\n${await readFile(sb.dirs.log, "utf8").catch(() => "")}`);
     });
     const seen = JSON.parse(marker) as { version: string; uid: number; body: string; pty: string };

@@ -1,3 +1,5 @@
+// The pure parts of a template build: the SDK's build request parsed into steps, the cache keys of steps and the
+// state they carry, template names and base image names, COPY globs, and the build log's pages and lines.
 import { describe, expect, it } from "vitest";
 import { BuildLog, LineSplitter } from "../src/templates/builder/build-log.js";
 import { parseBuildSpec } from "../src/templates/builder/build-spec.js";

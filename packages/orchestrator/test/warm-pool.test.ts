@@ -84,7 +84,8 @@ describe("warm pool builds", () => {
     expect(h.pool.take(manifest(["layer-1"], "other-template"))).toBeUndefined();
     expect(h.pool.take(manifest(["layer-9"]))).toBeUndefined();
     expect(h.pool.readyCount).toBe(1);
-    expect(h.pool.take({ ...manifest(["layer-1"]), buildId: "tag-build" })?.record.sandboxId).toBe("sb1");
+    const sameLayersOtherBuild = { ...manifest(["layer-1"]), buildId: "tag-build" };
+    expect(h.pool.take(sameLayersOtherBuild)?.record.sandboxId).toBe("sb1");
     await h.pool.close();
   });
 

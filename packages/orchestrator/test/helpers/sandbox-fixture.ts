@@ -14,7 +14,9 @@ import {
 } from "../../src/launcher/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper, type ReaperPaths } from "../../src/reaper/reaper.js";
 import { DEFAULT_UID_RANGES_BASE, DEFAULT_USERNS_OWNERS } from "../../src/config.js";
+import { expect, vi } from "vitest";
 import { TEST_UID_BASE, TEST_UID_COUNT } from "./base-rootfs.js";
+import { POLL } from "./poll.js";
 
 export interface SandboxDirs {
   root: string;
@@ -26,17 +28,6 @@ export interface SandboxDirs {
 
 export interface LaunchedTestSandbox extends LaunchedSandbox {
   dirs: SandboxDirs;
-}
-
-/** Poll until `check` returns a value (not undefined) or the deadline passes. */
-export async function waitFor<T>(what: string, check: () => T | undefined | Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 /** Host mount points at or below `prefix`. */
@@ -125,7 +116,8 @@ export class SandboxFixture {
   async run(script: string, opts: Partial<LaunchOptions> = {}): Promise<{ out: string; sandbox: LaunchedTestSandbox }> {
     const wrapped = `{ ${script}\n} > /tmp/.out 2>&1; mv /tmp/.out /tmp/out; exec sleep infinity`;
     const sandbox = await this.launch({ ...opts, command: ["/bin/sh", "-c", wrapped] });
-    const out = await waitFor("script output", () => readFile(join(sandbox.dirs.upper, "tmp/out"), "utf8").catch(() => undefined));
+    // The file appears (renamed into place) once the script has finished.
+    const out = await vi.waitFor(() => readFile(join(sandbox.dirs.upper, "tmp/out"), "utf8"), POLL);
     return { out, sandbox };
   }
 
@@ -133,7 +125,7 @@ export class SandboxFixture {
   async kill(sb: LaunchedSandbox): Promise<void> {
     const tree = await processTree(sb.pid);
     if (isSandboxInitAlive(sb.pid, sb.startTime)) process.kill(sb.pid, "SIGKILL");
-    await waitFor("sandbox processes to exit", () => (tree.some(isRunning) ? undefined : true));
+    await vi.waitFor(() => expect(tree.filter(isRunning), "sandbox processes still running").toEqual([]), POLL);
   }
 
   async cleanup(): Promise<void> {
@@ -142,7 +134,7 @@ export class SandboxFixture {
       const { paths, pid } = this.reaper;
       this.reaper = undefined;
       stopReaper(paths);
-      await waitFor("the fixture's reaper to exit", () => (isRunning(pid) ? undefined : true));
+      await vi.waitFor(() => expect(isRunning(pid), "the fixture's reaper still runs").toBe(false), POLL);
     }
     if (this.scratch === undefined) return;
     const left = await mountsUnder(this.scratch);
