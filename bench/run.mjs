@@ -17,4 +17,5 @@ if (!only || only === "bus") {
 if (!only || only === "templates") await (await import("./templates.mjs")).runTemplateBenchmarks();
 if (!only || only === "code-interpreter") await (await import("./code-interpreter.mjs")).runCodeInterpreterBenchmarks();
 if (!only || only === "mcp") await (await import("./mcp.mjs")).runMcpBenchmarks();
+if (!only || only === "load") await (await import("./load.mjs")).runLoadBenchmarks();
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();
