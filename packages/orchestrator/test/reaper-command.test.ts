@@ -5,10 +5,10 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code } from "@burrow/protocol";
 import { launcherBinaryPath } from "../src/launcher/index.js";
-import { ensureReaper, reaperBinaryPath, reaperPaths, stopReaper, type ReaperPaths } from "../src/reaper/reaper.js";
+import { ensureReaper, reaperBinaryPath, reaperPaths, type ReaperPaths } from "../src/reaper/reaper.js";
 import { runCommandThroughReaper } from "../src/reaper/run-command.js";
 import { POLL } from "./helpers/poll.js";
-import { isRunning } from "./helpers/sandbox-fixture.js";
+import { isRunning, stopTestReaper } from "./helpers/sandbox-fixture.js";
 
 let dir: string;
 let paths: ReaperPaths;
@@ -22,9 +22,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  stopReaper(paths);
-  // expect.poll is for tests only; in a hook vi.waitFor polls the same way.
-  await vi.waitFor(() => expect(isRunning(reaperPid), "the reaper still runs").toBe(false), POLL);
+  await stopTestReaper(paths, reaperPid);
   await rm(dir, { recursive: true, force: true });
 });
 

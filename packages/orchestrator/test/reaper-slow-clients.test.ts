@@ -4,12 +4,12 @@
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect, type Socket } from "node:net";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isSandboxInitAlive, launcherBinaryPath } from "../src/launcher/index.js";
-import { ensureReaper, reaperBinaryPath, reaperPaths, runThroughReaper, stopReaper, type ReaperPaths } from "../src/reaper/reaper.js";
+import { ensureReaper, reaperBinaryPath, reaperPaths, runThroughReaper, type ReaperPaths } from "../src/reaper/reaper.js";
 import { ensureTestRootfs } from "./helpers/base-rootfs.js";
 import { POLL } from "./helpers/poll.js";
-import { isRunning, makeMiniRuntime, SandboxFixture } from "./helpers/sandbox-fixture.js";
+import { makeMiniRuntime, SandboxFixture, stopTestReaper } from "./helpers/sandbox-fixture.js";
 
 let fx: SandboxFixture;
 let stateDir: string;
@@ -60,9 +60,7 @@ afterAll(async () => {
   try {
     await fx.cleanup();
   } finally {
-    stopReaper(paths);
-    // expect.poll is for tests only; in a hook vi.waitFor polls the same way.
-    await vi.waitFor(() => expect(isRunning(reaperPid), "the reaper still runs").toBe(false), POLL);
+    await stopTestReaper(paths, reaperPid);
     await rm(stateDir, { recursive: true, force: true });
   }
 });

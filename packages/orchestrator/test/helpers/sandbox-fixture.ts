@@ -133,8 +133,7 @@ export class SandboxFixture {
     if (this.reaper) {
       const { paths, pid } = this.reaper;
       this.reaper = undefined;
-      stopReaper(paths);
-      await vi.waitFor(() => expect(isRunning(pid), "the fixture's reaper still runs").toBe(false), POLL);
+      await stopTestReaper(paths, pid);
     }
     if (this.scratch === undefined) return;
     const left = await mountsUnder(this.scratch);
@@ -142,6 +141,12 @@ export class SandboxFixture {
     this.scratch = undefined;
     if (left.length > 0) throw new Error(`mounts left on the host: ${left.join(", ")}`);
   }
+}
+
+/** Stop a reaper a test started and wait until it has exited (vi.waitFor: expect.poll is for tests, not hooks). */
+export async function stopTestReaper(paths: ReaperPaths, pid: number): Promise<void> {
+  stopReaper(paths);
+  await vi.waitFor(() => expect(isRunning(pid), "the reaper still runs").toBe(false), POLL);
 }
 
 /** Alive and not a zombie (a dead init lingers as a zombie until the host's init reaps it). */
