@@ -1,7 +1,7 @@
 // Whole files in and out of a sandbox through envd's /files endpoint.
 import { envdBaseUrl, type EnvdTarget } from "./envd-target.js";
 import { tokenHeader } from "./transport.js";
-import { DEFAULT_USER, BurrowError, Code } from "@burrow/protocol";
+import { DEFAULT_USER, BurrowError, Code, codeFromHttpStatus } from "@burrow/protocol";
 
 export interface FileOptions {
   /** Resolves relative paths and owns written files. @default DEFAULT_USER */
@@ -13,14 +13,13 @@ function filesUrl(target: EnvdTarget, path: string, user: string | undefined): s
   return `${envdBaseUrl(target)}/files?${new URLSearchParams({ path, username: user ?? DEFAULT_USER })}`;
 }
 
-/** envd's /files statuses (E2B's): anything else means envd could not be used. */
-const CODE_BY_STATUS: Readonly<Record<number, Code>> = {
-  400: Code.InvalidArgument,
-  401: Code.Unauthenticated,
-  403: Code.PermissionDenied,
-  404: Code.NotFound,
-  507: Code.ResourceExhausted,
-};
+/**
+ * A 4xx or 507 from envd's /files (E2B's statuses) says what was wrong with the call, in the protocol's one
+ * status-to-code table; anything else means envd could not be used.
+ */
+function codeOf(status: number): Code {
+  return (status >= 400 && status < 500) || status === 507 ? codeFromHttpStatus(status) : Code.Unavailable;
+}
 
 async function failure(res: Response, what: string): Promise<BurrowError> {
   let message = res.statusText;
@@ -29,7 +28,7 @@ async function failure(res: Response, what: string): Promise<BurrowError> {
   } catch {
     // not JSON: the status text says enough
   }
-  return new BurrowError(CODE_BY_STATUS[res.status] ?? Code.Unavailable, `${what}: ${message}`);
+  return new BurrowError(codeOf(res.status), `${what}: ${message}`);
 }
 
 async function call(url: string, init: RequestInit, what: string): Promise<Response> {
