@@ -17,14 +17,25 @@ function processStartedAtMs(pid: number): number {
   return bootTime * 1000 + (startTicks / 100) * 1000;
 }
 
+/** The id of the template named `base` (ids are random; names live in the manifests). */
+function baseTemplateId(): string {
+  const dir = join(env.stateDir, "templates");
+  for (const file of readdirSync(dir).filter((name) => name.endsWith(".json"))) {
+    const manifest = JSON.parse(readFileSync(join(dir, file), "utf8")) as { templateId: string; aliases?: string[] };
+    if (manifest.aliases?.includes("base")) return manifest.templateId;
+  }
+  throw new Error("no template named base in the test server's state");
+}
+
 /** Pooled sandboxes of `base` (other templates in use on the shared server, such as desktop, have pools of their own). */
 async function pooledCount(): Promise<number> {
+  const baseId = baseTemplateId();
   const dir = join(env.stateDir, "sandboxes");
   let count = 0;
   for (const id of readdirSync(dir)) {
     try {
       const record = JSON.parse(readFileSync(join(dir, id, "sandbox.json"), "utf8")) as { pooled: boolean; templateId: string };
-      if (record.pooled && record.templateId === "base") count++;
+      if (record.pooled && record.templateId === baseId) count++;
     } catch {
       // Being created or removed.
     }
