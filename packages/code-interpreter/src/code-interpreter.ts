@@ -46,9 +46,10 @@ export async function createCodeInterpreter(config: CodeInterpreterConfig, logge
     logger,
   });
   let health: Health = { state: "starting" };
+  const envd = config.envdUrl ? new EnvdClient({ baseUrl: config.envdUrl }) : undefined;
   const server = createExecutionServer({
     registry,
-    access: new AccessGuard(config.envdUrl ? new EnvdClient({ baseUrl: config.envdUrl }) : undefined),
+    access: new AccessGuard(envd),
     response: { keepaliveMs: config.keepaliveMs, maxOutputChars: config.maxOutputChars, maxResultBytes: config.maxResultBytes },
     defaultTimeoutMs: config.defaultTimeoutMs,
     health: () => health,
@@ -98,6 +99,7 @@ export async function createCodeInterpreter(config: CodeInterpreterConfig, logge
         }, 2000).unref();
       });
       await registry.close();
+      envd?.close();
       await rm(runDir, { recursive: true, force: true });
     },
   };

@@ -1,11 +1,10 @@
 // The execution server's settings, resolved once from the environment (template ENV or the start command's).
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
-import { ENVD_PORT } from "@burrow/protocol";
+import { CODE_INTERPRETER_PORT, ENVD_PORT } from "@burrow/protocol/constants";
 import { normalizeLanguage } from "./language.js";
 
-/** Port the E2B SDKs use for the code interpreter (their `JUPYTER_PORT`). */
-export const CODE_INTERPRETER_PORT = 49999;
+export { CODE_INTERPRETER_PORT };
 
 export interface CodeInterpreterConfig {
   /** @default "0.0.0.0" (BURROW_INTERPRETER_HOST) */

@@ -1,7 +1,8 @@
 // Warm pools for shipped templates whose sandboxes should come with their start command already run: a desktop
-// handed out with Xvfb and the window manager up, instead of starting them while the create waits. A pool is
-// made the first time its template is used (one sandbox, while the warm pool is on at all), follows the
-// template's name through rebuilds like the main pool, and runs the start command before the sandbox waits in it.
+// handed out with Xvfb and the window manager up, a code interpreter with its kernels started, instead of starting
+// them while the create waits. A pool is made the first time its template is used (one sandbox while the warm
+// pool is on at all, or the size configured for that template), follows the template's name through rebuilds like
+// the main pool, and runs the start command before the sandbox waits in it.
 // The start command then runs without the create's env vars and token, as in a template snapshot: what it
 // starts sees the template's ENV only.
 import { envdAt } from "./envd-client/index.js";
@@ -12,8 +13,10 @@ import type { TemplateManifest, TemplateStore } from "./templates/template-store
 import { WarmPool } from "./warm-pool.js";
 
 export interface PrestartedPoolsDeps {
-  /** Sandboxes kept ready per template; 0 turns these pools off. */
+  /** Sandboxes kept ready per template that `sizes` does not name; 0 turns those pools off. */
   size: number;
+  /** Sandboxes kept ready by template name or alias (`code-interpreter-v1`, `desktop`), overriding `size`. */
+  sizes?: Readonly<Record<string, number>> | undefined;
   templates: TemplateStore;
   host: SandboxHost;
   logger: Logger;
@@ -29,11 +32,13 @@ export class PrestartedPools {
 
   /** Keep sandboxes of the template named `name` ready from now on (no-op when already, or when pools are off). */
   use(name: string): void {
-    if (this.deps.size <= 0 || this.closed || this.pools.has(name)) return;
+    if (this.closed || this.pools.has(name)) return;
+    const size = this.sizeFor(name);
+    if (size <= 0) return;
     const { templates, host, logger } = this.deps;
     const pool = new WarmPool({
       template: name,
-      size: this.deps.size,
+      size,
       resolve: (ref) => templates.resolve(ref),
       launch: (template, signal) => this.launch(template, signal),
       destroy: (sandbox) => host.destroy(sandbox),
@@ -41,6 +46,11 @@ export class PrestartedPools {
     });
     this.pools.set(name, { pool, unfollow: templates.onChange(() => pool.refresh()) });
     pool.fill();
+  }
+
+  /** The configured size for the template `name`, given by that name or by another name of the same template. */
+  sizeFor(name: string): number {
+    return prestartedPoolSize(name, this.deps, (ref) => this.deps.templates.resolve(ref)?.templateId);
   }
 
   /** A ready sandbox of exactly this build of the template, or undefined. */
@@ -87,4 +97,20 @@ export class PrestartedPools {
     this.started.add(sandbox);
     return sandbox;
   }
+}
+
+/**
+ * How many sandboxes of the template `name` a prestarted pool keeps: its entry in `sizes` (under that name, or under
+ * any name `templateIdOf` maps to the same template, such as an alias), else `size`.
+ */
+export function prestartedPoolSize(
+  name: string,
+  config: { size: number; sizes?: Readonly<Record<string, number>> | undefined },
+  templateIdOf: (ref: string) => string | undefined,
+): number {
+  const sizes = config.sizes ?? {};
+  if (Object.hasOwn(sizes, name)) return sizes[name]!;
+  const id = templateIdOf(name);
+  const alias = id === undefined ? undefined : Object.keys(sizes).find((ref) => templateIdOf(ref) === id);
+  return alias === undefined ? config.size : sizes[alias]!;
 }

@@ -23,7 +23,7 @@ export class SandboxPools {
 
   constructor(private readonly deps: SandboxPoolsDeps) {
     const { config, templates, host, logger } = deps;
-    this.prestarted = new PrestartedPools({ size: config.pool.size > 0 ? 1 : 0, templates, host, logger });
+    this.prestarted = new PrestartedPools({ size: config.pool.size > 0 ? 1 : 0, sizes: config.pool.sizes, templates, host, logger });
   }
 
   /** Start filling the warm pool (when it has a size). */

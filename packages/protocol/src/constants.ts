@@ -1,6 +1,9 @@
 /** Port envd listens on inside every sandbox (fixed by the E2B SDK). */
 export const ENVD_PORT = 49983;
 
+/** Port of the code execution server in code-interpreter sandboxes (the E2B SDKs' JUPYTER_PORT). */
+export const CODE_INTERPRETER_PORT = 49999;
+
 /**
  * envd version Burrow advertises. The SDK gates features on it;
  * 0.6.13 is at or above every gate of SDK 2.51.0.

@@ -7,6 +7,7 @@ export { Filesystem } from "./gen/filesystem/filesystem_pb.js";
 export {
   ENVD_PORT,
   ENVD_VERSION,
+  CODE_INTERPRETER_PORT,
   DEFAULT_USER,
   SANDBOX_ID_PATTERN,
   RUNTIME_MOUNT,

@@ -3,11 +3,18 @@
 // and the usual data-science stack. Built the first time it is asked for, then resolved like any other template.
 // The execution server itself is not in the template: it runs from the read-only runtime mount
 // (/.burrow/code-interpreter, with the runtime's node), so the template only carries the Python side.
-import { RUNTIME_MOUNT } from "@burrow/protocol";
+//
+// Once the template is in use, the warm pool keeps sandboxes of it with the execution server and its default
+// kernels already started (prestartInPool), so a create plus the first run costs about a create. That is safe
+// because the server holds nothing a create sets: it asks envd for the sandbox's variables with each caller's token
+// (so a token set by the claim's /init is checked at once, and the create's env vars reach every kernel before its
+// first run), and nothing has run in the kernels before the sandbox is handed out.
+import { CODE_INTERPRETER_PORT, RUNTIME_MOUNT } from "@burrow/protocol";
 import { runtimeNodeCommand } from "../rootfs/build-runtime-dir.js";
 import type { BuildSpec } from "./builder/build-spec.js";
 import type { BuildLogEntry } from "./builder/build-log.js";
 import type { TemplateBuilder } from "./builder/template-builder.js";
+import { aptInstallStep, ensureShippedTemplate, isShippedTemplate, type ShippedTemplate } from "./shipped-template.js";
 import type { TemplateManifest, TemplateStore } from "./template-store.js";
 
 /** The name the official SDK uses (`Sandbox.defaultTemplate`). */
@@ -15,8 +22,7 @@ export const CODE_INTERPRETER_TEMPLATE = "code-interpreter-v1";
 /** The shorter name Burrow shipped first; kept as an alias. */
 export const CODE_INTERPRETER_ALIAS = "code-interpreter";
 
-/** Port of the execution server in these sandboxes (the SDKs' JUPYTER_PORT). */
-export const CODE_INTERPRETER_PORT = 49999;
+export { CODE_INTERPRETER_PORT };
 
 /**
  * Version of this definition, kept in the template's ENV. A template built from an older definition (or the
@@ -39,25 +45,12 @@ export const CODE_INTERPRETER_PACKAGES: readonly string[] = [
 /** Where the execution server lies in the runtime mount. */
 export const CODE_INTERPRETER_SERVER = `${RUNTIME_MOUNT}/code-interpreter/server.mjs`;
 
-export function isCodeInterpreterTemplate(ref: string): boolean {
-  const name = ref.split(":")[0];
-  return name === CODE_INTERPRETER_TEMPLATE || name === CODE_INTERPRETER_ALIAS;
-}
-
 export function codeInterpreterSpec(): BuildSpec {
   return {
     fromTemplate: "base",
     force: false,
     steps: [
-      {
-        type: "RUN",
-        args: [
-          "apt-get update && DEBIAN_FRONTEND=noninteractive DEBCONF_NOWARNINGS=yes apt-get install -y --no-install-recommends " +
-            `${CODE_INTERPRETER_PACKAGES.join(" ")} && apt-get clean && rm -rf /var/lib/apt/lists/*`,
-          "root",
-        ],
-        force: false,
-      },
+      aptInstallStep(CODE_INTERPRETER_PACKAGES),
       { type: "USER", args: ["user"], force: false },
       { type: "WORKDIR", args: ["/home/user"], force: false },
       // matplotlib builds its font cache on first import (seconds): done once here instead of in every sandbox.
@@ -69,60 +62,28 @@ export function codeInterpreterSpec(): BuildSpec {
   };
 }
 
-function isCurrent(manifest: TemplateManifest): boolean {
-  return manifest.runtime?.env[CODE_INTERPRETER_VERSION_ENV] === CODE_INTERPRETER_VERSION;
-}
+export const CODE_INTERPRETER: ShippedTemplate = {
+  name: CODE_INTERPRETER_TEMPLATE,
+  aliases: [CODE_INTERPRETER_ALIAS],
+  versionEnv: CODE_INTERPRETER_VERSION_ENV,
+  version: CODE_INTERPRETER_VERSION,
+  limits: CODE_INTERPRETER_LIMITS,
+  spec: codeInterpreterSpec,
+  prestartInPool: true,
+};
 
-/** Concurrent first uses share one build (per builder). */
-const inFlight = new WeakMap<TemplateBuilder, Promise<TemplateManifest>>();
-
-/** Wait for a shared build, giving up (without stopping it) when this caller's signal aborts. */
-function waitFor<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
+export function isCodeInterpreterTemplate(ref: string): boolean {
+  return isShippedTemplate(CODE_INTERPRETER, ref);
 }
 
 /**
  * The code-interpreter template (by either name), building it when missing or built from an older definition.
- * Call when a create asks for `code-interpreter-v1` or `code-interpreter`. The build is shared by every caller
- * and outlives any one of them: a caller that gives up (its request timed out) stops waiting, not the build, so
- * the next create finds it done or nearly done.
+ * The build is shared by every caller and outlives any one of them (see ensureShippedTemplate).
  */
-export async function ensureCodeInterpreterTemplate(
+export function ensureCodeInterpreterTemplate(
   builder: TemplateBuilder,
   store: TemplateStore,
   opts: { onLog?: (entry: BuildLogEntry) => void; signal?: AbortSignal | undefined } = {},
 ): Promise<TemplateManifest> {
-  const existing = store.resolve(CODE_INTERPRETER_TEMPLATE) ?? store.resolve(CODE_INTERPRETER_ALIAS);
-  if (existing && isCurrent(existing)) return existing;
-  const running = inFlight.get(builder);
-  if (running) return waitFor(running, opts.signal);
-  const build = (async () => {
-    const built = await builder.buildAndWait(CODE_INTERPRETER_TEMPLATE, codeInterpreterSpec(), {
-      memoryMB: CODE_INTERPRETER_LIMITS.memoryMB,
-      ...(opts.onLog ? { onLog: opts.onLog } : {}),
-    });
-    // An outdated template that held the alias gives it up (and goes, unless it has other names).
-    for (const old of store.list()) {
-      if (old.templateId === built.templateId || !old.aliases.includes(CODE_INTERPRETER_ALIAS)) continue;
-      const aliases = old.aliases.filter((a) => a !== CODE_INTERPRETER_ALIAS);
-      if (aliases.length === 0) await builder.deleteTemplate(old.templateId);
-      else await store.save({ ...old, aliases });
-    }
-    const manifest: TemplateManifest = {
-      ...built,
-      aliases: [...new Set([...built.aliases, CODE_INTERPRETER_TEMPLATE, CODE_INTERPRETER_ALIAS])],
-      defaults: { ...built.defaults, ...CODE_INTERPRETER_LIMITS },
-    };
-    await store.save(manifest);
-    return manifest;
-  })().finally(() => inFlight.delete(builder));
-  build.catch(() => undefined);
-  inFlight.set(builder, build);
-  return waitFor(build, opts.signal);
+  return ensureShippedTemplate(builder, store, CODE_INTERPRETER, opts);
 }
