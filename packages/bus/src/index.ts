@@ -42,12 +42,13 @@ export {
   parseSandboxEventSubject, encodeSandboxEvent, decodeSandboxEvent, ensureSandboxEventStream, publishSandboxEvent,
   subscribeSandboxEvents, type SandboxEvent, type SandboxEventCategory, type SandboxEventFilter, type LifecycleEvent,
   type LifecycleEventType, type ProcessEvent, type ProcessEventType, type FilesystemEvent, type FilesystemEventType,
+  type CodeEvent, type CodeEventType,
 } from "./events/sandbox-events.js";
 export {
   DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, DEFAULT_SANDBOX_EVENT_MAX_BYTES, sandboxEventStreamLimits, type SandboxEventStreamLimits,
 } from "./events/event-stream-limits.js";
 
 // ---- Triggers and tasks ----
-export { codeToCommand, shellQuote, type SandboxRunner, type RunTarget, type RunOptions, type RunResult, type CodeSpec, type ProcessSettings, type TerminalSettings } from "./triggers/sandbox-runner.js";
+export { codeToCommand, shellQuote, type SandboxRunner, type RunTarget, type RunOptions, type RunResult, type CodeExecution, type CodeSpec, type ProcessSettings, type TerminalSettings } from "./triggers/sandbox-runner.js";
 export { TaskService, TaskWorker, type TaskSpec, type TaskState, type TaskStatus, type TaskServiceOptions } from "./triggers/task-service.js";
-export { TriggerEngine, renderCommand, type TriggerRule, type TriggerEngineOptions } from "./triggers/trigger-engine.js";
+export { TriggerEngine, renderCommand, eventEnvVars, type TriggerRule, type TriggerEngineOptions } from "./triggers/trigger-engine.js";

@@ -4,8 +4,11 @@
 export interface SandboxEventFilter {
   sandboxId?: string;
   templateId?: string;
-  category?: "lifecycle" | "proc" | "fs";
-  /** lifecycle: created, killed, timed_out, …; proc: started, output, exited; fs: create, write, remove, rename, chmod. */
+  category?: "lifecycle" | "proc" | "fs" | "code";
+  /**
+   * lifecycle: created, killed, timed_out, …; proc: started, output, exited; fs: create, write, remove, rename, chmod;
+   * code: started, stdout, stderr, result, error, end.
+   */
   type?: string;
   /** Every listed key must have exactly this value. */
   metadata?: Record<string, string>;
@@ -13,7 +16,7 @@ export interface SandboxEventFilter {
   pathPrefix?: string;
 }
 
-/** Where a command runs: an existing sandbox, or a fresh one from a template. */
+/** Where a command or code runs: an existing sandbox, or a fresh one from a template. */
 export type RunTarget = { sandboxId: string } | { template: string };
 
 export interface ProcessSettings {
@@ -31,8 +34,9 @@ export interface TerminalSettings {
   rows?: number;
 }
 
+/** Code run by the sandbox's execution server (code-interpreter sandboxes), in the language's default context. */
 export interface CodeSpec {
-  /** e.g. "python", "javascript", "bash". */
+  /** python, javascript (js), typescript (ts), bash, r. */
   language: string;
   code: string;
 }

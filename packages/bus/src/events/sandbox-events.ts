@@ -71,7 +71,43 @@ export interface FilesystemEvent extends EventBase {
   sinceMs?: number;
 }
 
-export type SandboxEvent = LifecycleEvent | ProcessEvent | FilesystemEvent;
+/**
+ * A code run by the sandbox's execution server (a trigger or task with `code`): `started`, then `stdout`/`stderr`
+ * (merged and bounded like process output), one `result` per result, `error` when the code raised, and always `end`.
+ */
+export type CodeEventType = "started" | "stdout" | "stderr" | "result" | "error" | "end";
+
+export interface CodeEvent extends EventBase {
+  category: "code";
+  type: CodeEventType;
+  /** The run every event of it carries: the task id when it runs as a task (a trigger's runs do). */
+  runId: string;
+  /** started: the language (normalised: python, javascript, typescript, bash, r). */
+  language?: string;
+  /** stdout/stderr: the text (output within a short window is merged into one event). */
+  text?: string;
+  /** stdout/stderr: bytes of this stream left out just before this text, to keep a fast writer's events bounded. */
+  droppedBytes?: number;
+  /**
+   * result: one result as the execution server streams it (E2B's formats: text, html, markdown, svg, png, jpeg, pdf,
+   * latex, json, javascript, data, chart, extra; is_main_result).
+   */
+  result?: Record<string, unknown>;
+  /** result: formats left out because the event would have been too large (fetch them with runCode instead). */
+  omitted?: string[];
+  /** error: the exception (as E2B names it: name, value, traceback). */
+  name?: string;
+  value?: string;
+  traceback?: string;
+  /** end: the kernel's execution count after the run. */
+  executionCount?: number;
+  /** end: whether the run finished without an error. */
+  ok?: boolean;
+  /** end: why the run itself failed (timed out, execution server unreachable), beyond an error the code raised. */
+  error?: string;
+}
+
+export type SandboxEvent = LifecycleEvent | ProcessEvent | FilesystemEvent | CodeEvent;
 export type SandboxEventCategory = SandboxEvent["category"];
 
 export function sandboxEventSubject(e: Pick<SandboxEvent, "templateId" | "sandboxId" | "category" | "type">): string {

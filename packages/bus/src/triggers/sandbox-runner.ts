@@ -5,20 +5,34 @@ export type { CodeSpec, ProcessSettings, RunTarget, TerminalSettings };
 export interface RunOptions extends ProcessSettings {
   terminal?: TerminalSettings;
   signal?: AbortSignal;
+  /** The task being run, when a TaskWorker runs it (code runs name their events after it). */
+  taskId?: string;
 }
 
 export interface RunResult {
+  /** Code runs: 0, or 1 when the code raised an error. */
   exitCode: number;
   stdout: string;
   stderr: string;
   /** The sandbox it ran in (useful when a fresh one was created from a template). */
   sandboxId?: string;
+  /** Code runs: what the execution server returned besides output. */
+  execution?: CodeExecution;
 }
 
+/** The outcome of a code run beside its stdout and stderr. */
+export interface CodeExecution {
+  /** Results as the execution server streams them; formats too large to keep are left out (named in `omitted`). */
+  results: Array<Record<string, unknown> & { omitted?: string[] }>;
+  /** The error the code raised. */
+  error?: { name: string; value: string; traceback: string };
+  executionCount?: number;
+}
 
 /**
  * What the trigger engine and task workers need from sandboxes; the server injects an implementation backed by
- * real sandboxes. A runner without runCode gets code turned into a command by `codeToCommand`.
+ * real sandboxes, whose runCode runs code in the sandbox's execution server. A runner without runCode gets code
+ * turned into a command by `codeToCommand`.
  */
 export interface SandboxRunner {
   runCommand(target: RunTarget, cmd: string, opts: RunOptions): Promise<RunResult>;

@@ -182,13 +182,18 @@ export class TaskWorker {
     const keepAlive = setInterval(() => void m.working().catch(() => undefined), Math.max(100, this.svc.queue.opts.ackWaitMs / 3));
     let result: RunResult | undefined;
     let error: string | undefined;
+    let permanent = false;
     try {
-      const opts = { ...(spec.process ?? {}), ...(spec.terminal ? { terminal: spec.terminal } : {}), signal: this.stop.signal };
+      const opts = { ...(spec.process ?? {}), ...(spec.terminal ? { terminal: spec.terminal } : {}), signal: this.stop.signal, taskId: spec.id };
       if (spec.code && this.runner.runCode) result = await this.runner.runCode(spec.target, spec.code, opts);
       else result = await this.runner.runCommand(spec.target, spec.cmd ?? codeToCommand(spec.code!), opts);
-      if (result.exitCode !== 0) error = `exit code ${result.exitCode}`;
+      const raised = result.execution?.error;
+      if (raised) error = `${raised.name}: ${raised.value}`;
+      else if (result.exitCode !== 0) error = `exit code ${result.exitCode}`;
     } catch (e) {
       error = e instanceof Error ? e.message : String(e);
+      // Input the runner refuses (a language the sandbox lacks, no execution server) fails the same way every time.
+      if (e instanceof BurrowError && (e.code === Code.InvalidArgument || e.code === Code.FailedPrecondition)) permanent = true;
     } finally {
       clearInterval(keepAlive);
     }
@@ -196,7 +201,7 @@ export class TaskWorker {
     if (!error) {
       await this.note({ ...base, state: "succeeded", ...(result ? { result } : {}), updatedAtMs: Date.now() });
       await m.ack();
-    } else if (m.attempt >= limit) {
+    } else if (m.attempt >= limit || permanent) {
       await this.note({ ...base, state: "dead", ...(result ? { result } : {}), error, updatedAtMs: Date.now() });
       await m.term();
     } else {

@@ -19,6 +19,7 @@ export interface TriggerRule {
    * by the shell-quoted value.
    */
   cmd?: string | ((e: SandboxEvent) => string);
+  /** Code to run; the event reaches it as per-run env vars (see eventEnvVars). */
   code?: CodeSpec | ((e: SandboxEvent) => CodeSpec);
   process?: ProcessSettings;
   terminal?: TerminalSettings;
@@ -44,6 +45,20 @@ export function renderCommand(template: string, e: SandboxEvent): string {
     oldPath: e.category === "fs" ? e.oldPath : undefined,
   };
   return template.replace(/\{\{(\w+)\}\}/g, (_, k: string) => shellQuote(values[k] ?? ""));
+}
+
+/**
+ * The event a code rule fired on, as env vars of its run (code has no placeholders: quoting differs per language):
+ * BURROW_EVENT (`<category>.<type>`), BURROW_EVENT_SANDBOX_ID, BURROW_EVENT_TEMPLATE_ID, and for fs events
+ * BURROW_EVENT_PATH and BURROW_EVENT_OLD_PATH. The rule's own process.env wins over them.
+ */
+export function eventEnvVars(e: SandboxEvent): Record<string, string> {
+  return {
+    BURROW_EVENT: `${e.category}.${e.type}`,
+    BURROW_EVENT_SANDBOX_ID: e.sandboxId,
+    BURROW_EVENT_TEMPLATE_ID: e.templateId,
+    ...(e.category === "fs" ? { BURROW_EVENT_PATH: e.path, ...(e.oldPath !== undefined ? { BURROW_EVENT_OLD_PATH: e.oldPath } : {}) } : {}),
+  };
 }
 
 /**
@@ -99,13 +114,14 @@ export class TriggerEngine {
       const target: RunTarget = rule.in === "source" ? { sandboxId: e.sandboxId } : rule.in;
       const cmd = rule.cmd === undefined ? undefined : typeof rule.cmd === "function" ? rule.cmd(e) : renderCommand(rule.cmd, e);
       const code = rule.code === undefined ? undefined : typeof rule.code === "function" ? rule.code(e) : rule.code;
+      const settings = code === undefined ? rule.process : { ...rule.process, env: { ...eventEnvVars(e), ...rule.process?.env } };
       try {
         await this.o.tasks.submit({
           id: `trigger:${rule.id}:${m.seq}`,
           target,
           ...(cmd !== undefined ? { cmd } : {}),
           ...(code !== undefined ? { code } : {}),
-          ...(rule.process ? { process: rule.process } : {}),
+          ...(settings ? { process: settings } : {}),
           ...(rule.terminal ? { terminal: rule.terminal } : {}),
           category: rule.category ?? `trigger.${rule.id}`,
           ...(rule.priority !== undefined ? { priority: rule.priority } : {}),

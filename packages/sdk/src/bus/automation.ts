@@ -60,7 +60,14 @@ export interface TaskStatus {
   state: TaskState;
   attempt: number;
   spec: TaskSpec;
-  result?: { exitCode: number; stdout: string; stderr: string; sandboxId?: string };
+  result?: {
+    exitCode: number;
+    stdout: string;
+    stderr: string;
+    sandboxId?: string;
+    /** Code runs: results (formats too large to keep named in `omitted`), the error the code raised, the count. */
+    execution?: { results: Array<Record<string, unknown>>; error?: { name: string; value: string; traceback: string }; executionCount?: number };
+  };
   error?: string;
   worker?: string;
   updatedAtMs: number;
@@ -76,7 +83,7 @@ export interface Watch {
 
 /** A sandbox event as published on `sbx.<template>.<sandbox>.<category>.<type>`. */
 export interface SandboxEvent {
-  category: "lifecycle" | "proc" | "fs";
+  category: "lifecycle" | "proc" | "fs" | "code";
   type: string;
   sandboxId: string;
   templateId: string;
@@ -89,4 +96,15 @@ export interface SandboxEvent {
   stream?: string;
   dataBase64?: string;
   error?: string;
+  /** code events: the run they belong to, and what each type carries (see the server's README). */
+  runId?: string;
+  language?: string;
+  text?: string;
+  result?: Record<string, unknown>;
+  omitted?: string[];
+  name?: string;
+  value?: string;
+  traceback?: string;
+  ok?: boolean;
+  executionCount?: number;
 }

@@ -1,7 +1,8 @@
 // Strict checks of trigger rules and task specs as JSON (no coercion, no unknown fields): a bad rule is a 400 with
 // the field named, never a rule that silently does something else.
-import { codeToCommand, type CodeSpec, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TerminalSettings } from "@burrow/bus";
+import { type CodeSpec, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TerminalSettings } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
+import { CODE_LANGUAGES, normalizeCodeLanguage } from "../bus/execution-client.js";
 import type { FileInput, ServerRunExtensions } from "../bus/sandbox-runner.js";
 import type { TaskInput, TriggerRuleInput } from "../bus/trigger-service.js";
 
@@ -11,6 +12,7 @@ const EVENT_TYPES: Record<string, readonly string[]> = {
   lifecycle: ["created", "paused", "resumed", "snapshotted", "forked", "timed_out", "killed"],
   proc: ["started", "output", "exited"],
   fs: ["create", "write", "remove", "rename", "chmod"],
+  code: ["started", "stdout", "stderr", "result", "error", "end"],
 };
 
 function bad(message: string): never {
@@ -87,11 +89,7 @@ function parseTarget(v: unknown, at: string): RunTarget {
 function parseCode(v: unknown, at: string): CodeSpec {
   const o = obj(v, at, ["language", "code"]);
   const c = { language: str(o.language, `${at}.language`, { max: 32 }), code: str(o.code, `${at}.code`, { max: 100_000 }) };
-  try {
-    codeToCommand(c);
-  } catch {
-    bad(`${at}.language "${c.language}" is not supported (python, javascript, bash)`);
-  }
+  if (normalizeCodeLanguage(c.language) === undefined) bad(`${at}.language "${c.language}" is not supported (${CODE_LANGUAGES.join(", ")})`);
   return c;
 }
 
@@ -132,6 +130,12 @@ const RUN_FIELDS = ["cmd", "code", "process", "terminal", "category", "priority"
 
 function parseRun(o: Obj, defaultInputSandbox: string | undefined) {
   if ((o.cmd === undefined) === (o.code === undefined)) bad("exactly one of cmd and code is required");
+  // Code runs in the execution server's kernels and always publishes code events: these would silently do nothing.
+  if (o.code !== undefined) {
+    if (o.terminal !== undefined) bad("terminal applies to cmd only");
+    if (o.outputEvents !== undefined) bad("outputEvents applies to cmd only: code runs always publish code.* events");
+    if (typeof o.process === "object" && o.process !== null && "user" in o.process) bad("process.user applies to cmd only: code runs as the execution server's user");
+  }
   const ext: ServerRunExtensions = {
     ...(o.keepSandbox !== undefined ? { keepSandbox: bool(o.keepSandbox, "keepSandbox") } : {}),
     ...(o.outputEvents !== undefined ? { outputEvents: bool(o.outputEvents, "outputEvents") } : {}),

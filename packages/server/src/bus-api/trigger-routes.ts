@@ -56,6 +56,9 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
   app.post<{ Body: unknown }>(`${prefix}/triggers`, { onRequest: auth }, async (req, reply) => {
     const rule = parseTriggerRule(req.body);
     for (const id of namedSandboxes(rule)) requireSandbox(id);
+    // Code in a sandbox known now (named, or the only source the rule listens to) is refused at once without an execution server.
+    const codeIn = rule.in === "source" ? rule.on.sandboxId : "sandboxId" in rule.in ? rule.in.sandboxId : undefined;
+    if (rule.code && codeIn !== undefined) await s.runner.requireExecutionServer(codeIn);
     const t = await s.triggers.create(rule);
     return reply.code(201).send(t);
   });
@@ -76,6 +79,7 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
   app.post<{ Body: unknown }>(`${prefix}/tasks`, { onRequest: auth }, async (req, reply) => {
     const spec = parseTaskSpec(req.body);
     for (const id of namedSandboxes(spec)) requireSandbox(id);
+    if (spec.code && "sandboxId" in spec.target) await s.runner.requireExecutionServer(spec.target.sandboxId);
     const r = await s.triggers.submitTask(spec);
     return reply.code(r.duplicate ? 200 : 201).send(r);
   });

@@ -1,16 +1,21 @@
-// The real SandboxRunner behind triggers and tasks: runs commands through envd in an existing sandbox, or in a fresh
-// sandbox created from a template through the SandboxService (so it is stored, timed out and announced like any
-// other) and killed afterwards unless asked to keep it. Each run publishes `proc` events (started, exited, and
-// output when asked for, merged and rate-limited by OutputEventThrottle) on the sandbox's subjects.
+// The real SandboxRunner behind triggers and tasks: runs commands through envd, and code through the sandbox's
+// execution server (code-runner.ts), in an existing sandbox or in a fresh sandbox created from a template through
+// the SandboxService (so it is stored, timed out and announced like any other) and killed afterwards unless asked to
+// keep it. Each command publishes `proc` events (started, exited, and output when asked for, merged and
+// rate-limited by OutputEventThrottle) on the sandbox's subjects; each code run publishes `code` events.
 import { posix } from "node:path";
-import { publishSandboxEvent, type Bus, type RunOptions, type RunResult, type RunTarget, type SandboxRunner } from "@burrow/bus";
+import { randomUUID } from "node:crypto";
+import { publishSandboxEvent, type Bus, type CodeSpec, type RunOptions, type RunResult, type RunTarget, type SandboxRunner } from "@burrow/bus";
 import { readFile, sendSignal, streamProcess, writeFile, type EnvdTarget } from "@burrow/orchestrator";
 import type { Logger } from "pino";
-import { BurrowError, Code, codeFromAbort } from "@burrow/protocol";
+import { BurrowError, CODE_INTERPRETER_PORT, Code, codeFromAbort } from "@burrow/protocol";
 import type { UpstreamResolver } from "../gateway/gateway.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxRow } from "../store/sandboxes.js";
+import { runCodeInSandbox } from "./code-runner.js";
+import { CODE_LANGUAGES, normalizeCodeLanguage, probe, type ExecutionTarget } from "./execution-client.js";
 import { liveEnvd } from "./live-envd.js";
+import { OutputTail } from "./output-tail.js";
 import { OutputEventThrottle, resolveOutputEventLimits, type OutputEventLimits } from "./output-event-throttle.js";
 
 /** A file copied into the target sandbox before the command runs (how one pipeline stage hands data to the next). */
@@ -55,21 +60,6 @@ export interface ServerSandboxRunnerOptions {
 
 const DEFAULT_TIMEOUT_MS = 60_000;
 
-class OutputTail {
-  private chunks: Buffer[] = [];
-  private size = 0;
-  constructor(private readonly limit: number) {}
-  push(b: Uint8Array): void {
-    this.chunks.push(Buffer.from(b));
-    this.size += b.length;
-    while (this.size > this.limit && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
-  }
-  text(): string {
-    const all = Buffer.concat(this.chunks);
-    return all.subarray(Math.max(0, all.length - this.limit)).toString("utf8");
-  }
-}
-
 export class ServerSandboxRunner implements SandboxRunner {
   private readonly outputLimits: OutputEventLimits;
 
@@ -82,8 +72,67 @@ export class ServerSandboxRunner implements SandboxRunner {
     return liveEnvd(this.o.sandboxes, this.o.upstream, sandboxId);
   }
 
+  /** The live sandbox's execution server, or NotFound in the API's words. */
+  private executionServer(sandboxId: string): { row: SandboxRow; server: ExecutionTarget } {
+    const live = this.o.sandboxes.live(sandboxId);
+    if (!live) throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or is not running`);
+    const { host, port } = this.o.upstream(live.record, CODE_INTERPRETER_PORT);
+    return { row: live.row, server: { host, port, accessToken: live.row.envdAccessToken } };
+  }
+
+  /**
+   * Refuses (FailedPrecondition) a running sandbox code cannot run in: nothing answers on its execution server's
+   * port. A sandbox that is not running is left to the run (it may be resumed by then).
+   */
+  async requireExecutionServer(sandboxId: string, signal?: AbortSignal): Promise<void> {
+    if (!this.o.sandboxes.live(sandboxId)) return;
+    const { server } = this.executionServer(sandboxId);
+    await probe(sandboxId, server, signal);
+  }
+
   async runCommand(target: RunTarget, cmd: string, opts: ServerRunOptions): Promise<RunResult> {
     const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    return this.inSandbox(target, opts, timeoutMs, (row, envd) => this.exec(row, envd, cmd, opts, timeoutMs));
+  }
+
+  /**
+   * Code through the sandbox's execution server (code-interpreter sandboxes): in the language's default context,
+   * or in a context of its own in `cwd`. A sandbox without the server, or a language it lacks, is a clear error.
+   */
+  async runCode(target: RunTarget, code: CodeSpec, opts: ServerRunOptions): Promise<RunResult> {
+    const language = normalizeCodeLanguage(code.language);
+    if (language === undefined) {
+      throw new BurrowError(Code.InvalidArgument, `language "${code.language}" is not supported for code runs (${CODE_LANGUAGES.join(", ")})`);
+    }
+    if (opts.user !== undefined || opts.terminal !== undefined) {
+      throw new BurrowError(Code.InvalidArgument, "process.user and terminal apply to cmd only: code runs in the execution server's kernels");
+    }
+    const timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    return this.inSandbox(target, opts, timeoutMs, (row) =>
+      runCodeInSandbox(
+        { bus: this.o.bus, logger: this.o.logger, outputLimits: this.outputLimits, maxOutputBytes: this.o.maxOutputBytes ?? 1024 * 1024 },
+        row,
+        this.executionServer(row.sandboxId).server,
+        {
+          code: code.code,
+          language,
+          runId: opts.taskId ?? randomUUID(),
+          envVars: opts.env,
+          cwd: opts.cwd,
+          timeoutMs,
+          signal: opts.signal,
+        },
+      ),
+    );
+  }
+
+  /** Runs `fn` in the target: the sandbox named, or a fresh one from the template (killed afterwards unless kept). */
+  private async inSandbox(
+    target: RunTarget,
+    opts: ServerRunOptions,
+    timeoutMs: number,
+    fn: (row: SandboxRow, envd: EnvdTarget) => Promise<Omit<RunResult, "sandboxId">>,
+  ): Promise<RunResult> {
     let fresh: string | undefined;
     let sandboxId: string;
     if ("sandboxId" in target) {
@@ -101,7 +150,7 @@ export class ServerSandboxRunner implements SandboxRunner {
     try {
       const { row, envd } = this.target(sandboxId);
       for (const input of opts.inputs ?? []) await this.copyIn(input, envd, opts);
-      return { ...(await this.exec(row, envd, cmd, opts, timeoutMs)), sandboxId };
+      return { ...(await fn(row, envd)), sandboxId };
     } finally {
       if (fresh && !opts.keepSandbox) {
         await this.o.sandboxes.kill(fresh).catch((err: unknown) => this.o.logger.error({ err, sandboxId: fresh }, "could not kill a runner's fresh sandbox"));
