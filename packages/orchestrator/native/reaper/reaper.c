@@ -270,7 +270,12 @@ int main(int argc, char **argv) {
   mode_t old_mask = umask(0077);
   if (bind(listener, (struct sockaddr *)&addr, sizeof addr) < 0) die("bind");
   umask(old_mask);
-  if (listen(listener, 128) < 0) die("listen");
+  /*
+   * Every create sends the reaper a launch and a few host commands (btrfs, nft), all at once: a burst of a hundred
+   * creates is hundreds of connections in one tick of the server's event loop. A full backlog makes connect() fail
+   * with EAGAIN (a failed create), so it holds as many as the kernel allows (net.core.somaxconn caps it).
+   */
+  if (listen(listener, 4096) < 0) die("listen");
 
   /*
    * No daemonizing fork: the reaper stays the child of the server that started it, so stopping it in an orderly
