@@ -1,6 +1,8 @@
 // Code-interpreter benchmarks through the official @e2b/code-interpreter SDK against a real in-process Burrow
 // server, each figure beside a baseline measured in the same run:
 // - create + first runCode('1+1'), cold (no pool), beside a plain create of the base template;
+// - create + first runCode('1+1') from the warm pool (a sandbox waiting with its kernels started; target ≤ 150 ms),
+//   beside a create alone from the same pool;
 // - steady runCode('x += 1') round trip p50 (target ≤ 15 ms), beside the same execute sent straight to a local
 //   ipykernel over ZeroMQ (no HTTP, gateway or sandbox in between);
 // - a matplotlib plot round trip (png + chart data), beside the same plot in the local kernel.
@@ -20,6 +22,7 @@ import { pino } from "pino";
 import { median, report, sample, timeMs } from "./lib/stats.mjs";
 
 const COLD_RUNS = Number(process.env.BENCH_CI_COLD_RUNS ?? 5);
+const POOLED_RUNS = Number(process.env.BENCH_CI_POOLED_RUNS ?? 10);
 const RTT_RUNS = Number(process.env.BENCH_CI_RTT_RUNS ?? 200);
 const PLOT_RUNS = Number(process.env.BENCH_CI_PLOT_RUNS ?? 20);
 
@@ -56,12 +59,10 @@ async function localKernelBaselines() {
   }
 }
 
-export async function runCodeInterpreterBenchmarks() {
-  const stateDir = mkdtempSync("/var/tmp/burrow-bench-ci-");
-  const instance = `c${randomBytes(2).toString("hex")}`;
+async function startBurrow(stateDir, instance, pool) {
   // 10.221/16: away from the test instances (10.200-249), the sandbox (10.222) and template (10.250-254) benchmarks.
   const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance, subnet: "10.221.0.0/16", pool: { template: "base", size: 0 } },
+    config: { stateDir, instance, subnet: "10.221.0.0/16", pool },
     envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
     onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
   });
@@ -72,16 +73,57 @@ export async function runCodeInterpreterBenchmarks() {
   });
   const url = `http://127.0.0.1:${server.port}`;
   const opts = { apiKey: readFileSync(join(stateDir, "api-key"), "utf8").trim(), apiUrl: url, sandboxUrl: url };
+  return { orchestrator, server, opts };
+}
+
+/**
+ * From the pool: the same state directory, restarted with only the code interpreter's pool on (one sandbox waiting
+ * with its kernels started). Each figure waits for the pool to be full again, so every create claims a sandbox.
+ */
+async function pooledBenchmarks(stateDir, instance) {
+  const { orchestrator, server, opts } = await startBurrow(stateDir, instance, { template: "base", size: 0, sizes: { "code-interpreter-v1": 1 } });
+  try {
+    await (await Sandbox.create(opts)).kill(); // puts the template in use: its pool starts filling
+    const createOnly = [];
+    const createAndRun = [];
+    for (let i = 0; i < POOLED_RUNS; i++) {
+      let sandbox;
+      await orchestrator.warmPoolReady();
+      createOnly.push(await timeMs(async () => (sandbox = await Sandbox.create(opts))));
+      await sandbox.kill();
+      await orchestrator.warmPoolReady();
+      createAndRun.push(
+        await timeMs(async () => {
+          sandbox = await Sandbox.create(opts);
+          const execution = await sandbox.runCode("1+1");
+          if (execution.text !== "2") throw new Error(`runCode('1+1') gave ${execution.text}`);
+        }),
+      );
+      await sandbox.kill();
+    }
+    report("create + first runCode('1+1'), pooled, p50", median(createAndRun), "ms", median(createOnly), "create alone, pooled", "≤ 150 ms");
+  } finally {
+    await server.close();
+    await orchestrator.shutdown();
+  }
+}
+
+export async function runCodeInterpreterBenchmarks() {
+  const stateDir = mkdtempSync("/var/tmp/burrow-bench-ci-");
+  const instance = `c${randomBytes(2).toString("hex")}`;
+  const { orchestrator, server, opts } = await startBurrow(stateDir, instance, { template: "base", size: 0, sizes: {} });
+  let stopped = false;
   try {
     process.stdout.write("\n== code interpreter (official @e2b/code-interpreter SDK → Burrow) ==\n");
     process.stderr.write("[bench] building the code-interpreter-v1 template (first use; minutes)\n");
-    // The server drops a connection silent past its idle timeout (5 minutes); the build goes on, so ask again.
+    // The HTTP client gives up on an answer slower than 5 minutes (and a server may drop a silent connection);
+    // the build goes on, so ask again.
     for (let attempt = 1; ; attempt++) {
       try {
         await (await Sandbox.create({ ...opts, requestTimeoutMs: 0 })).kill();
         break;
       } catch (error) {
-        if (attempt >= 3 || error?.cause?.code !== "UND_ERR_SOCKET") throw error;
+        if (attempt >= 4 || !["UND_ERR_SOCKET", "UND_ERR_HEADERS_TIMEOUT"].includes(error?.cause?.code)) throw error;
       }
     }
 
@@ -123,9 +165,15 @@ export async function runCodeInterpreterBenchmarks() {
     } finally {
       await sandbox.kill();
     }
-  } finally {
     await server.close();
     await orchestrator.shutdown();
+    stopped = true;
+    await pooledBenchmarks(stateDir, instance);
+  } finally {
+    if (!stopped) {
+      await server.close();
+      await orchestrator.shutdown();
+    }
     rmSync(stateDir, { recursive: true, force: true });
   }
 }

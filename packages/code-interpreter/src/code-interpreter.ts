@@ -74,8 +74,17 @@ export async function createCodeInterpreter(config: CodeInterpreterConfig, logge
           resolve(server.address() as AddressInfo);
         });
       });
-      // The default contexts start side by side; the server answers (503 on /health) meanwhile.
-      void Promise.all(config.defaultContexts.map((language) => registry.defaultFor(language))).then(
+      // The default contexts start side by side, then get a silent no-op each, and the envd client makes its first
+      // request: a sandbox waiting in the warm pool has paid for all first times before a client's first run. The
+      // server answers (503 on /health) meanwhile.
+      void Promise.all([
+        ...config.defaultContexts.map(async (language) => {
+          const context = await registry.defaultFor(language);
+          // A kernel that dies on a no-op is restarted by its context like any other; the run that follows tells.
+          await context.warmUp().catch((err: unknown) => logger.warn("warming up a default context failed", { language, err }));
+        }),
+        envd?.warmUp(),
+      ]).then(
         () => {
           health = { state: "ready" };
           markReady();

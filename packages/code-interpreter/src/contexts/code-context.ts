@@ -35,6 +35,9 @@ export interface RunOptions {
   sandboxEnv?: Record<string, string> | undefined;
 }
 
+/** A statement that does nothing, per language, for warmUp(). */
+const NO_OP: Record<string, string> = { python: "None", javascript: "undefined", typescript: "undefined", bash: "true" };
+
 /** Kernels that die this soon after starting are not restarted eagerly (a crash loop waits for the next run). */
 const EAGER_RESTART_MIN_UPTIME_MS = 2000;
 
@@ -65,6 +68,22 @@ export class CodeContext {
   /** Start the kernel now (context creation waits for it, so errors surface there). */
   async start(signal?: AbortSignal): Promise<void> {
     await this.#ensureKernel(signal);
+  }
+
+  /**
+   * Send the kernel a silent no-op, so that a client's first run does not pay for the kernel's first message (its
+   * first execute costs a few milliseconds more than the next). Silent: no execution count, no result, no state.
+   */
+  async warmUp(): Promise<void> {
+    const noOp = NO_OP[this.language];
+    if (noOp === undefined) return;
+    const release = await this.#queue.acquire();
+    try {
+      const kernel = await this.#ensureKernel();
+      for await (const event of kernel.execute(noOp, { silent: true })) void event;
+    } finally {
+      release();
+    }
   }
 
   async *run(code: string, opts: RunOptions = {}): AsyncIterable<ExecutionItem> {

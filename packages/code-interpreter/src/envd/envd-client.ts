@@ -28,6 +28,15 @@ export class EnvdClient {
     this.#opts = { cacheMs: 2000, requestTimeoutMs: 5000, ...opts };
   }
 
+  /**
+   * One request whose answer is neither kept nor used: loads the HTTP client's code and opens a kept-alive
+   * connection before a client's first run needs them. Not cached, so that an answer from before a pooled sandbox
+   * is claimed (no token yet) can never stand in for one after.
+   */
+  async warmUp(): Promise<void> {
+    await this.#fetch(undefined).catch(() => undefined);
+  }
+
   async envs(token: string | undefined): Promise<EnvsAnswer> {
     const key = token === undefined ? "" : `t:${token}`;
     const cached = this.#cache.get(key);
