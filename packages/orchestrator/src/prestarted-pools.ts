@@ -12,6 +12,13 @@ import { startTemplateProcess } from "./templates/start-template-process.js";
 import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
 import { WarmPool } from "./warm-pool.js";
 
+/**
+ * How long a refill waits after a claim. Starting a prestarted sandbox is seconds of CPU (kernels, a desktop); begun
+ * at once, it shares a small machine's cores with the claimed sandbox's first runs (on two cores the first
+ * runCode took 15-20 ms longer). The sandbox it replaces took seconds to start anyway.
+ */
+const REFILL_DELAY_MS = 1000;
+
 export interface PrestartedPoolsDeps {
   /** Sandboxes kept ready per template that `sizes` does not name; 0 turns those pools off. */
   size: number;
@@ -27,6 +34,7 @@ export class PrestartedPools {
   /** Pooled sandboxes whose start command ran (and passed its ready check) before they were handed out. */
   private readonly started = new WeakSet<HostedSandbox>();
   private closed = false;
+  private refillTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly deps: PrestartedPoolsDeps) {}
 
@@ -67,8 +75,14 @@ export class PrestartedPools {
     return this.started.has(sandbox);
   }
 
+  /** Refill what claims took, after REFILL_DELAY_MS (waitFull fills at once). */
   fill(): void {
-    for (const { pool } of this.pools.values()) pool.fill();
+    if (this.closed || this.refillTimer) return;
+    this.refillTimer = setTimeout(() => {
+      this.refillTimer = undefined;
+      for (const { pool } of this.pools.values()) pool.fill();
+    }, REFILL_DELAY_MS);
+    this.refillTimer.unref();
   }
 
   async waitFull(signal?: AbortSignal): Promise<void> {
@@ -77,6 +91,7 @@ export class PrestartedPools {
 
   async close(): Promise<void> {
     this.closed = true;
+    clearTimeout(this.refillTimer);
     const pools = [...this.pools.values()];
     this.pools.clear();
     for (const { unfollow } of pools) unfollow();

@@ -47,6 +47,8 @@ export class CodeContext {
   #kernel: Promise<Kernel> | undefined;
   #startedAt = 0;
   #envApplied = new WeakSet<Kernel>();
+  /** The environment each kernel process started with, so that only what differs from it is sent. */
+  readonly #startEnv = new WeakMap<Kernel, Record<string, string>>();
   /** Why the server stopped a kernel (restart, removal, stuck run), for the error its run ends with. */
   readonly #stopReasons = new WeakMap<Kernel, string>();
   #current: Kernel | undefined;
@@ -181,7 +183,11 @@ export class CodeContext {
   async #prepareEnv(kernel: Kernel, opts: RunOptions): Promise<void> {
     if (!this.#envApplied.has(kernel)) {
       this.#envApplied.add(kernel);
-      if (opts.sandboxEnv && Object.keys(opts.sandboxEnv).length > 0) await kernel.setEnv(opts.sandboxEnv);
+      // Only what the kernel does not have already: a kernel that started with the sandbox's variables (the
+      // template's, when the create set none) needs no round trip before its first run.
+      const started = this.#startEnv.get(kernel) ?? {};
+      const changed = Object.entries(opts.sandboxEnv ?? {}).filter(([key, value]) => started[key] !== value);
+      if (changed.length > 0) await kernel.setEnv(Object.fromEntries(changed));
     }
     if (opts.envVars && Object.keys(opts.envVars).length > 0) await kernel.pushEnv(opts.envVars);
   }
@@ -193,9 +199,11 @@ export class CodeContext {
   #ensureKernel(signal?: AbortSignal): Promise<Kernel> {
     if (this.#closed) return Promise.reject(new Error(`context ${this.id} was removed`));
     if (this.#kernel) return this.#kernel;
+    const env = this.#deps.baseEnv();
     const starting = this.#deps
-      .startKernel({ language: this.language, cwd: this.cwd, env: this.#deps.baseEnv(), signal })
+      .startKernel({ language: this.language, cwd: this.cwd, env, signal })
       .then((kernel) => {
+        this.#startEnv.set(kernel, env);
         this.#current = kernel;
         this.#startedAt = Date.now();
         void kernel.exited.then((exit) => {
