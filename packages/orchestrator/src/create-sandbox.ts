@@ -14,7 +14,7 @@ import { BROWSER } from "./templates/browser.js";
 import type { TemplateBuilder } from "./templates/builder/template-builder.js";
 import { CODE_INTERPRETER } from "./templates/code-interpreter.js";
 import { DESKTOP } from "./templates/desktop.js";
-import { ensureMcpGatewayTemplate, isMcpGatewayTemplate } from "./templates/mcp-gateway.js";
+import { MCP_GATEWAY } from "./templates/mcp-gateway.js";
 import { ensureShippedTemplate, isShippedTemplate } from "./templates/shipped-template.js";
 import { startTemplateProcess } from "./templates/start-template-process.js";
 import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
@@ -57,8 +57,7 @@ export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandbox
 /** The template a create names; the shipped code-interpreter, mcp-gateway, desktop and browser are built the first time they are asked for. */
 async function templateFor(deps: CreateSandboxDeps, ref: string, signal?: AbortSignal): Promise<TemplateManifest> {
   const { builder, templates } = deps;
-  if (isMcpGatewayTemplate(ref)) return ensureMcpGatewayTemplate(builder, templates, { signal });
-  const shipped = [DESKTOP, BROWSER, CODE_INTERPRETER].find((template) => isShippedTemplate(template, ref));
+  const shipped = [DESKTOP, BROWSER, CODE_INTERPRETER, MCP_GATEWAY].find((template) => isShippedTemplate(template, ref));
   if (shipped) {
     const manifest = await ensureShippedTemplate(builder, templates, shipped, { signal });
     if (shipped.prestartInPool) deps.pools.usePrestarted(shipped.name);

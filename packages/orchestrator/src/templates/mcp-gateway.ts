@@ -3,10 +3,12 @@
 // template: it runs from the read-only runtime mount (/.burrow/mcp-gateway, with the runtime's node), so templates
 // built on this one get a gateway that matches the server. Built the first time it is asked for.
 import { RUNTIME_MOUNT } from "@burrow/protocol";
+import { DEFAULT_LIMITS } from "../config.js";
 import { runtimeNodeCommand } from "../rootfs/build-runtime-dir.js";
 import type { BuildSpec } from "./builder/build-spec.js";
 import type { BuildLogEntry } from "./builder/build-log.js";
 import type { TemplateBuilder } from "./builder/template-builder.js";
+import { ensureShippedTemplate, type ShippedTemplate, writeFilesStep } from "./shipped-template.js";
 import type { TemplateManifest, TemplateStore } from "./template-store.js";
 
 export const MCP_GATEWAY_TEMPLATE = "mcp-gateway";
@@ -24,18 +26,8 @@ export const MCP_GATEWAY_COMMAND = "/usr/local/bin/mcp-gateway";
 /** Holds a `node` that runs the runtime's node: last on MCP servers' PATH, so a template's own node wins. */
 export const MCP_GATEWAY_NODE_DIR = "/usr/local/lib/mcp-gateway/bin";
 
-export function isMcpGatewayTemplate(ref: string): boolean {
-  return ref.split(":")[0] === MCP_GATEWAY_TEMPLATE;
-}
-
 function script(lines: string[]): string {
   return `#!/bin/sh\n${lines.join("\n")}\n`;
-}
-
-/** A RUN step that writes an executable file (base64, so no quoting can go wrong). */
-function writeExecutable(path: string, content: string): string {
-  const dir = path.slice(0, path.lastIndexOf("/"));
-  return `mkdir -p ${dir} && echo ${Buffer.from(content).toString("base64")} | base64 -d > ${path} && chmod 0755 ${path}`;
 }
 
 export function mcpGatewaySpec(): BuildSpec {
@@ -53,7 +45,10 @@ export function mcpGatewaySpec(): BuildSpec {
     fromTemplate: "base",
     force: false,
     steps: [
-      { type: "RUN", args: [`${writeExecutable(MCP_GATEWAY_COMMAND, gateway)} && ${writeExecutable(`${MCP_GATEWAY_NODE_DIR}/node`, node)}`, "root"], force: false },
+      writeFilesStep([
+        { path: MCP_GATEWAY_COMMAND, content: gateway, mode: "0755" },
+        { path: `${MCP_GATEWAY_NODE_DIR}/node`, content: node, mode: "0755" },
+      ]),
       { type: "USER", args: ["user"], force: false },
       { type: "WORKDIR", args: ["/home/user"], force: false },
       { type: "ENV", args: [MCP_GATEWAY_VERSION_ENV, MCP_GATEWAY_VERSION], force: false },
@@ -61,41 +56,21 @@ export function mcpGatewaySpec(): BuildSpec {
   };
 }
 
-function isCurrent(manifest: TemplateManifest): boolean {
-  return manifest.runtime?.env[MCP_GATEWAY_VERSION_ENV] === MCP_GATEWAY_VERSION;
-}
+/** Built on first use like the other shipped templates, with base's default limits. */
+export const MCP_GATEWAY: ShippedTemplate = {
+  name: MCP_GATEWAY_TEMPLATE,
+  aliases: [],
+  versionEnv: MCP_GATEWAY_VERSION_ENV,
+  version: MCP_GATEWAY_VERSION,
+  limits: { cpuCount: DEFAULT_LIMITS.cpuCount, memoryMB: DEFAULT_LIMITS.memoryMB },
+  spec: mcpGatewaySpec,
+};
 
-/** Concurrent first uses share one build (per builder). */
-const inFlight = new WeakMap<TemplateBuilder, Promise<TemplateManifest>>();
-
-/** Wait for a shared build, giving up (without stopping it) when this caller's signal aborts. */
-function waitFor<T>(work: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (!signal) return work;
-  signal.throwIfAborted();
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
-  });
-}
-
-/**
- * The mcp-gateway template, building it when missing or built from an older definition. The build is shared by
- * every caller and outlives any one of them (a caller that gives up stops waiting, not the build).
- */
-export async function ensureMcpGatewayTemplate(
+/** The mcp-gateway template, building it when missing or built from an older definition (see ensureShippedTemplate). */
+export function ensureMcpGatewayTemplate(
   builder: TemplateBuilder,
   store: TemplateStore,
   opts: { onLog?: (entry: BuildLogEntry) => void; signal?: AbortSignal | undefined } = {},
 ): Promise<TemplateManifest> {
-  const existing = store.resolve(MCP_GATEWAY_TEMPLATE);
-  if (existing && isCurrent(existing)) return existing;
-  const running = inFlight.get(builder);
-  if (running) return waitFor(running, opts.signal);
-  const build = builder
-    .buildAndWait(MCP_GATEWAY_TEMPLATE, mcpGatewaySpec(), opts.onLog ? { onLog: opts.onLog } : {})
-    .finally(() => inFlight.delete(builder));
-  build.catch(() => undefined);
-  inFlight.set(builder, build);
-  return waitFor(build, opts.signal);
+  return ensureShippedTemplate(builder, store, MCP_GATEWAY, opts);
 }
