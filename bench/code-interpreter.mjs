@@ -9,16 +9,12 @@
 // The first create builds the code-interpreter-v1 template (minutes, measured by templates.mjs); it is not timed.
 // The local baseline needs Debian's python3-ipykernel on this machine; without it those baselines are left out.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
 import { Sandbox } from "@e2b/code-interpreter";
 import { Sandbox as BaseSandbox } from "e2b";
 import { startLocalKernel } from "@burrow/code-interpreter";
 import { codeInterpreterRuntimeFiles } from "@burrow/code-interpreter/runtime-files";
-import { envdRuntimeFiles } from "@burrow/envd";
-import { LocalOrchestrator } from "@burrow/orchestrator";
-import { startServer } from "@burrow/server";
-import { pino } from "pino";
+import { startBurrow as startBenchBurrow } from "./lib/burrow.mjs";
 import { median, report, sample, timeMs } from "./lib/stats.mjs";
 
 const COLD_RUNS = Number(process.env.BENCH_CI_COLD_RUNS ?? 5);
@@ -59,21 +55,9 @@ async function localKernelBaselines() {
   }
 }
 
-async function startBurrow(stateDir, instance, pool) {
-  // 10.221/16: away from the test instances (10.200-249), the sandbox (10.222) and template (10.250-254) benchmarks.
-  const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance, subnet: "10.221.0.0/16", pool },
-    envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles()] },
-    onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
-  });
-  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, {
-    orchestrator,
-    templates: orchestrator.templateBuilder,
-    logger: pino({ level: "warn" }),
-  });
-  const url = `http://127.0.0.1:${server.port}`;
-  const opts = { apiKey: readFileSync(join(stateDir, "api-key"), "utf8").trim(), apiUrl: url, sandboxUrl: url };
-  return { orchestrator, server, opts };
+/** 10.221/16: away from the test instances (10.200-249), the sandbox (10.222) and template (10.250-254) benchmarks. */
+function startBurrow(stateDir, instance, pool) {
+  return startBenchBurrow({ stateDir, instance, subnet: "10.221.0.0/16", pool, programs: [codeInterpreterRuntimeFiles()] });
 }
 
 /**

@@ -7,42 +7,19 @@
 // - memory of an idle desktop sandbox (its cgroup, less page cache), beside an idle base sandbox.
 // The first create builds the desktop template (minutes; its time is printed, not part of any figure).
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { mkdtempSync, rmSync } from "node:fs";
 import { Sandbox } from "@e2b/desktop";
 import { Sandbox as BaseSandbox } from "e2b";
-import { envdRuntimeFiles } from "@burrow/envd";
-import { LocalOrchestrator } from "@burrow/orchestrator";
-import { startServer } from "@burrow/server";
-import { pino } from "pino";
+import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, report, sample, timeMs } from "./lib/stats.mjs";
+
+// 10.220/16: away from the test instances (10.200-249) and the other benchmarks (10.221, 10.222, 10.250-254).
+const DESKTOP_SUBNET = "10.220.0.0/16";
 
 const CREATE_RUNS = Number(process.env.BENCH_DESKTOP_CREATE_RUNS ?? 5);
 const SHOT_RUNS = Number(process.env.BENCH_DESKTOP_SHOT_RUNS ?? 30);
 /** How long a sandbox sits before its memory is read. */
 const IDLE_MS = Number(process.env.BENCH_DESKTOP_IDLE_MS ?? 15_000);
-
-async function startBurrow(stateDir, instance, poolSize) {
-  // 10.220/16: away from the test instances (10.200-249) and the other benchmarks (10.221, 10.222, 10.250-254).
-  const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance, subnet: "10.220.0.0/16", pool: { template: "base", size: poolSize } },
-    envd: envdRuntimeFiles(),
-    onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
-  });
-  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, {
-    orchestrator,
-    templates: orchestrator.templateBuilder,
-    logger: pino({ level: "warn" }),
-  });
-  const url = `http://127.0.0.1:${server.port}`;
-  const opts = { apiKey: readFileSync(join(stateDir, "api-key"), "utf8").trim(), apiUrl: url, sandboxUrl: url };
-  return { orchestrator, server, opts };
-}
-
-async function stopBurrow(burrow) {
-  await burrow.server.close();
-  await burrow.orchestrator.shutdown();
-}
 
 /** Time create + first screenshot (or a first command for the base template), then kill. */
 async function createToFirstScreenshot(opts) {
@@ -92,7 +69,7 @@ export async function runDesktopBenchmarks() {
   process.stdout.write("\n== desktop (official @e2b/desktop SDK → Burrow) ==\n");
   try {
     // Cold: no pool at all.
-    let burrow = await startBurrow(stateDir, instance, 0);
+    let burrow = await startBurrow({ stateDir, instance, subnet: DESKTOP_SUBNET, pool: { template: "base", size: 0 } });
     try {
       process.stderr.write("[bench] building the desktop template (first use; minutes)\n");
       const build = await timeMs(async () => {
@@ -139,7 +116,7 @@ export async function runDesktopBenchmarks() {
     }
 
     // From the pool: the same state directory, now with the warm pool on (base sandboxes and one desktop).
-    burrow = await startBurrow(stateDir, instance, 1);
+    burrow = await startBurrow({ stateDir, instance, subnet: DESKTOP_SUBNET, pool: { template: "base", size: 1 } });
     try {
       await (await Sandbox.create(burrow.opts)).kill(); // puts the desktop template in use: its pool starts
       const basePooled = [];

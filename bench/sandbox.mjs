@@ -6,10 +6,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync, readFileSync as readS
 import { cpus } from "node:os";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
-import { envdRuntimeFiles } from "@burrow/envd";
-import { LocalOrchestrator } from "@burrow/orchestrator";
-import { startServer } from "@burrow/server";
-import { pino } from "pino";
+import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, percentile, report, sample, timeMs } from "./lib/stats.mjs";
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 20);
@@ -36,27 +33,10 @@ function memAvailableBytes() {
   return Number(line.split(/\s+/)[1]) * 1024;
 }
 
-async function startBurrow(stateDir, instance, subnet, poolSize) {
-  const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance, subnet, pool: { template: "base", size: poolSize } },
-    envd: envdRuntimeFiles(),
-    onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
-  });
-  const server = await startServer({ host: "127.0.0.1", port: 0, stateDir }, { orchestrator, templates: orchestrator.templateBuilder, logger: pino({ level: "warn" }) });
-  const url = `http://127.0.0.1:${server.port}`;
-  const apiKey = readFileSync(join(stateDir, "api-key"), "utf8").trim();
-  return { orchestrator, server, opts: { apiKey, apiUrl: url, sandboxUrl: url } };
-}
-
-async function stopBurrow(burrow) {
-  await burrow.server.close();
-  await burrow.orchestrator.shutdown();
-}
-
 export async function runSandboxBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-");
   const instance = `b${randomBytes(2).toString("hex")}`;
-  const burrow = await startBurrow(stateDir, instance, "10.222.0.0/16", 0);
+  const burrow = await startBurrow({ stateDir, instance, subnet: "10.222.0.0/16", pool: { template: "base", size: 0 } });
   const { opts } = burrow;
   try {
     process.stdout.write("\n== sandboxes (official e2b SDK → Burrow) ==\n");
@@ -147,7 +127,7 @@ export async function runSandboxBenchmarks() {
   }
 
   // Warm pool: a fresh server with a pool; each create claims a ready sandbox.
-  const warmBurrow = await startBurrow(stateDir, instance, "10.222.0.0/16", POOL_SIZE);
+  const warmBurrow = await startBurrow({ stateDir, instance, subnet: "10.222.0.0/16", pool: { template: "base", size: POOL_SIZE } });
   try {
     await warmBurrow.orchestrator.warmPoolReady();
     const warm = [];
