@@ -88,8 +88,10 @@ describe("a sandbox answering the gateway with invalid HTTP", () => {
     const badStatus = "HTTP/1.1 042 X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
     await startResponder(sandbox, ENVD_PORT, ["--replace-envd", "--default", base64url(badStatus)]);
     // envd is killed a second after the command returns; the responder then holds the port against its restarts.
+    // Between the two the port is closed, which is a 502 too ("port is not open"): wait for the responder's answer.
+    const fromResponder = (a: { status: number; body: string }) => a.status === 502 && a.body.includes("invalid HTTP response");
     let answer = await viaGateway(server.url, sandbox.sandboxId, ENVD_PORT, "/health");
-    for (let i = 0; i < 100 && answer.status !== 502; i++) {
+    for (let i = 0; i < 100 && !fromResponder(answer); i++) {
       await new Promise((r) => setTimeout(r, 100));
       answer = await viaGateway(server.url, sandbox.sandboxId, ENVD_PORT, "/health");
     }

@@ -11,9 +11,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
@@ -141,6 +143,36 @@ static int add_default_route(int nl, const struct net_config *nc) {
   return talk(nl, &r);
 }
 
+/* A permanent ARP entry: `addr` is at `mac` on `ifindex`. Both ends of a sandbox's link know each other's MAC
+ * from the start (the orchestrator derives them from the addresses), so neither ever has to ask. Resolved
+ * entries would also do, but the kernel's ARP table is one for all namespaces: past gc_thresh3 (1,024 by
+ * default) entries, i.e. about 500 sandboxes, new resolutions fail and connections to idle sandboxes end in
+ * EHOSTUNREACH. Permanent entries are outside that count and are never collected. The bridge must have a
+ * fixed MAC (the network manager gives it one); a bridge without takes its ports' and changes it. */
+static int add_neighbour(int nl, int ifindex, struct in_addr addr, const unsigned char mac[6]) {
+  struct request r;
+  struct ndmsg nd = {.ndm_family = AF_INET, .ndm_ifindex = ifindex, .ndm_state = NUD_PERMANENT};
+  start(&r, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &nd, sizeof nd);
+  put(&r, NDA_DST, &addr, sizeof addr);
+  put(&r, NDA_LLADDR, mac, 6);
+  return talk(nl, &r);
+}
+
+/* The MAC of a link in the current namespace. */
+static int link_mac(const char *ifname, unsigned char mac[6]) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  struct ifreq ifr;
+  memset(&ifr, 0, sizeof ifr);
+  strncpy(ifr.ifr_name, ifname, IFNAMSIZ - 1);
+  int rc = ioctl(fd, SIOCGIFHWADDR, &ifr);
+  int saved = errno;
+  close(fd);
+  errno = saved;
+  if (rc == 0) memcpy(mac, ifr.ifr_hwaddr.sa_data, 6);
+  return rc;
+}
+
 /* 1 into a sysctl of the current network namespace; a kernel without IPv6 has none of these files. */
 static int disable_ipv6(const char *ifname) {
   char path[96];
@@ -167,7 +199,7 @@ static int route_socket(void) { return socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXE
 
 /* Inside the sandbox's namespace (we are in it): IPv6 off (lo keeps ::1), eth0 with its peer in host_ns,
  * address, up, default route. */
-static int plumb_inside(const struct net_config *nc, int host_ns, char *err, size_t errlen) {
+static int plumb_inside(const struct net_config *nc, int host_ns, const unsigned char gateway_mac[6], char *err, size_t errlen) {
   int rc = -1, nl = -1;
   /* Before eth0 exists: a new interface takes the namespace's defaults, so eth0 never gets IPv6 at all. */
   if (disable_ipv6("default")) FAIL("disable IPv6 in the sandbox");
@@ -180,6 +212,7 @@ static int plumb_inside(const struct net_config *nc, int host_ns, char *err, siz
   if (add_address(nl, eth0, nc)) FAIL("address eth0");
   if (set_link(nl, eth0, 0)) FAIL("bring eth0 up");
   if (add_default_route(nl, nc)) FAIL("default route");
+  if (add_neighbour(nl, eth0, nc->gateway, gateway_mac)) FAIL("neighbour entry for the gateway");
   /* The launcher's sandbox child brings lo up itself; a namespace made elsewhere may not have. */
   int lo = (int)if_nametoindex("lo");
   if (!lo || set_link(nl, lo, 0)) FAIL("bring lo up");
@@ -199,6 +232,7 @@ static int plumb_host(const struct net_config *nc, char *err, size_t errlen) {
   if (!bridge) FAIL("find bridge %s", nc->bridge);
   if (no_addrgen(nl, veth)) FAIL("addrgenmode none on %s", nc->veth);
   if (set_link(nl, veth, bridge)) FAIL("put %s on %s", nc->veth, nc->bridge);
+  if (add_neighbour(nl, bridge, nc->addr, nc->mac)) FAIL("neighbour entry on %s", nc->bridge);
   rc = 0;
 out:
   if (nl >= 0) close(nl);
@@ -207,6 +241,11 @@ out:
 
 int net_plumb(const struct net_config *nc, int sandbox_ns, char *err, size_t errlen) {
   int rc = -1;
+  unsigned char gateway_mac[6];
+  if (link_mac(nc->bridge, gateway_mac)) {
+    snprintf(err, errlen, "read the MAC of bridge %s: %s", nc->bridge, strerror(errno));
+    return -1;
+  }
   int host_ns = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
   if (host_ns < 0) {
     snprintf(err, errlen, "open own network namespace: %s", strerror(errno));
@@ -217,7 +256,7 @@ int net_plumb(const struct net_config *nc, int sandbox_ns, char *err, size_t err
     close(host_ns);
     return -1;
   }
-  int inside = plumb_inside(nc, host_ns, err, errlen);
+  int inside = plumb_inside(nc, host_ns, gateway_mac, err, errlen);
   if (setns(host_ns, CLONE_NEWNET)) {
     /* Nothing sensible can run in the wrong namespace: the caller must give up. */
     snprintf(err, errlen, "return to the host's network namespace: %s", strerror(errno));

@@ -207,7 +207,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       const lease = leaseOfVeth(this.#names, ifname);
       if (lease !== undefined && !this.#pool.has(lease)) orphans.push({ ifname, lease });
     }
-    await deleteLinks(this.#exec, orphans.map((o) => o.ifname), signal);
+    const neighbours = orphans.map((o) => `neigh del ${this.#pool.address(o.lease)} dev ${this.#names.bridge}`);
+    await deleteLinks(this.#exec, orphans.map((o) => o.ifname), signal, neighbours);
     await this.#dropStaleElements(signal);
     for (const o of orphans) this.#opts.logger?.info(`reaped orphaned veth ${o.ifname}`);
     return orphans.map((o) => o.ifname);
@@ -249,7 +250,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   /** Idempotent: the veth may already be gone (its netns died with the sandbox). */
   async #release(a: Attachment, signal?: AbortSignal): Promise<void> {
     if (a.released) return;
-    await deleteLinks(this.#exec, [a.binding.hostVeth], signal);
+    // The launcher's permanent ARP entry for the address lives on the bridge, not the veth: it outlives the link.
+    await deleteLinks(this.#exec, [a.binding.hostVeth], signal, [`neigh del ${a.binding.ip} dev ${this.#names.bridge}`]);
     await this.#exec("nft", ["-f", "-"], { input: unbindScript(this.#names, a.binding), signal });
     a.released = true;
     this.#attachments.delete(a.sandboxId);
@@ -308,10 +310,11 @@ function setElements(json: string, setName: string): unknown[] {
  * Delete links that exist. A veth disappears by itself when its sandbox's netns dies, possibly between
  * our look and the delete; `-force` carries on past that, and only links still present count as failure.
  */
-async function deleteLinks(run: Exec, ifnames: readonly string[], signal?: AbortSignal): Promise<void> {
+async function deleteLinks(run: Exec, ifnames: readonly string[], signal?: AbortSignal, alsoTry: readonly string[] = []): Promise<void> {
   const present = ifnames.filter((n) => existsSync(`${SYS_NET}/${n}`));
-  if (present.length === 0) return;
-  const batch = present.map((n) => `link del ${n}`).join("\n");
+  if (present.length === 0 && alsoTry.length === 0) return;
+  // `alsoTry`: more `ip` batch lines in the same process, whose failure (nothing to delete) is no failure.
+  const batch = [...present.map((n) => `link del ${n}`), ...alsoTry].join("\n");
   try {
     await run("ip", ["-force", "-batch", "-"], { input: `${batch}\n`, signal });
   } catch (e) {
