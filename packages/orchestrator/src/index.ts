@@ -3,6 +3,8 @@ export type {
   Orchestrator,
   SandboxRecord,
   SandboxState,
+  PauseKind,
+  SandboxLifecycleEvent,
   TemplateInfo,
   CreateSandboxOptions,
   SandboxMetricSample,

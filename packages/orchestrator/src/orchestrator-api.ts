@@ -4,6 +4,26 @@ import type { SandboxLimits } from "./types.js";
 
 export type SandboxState = "running" | "paused";
 
+/**
+ * How a paused sandbox is paused. "memory": its processes are frozen where they are, with their memory, network
+ * namespace and cgroups (resume continues them). "filesystem": its processes ended and everything but its files and
+ * its address was released (resume cold-boots it: init, envd and the template's start command run again, with a
+ * new boot id). A memory pause becomes a filesystem pause past an age limit or when its processes did not survive
+ * a host reboot.
+ */
+export type PauseKind = "memory" | "filesystem";
+
+/** Something that happened to a sandbox without a caller asking for it, for the control plane to record and publish. */
+export type SandboxLifecycleEvent = {
+  type: "pause_converted";
+  sandboxId: string;
+  from: "memory";
+  to: "filesystem";
+  /** "age": paused with memory longer than the limit; "host_restart": its processes were gone at start. */
+  reason: "age" | "host_restart";
+  at: Date;
+};
+
 /** A template as the control plane sees it: an id, its names and the defaults sandboxes inherit. */
 export interface TemplateInfo {
   templateId: string;
@@ -22,8 +42,12 @@ export interface SandboxRecord {
   limits: SandboxLimits;
   allowInternetAccess: boolean;
   startedAt: Date;
-  /** "paused" while its processes are frozen (pauseSandbox); paused sandboxes stay until killed. */
+  /** "paused" while paused (pauseSandbox); paused sandboxes stay until killed. */
   state: SandboxState;
+  /** While paused: how, and since when. */
+  pause?: { kind: PauseKind; since: Date };
+  /** The sandbox's /proc/sys/kernel/random/boot_id: new at every (cold) boot, kept by a memory pause and resume. */
+  bootId?: string;
 }
 
 export interface CreateSandboxOptions {
@@ -120,13 +144,21 @@ export interface Orchestrator {
   /** Create a sandbox (from the warm pool when one is ready) and return when envd answers. */
   createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord>;
   /**
-   * Pause a sandbox with its memory kept: every process is frozen where it is, the network address and the
-   * writable layer stay. Idempotent (pausing a paused sandbox resolves its record); undefined when unknown.
+   * Pause a sandbox. With memory (the default) every process is frozen where it is, the network address and the
+   * writable layer stay; `memory: false` is a filesystem pause (see PauseKind), and converts a memory-paused one.
+   * Idempotent (pausing a paused sandbox the same way resolves its record); undefined when unknown.
    * Optional: an orchestrator that cannot pause leaves it out and the control plane answers "not supported".
    */
-  pauseSandbox?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
-  /** Resume a paused sandbox where it stopped. Idempotent (a running one resolves its record); undefined when unknown. */
-  resumeSandbox?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  pauseSandbox?(sandboxId: string, opts?: { memory?: boolean; signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /**
+   * Resume a paused sandbox: a memory pause continues where it stopped, a filesystem pause cold-boots (same id,
+   * address, envd token and env vars; the template's start command runs again). `memory: false` cold-boots a
+   * memory-paused sandbox too (E2B's `onResume: 'reboot'`). Idempotent (a running one resolves its record);
+   * undefined when unknown.
+   */
+  resumeSandbox?(sandboxId: string, opts?: { memory?: boolean; signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /** Events the orchestrator decided on its own (pause conversions). Returns an unsubscribe function. */
+  onSandboxLifecycleEvent?(listener: (event: SandboxLifecycleEvent) => void): () => void;
   /**
    * Snapshot a sandbox's files into a new template (see SnapshotInfo): the sandbox is frozen while its writable
    * layer is copied (reflinks) and thawed after; a paused sandbox stays paused. Undefined when the sandbox is unknown.
