@@ -1,5 +1,5 @@
-// Wire contracts shared by every Burrow package: generated envd protobuf code, protocol constants and the one
-// error type with its code set.
+// Wire contracts shared by every Burrow package: generated envd protobuf code, protocol constants, E2B's template
+// build shapes and the one error type with its code set.
 export * as processPb from "./gen/process/process_pb.js";
 export * as filesystemPb from "./gen/filesystem/filesystem_pb.js";
 export { Process } from "./gen/process/process_pb.js";
@@ -25,3 +25,15 @@ export {
   httpStatusFromCode,
   type BurrowErrorInit,
 } from "./errors/index.js";
+export type {
+  BuildStatus,
+  BuildLogLevel,
+  BuildLogEntry,
+  BuildStatusReason,
+  RequestedBuild,
+  BuildStatusPage,
+  TemplateSummary,
+  TemplateBuildSummary,
+  TemplateWithBuilds,
+  TemplateTag,
+} from "./template-builds.js";

@@ -1,7 +1,7 @@
 // Template builds: the builder, its bases, Dockerfiles, start commands and shipped definitions.
 export { TemplateBuilder, type TemplateBuilderDeps } from "./builder/template-builder.js";
 export type { BuildStatus, BuildStatusReason, BuildCounters, RequestBuildInput } from "./builder/build-registry.js";
-export type { BuildStatusPage, RequestedBuild, TemplateSummary } from "./builder/build-views.js";
+export type { BuildStatusPage, RequestedBuild, TemplateSummary } from "@burrow/protocol";
 export { parseBuildSpec, type BuildSpec, type BuildStep, type StepType } from "./builder/build-spec.js";
 export type { BuildLogEntry, BuildLogLevel } from "./builder/build-log.js";
 export { TemplateBuildError } from "./builder/template-build-error.js";

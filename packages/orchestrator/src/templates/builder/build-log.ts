@@ -1,13 +1,8 @@
 // The log of one build: entries with timestamps, levels and step numbers, read in pages by offset the way the
 // SDK polls (it adds the number of returned entries to its offset, and stops after an empty page).
-export type BuildLogLevel = "debug" | "info" | "warn" | "error";
+import type { BuildLogEntry, BuildLogLevel } from "@burrow/protocol";
 
-export interface BuildLogEntry {
-  timestamp: string;
-  level: BuildLogLevel;
-  message: string;
-  step?: string | undefined;
-}
+export type { BuildLogEntry, BuildLogLevel };
 
 /** Entries per status page; infra returns at most 100 and the SDK relies on a cap to drain. */
 export const LOG_PAGE_SIZE = 100;

@@ -1,22 +1,15 @@
 // The builds this process knows: requested, running and recently finished ones (the newest finished are kept for
 // their status and logs), and the names reserved by first builds that have not published their template yet.
-import { Code } from "@burrow/protocol";
+import { Code, type BuildStatus, type BuildStatusReason } from "@burrow/protocol";
 import { randomId } from "../../ids.js";
 import type { SandboxLimits } from "../../types.js";
 import { isUuid, newBuildId } from "../build-ids.js";
 import type { TemplateManifest, TemplateStore } from "../template-store.js";
 import { BuildLog } from "./build-log.js";
-import type { BuildLogEntry } from "./build-log.js";
 import { TemplateBuildError } from "./template-build-error.js";
 import { checkTag, DEFAULT_TAG, parseTemplateName } from "./template-names.js";
 
-export type BuildStatus = "waiting" | "building" | "ready" | "error";
-
-export interface BuildStatusReason {
-  message: string;
-  step?: string | undefined;
-  logEntries?: BuildLogEntry[];
-}
+export type { BuildStatus, BuildStatusReason } from "@burrow/protocol";
 
 /** What a build did, for tests and benchmarks. */
 export interface BuildCounters {

@@ -1,63 +1,19 @@
 // What the builder answers in the field names of E2B's template REST API (buildID, templateID, logEntries, …): a
 // build's status with a page of its log, the template list, a template with its builds, a template's tags. The
-// server's template routes send them as they are; its TemplateBuildService declares the same shapes structurally.
+// shapes are @burrow/protocol's; the server's template routes send them as they are.
+import type {
+  BuildStatusPage,
+  RequestedBuild,
+  TemplateBuildSummary,
+  TemplateSummary,
+  TemplateTag,
+  TemplateWithBuilds,
+} from "@burrow/protocol";
 import type { SandboxLimits } from "../../types.js";
 import { wireBuildId } from "../build-ids.js";
 import type { TemplateManifest } from "../template-store.js";
-import { LOG_PAGE_SIZE, type BuildLogEntry } from "./build-log.js";
-import type { BuildRecord, BuildStatus, BuildStatusReason } from "./build-registry.js";
-
-/** POST /v3/templates. */
-export interface RequestedBuild {
-  templateID: string;
-  buildID: string;
-  names: string[];
-  tags: string[];
-  aliases: string[];
-  public: boolean;
-}
-
-/** GET …/builds/{id}/status. */
-export interface BuildStatusPage {
-  buildID: string;
-  templateID: string;
-  status: BuildStatus;
-  logEntries: BuildLogEntry[];
-  logs: string[];
-  reason?: BuildStatusReason | undefined;
-}
-
-export interface TemplateSummary {
-  templateId: string;
-  aliases: string[];
-  buildId?: string | undefined;
-  tags: string[];
-  createdAt: string;
-  cpuCount: number;
-  memoryMB: number;
-  buildStatus: BuildStatus;
-}
-
-/** One build in GET /templates/{templateID} (`TemplateBuild`). */
-export interface TemplateBuildSummary {
-  buildID: string;
-  status: BuildStatus;
-  createdAt: string;
-  updatedAt: string;
-  finishedAt?: string | undefined;
-  cpuCount: number;
-  memoryMB: number;
-}
-
-/** GET /templates/{templateID}: a template and its builds, newest first (`TemplateWithBuilds`). */
-export interface TemplateWithBuilds {
-  templateID: string;
-  aliases: string[];
-  names: string[];
-  createdAt: string;
-  updatedAt: string;
-  builds: TemplateBuildSummary[];
-}
+import { LOG_PAGE_SIZE } from "./build-log.js";
+import type { BuildRecord } from "./build-registry.js";
 
 export function requestedBuild(record: BuildRecord): RequestedBuild {
   return { templateID: record.templateId, buildID: record.buildId, names: [record.name], tags: record.tags, aliases: [record.name], public: false };
@@ -90,7 +46,7 @@ export function templateSummaries(manifests: TemplateManifest[]): TemplateSummar
 }
 
 /** Tags of a template: `[{tag, buildID, createdAt}]`. */
-export function templateTags(manifest: TemplateManifest): { tag: string; buildID: string; createdAt: string }[] {
+export function templateTags(manifest: TemplateManifest): TemplateTag[] {
   return Object.entries(manifest.tags ?? {}).map(([tag, buildID]) => ({
     tag,
     buildID: wireBuildId(buildID),

@@ -5,7 +5,7 @@
 // build-uploads.ts, layer garbage collection in layer-collector.ts, and its answers in E2B's shapes in build-views.ts.
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { Code } from "@burrow/protocol";
+import { Code, type BuildStatusPage, type RequestedBuild, type TemplateSummary, type TemplateWithBuilds } from "@burrow/protocol";
 import type { OrchestratorConfig } from "../../config.js";
 import type { Logger } from "../../logger.js";
 import type { SandboxHost } from "../../sandbox-host.js";
@@ -20,10 +20,6 @@ import {
   templateSummaries,
   templateTags,
   templateWithBuilds,
-  type BuildStatusPage,
-  type RequestedBuild,
-  type TemplateSummary,
-  type TemplateWithBuilds,
 } from "./build-views.js";
 import { LayerCollector } from "./layer-collector.js";
 import { ManifestUpdates, requireTemplate } from "./manifest-updates.js";
