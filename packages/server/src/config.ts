@@ -120,7 +120,10 @@ export interface AdmissionConfig {
   readonly minFreeDiskMB: number;
   /** Template builds running at once. @default 4 (env BURROW_MAX_CONCURRENT_BUILDS) */
   readonly maxConcurrentBuilds: number;
-  /** A sandbox paused longer than this is killed as if it had timed out. @default 2592000 (30 days) (env BURROW_MAX_PAUSED_SEC) */
+  /**
+   * A sandbox paused longer than this is killed as if it had timed out; 0 is no limit (paused sandboxes stay until
+   * killed, as in E2B). @default 0 (env BURROW_MAX_PAUSED_SEC)
+   */
   readonly maxPausedSec: number;
   /**
    * Disk space the snapshots of one owner (an API key) may hold together, the hidden snapshot a fork starts from
@@ -138,7 +141,7 @@ export const DEFAULT_ADMISSION: AdmissionConfig = Object.freeze({
   minAvailableMemoryMB: 512,
   minFreeDiskMB: 2048,
   maxConcurrentBuilds: 4,
-  maxPausedSec: 30 * 86_400,
+  maxPausedSec: 0,
   snapshotQuotaMB: 20_480,
   maxSnapshotsPerSandbox: 32,
 });
@@ -163,7 +166,7 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
       if (!Number.isFinite(setting.value) || setting.value <= 0) throw configError(`${setting.name} must be a positive number, got ${setting.shown}`);
       out[key] = setting.value;
     } else {
-      out[key] = positiveInt(setting, { allowZero: key === "minAvailableMemoryMB" || key === "minFreeDiskMB" });
+      out[key] = positiveInt(setting, { allowZero: key === "minAvailableMemoryMB" || key === "minFreeDiskMB" || key === "maxPausedSec" });
     }
   }
   return Object.freeze(out as unknown as AdmissionConfig);

@@ -133,7 +133,8 @@ describe("admission config", () => {
     expect(cfg.admission).toEqual(DEFAULT_ADMISSION);
     expect(cfg.admission.maxSandboxes).toBeGreaterThanOrEqual(1000);
     expect(1000 * 512).toBeLessThanOrEqual(cfg.admission.memoryOvercommit * 24_000);
-    expect(cfg.admission.maxPausedSec).toBe(30 * 86_400);
+    // Paused sandboxes stay until killed unless the operator sets a maximum.
+    expect(cfg.admission.maxPausedSec).toBe(0);
     expect(cfg.admission.snapshotQuotaMB).toBe(20_480);
     expect(cfg.admission.maxSnapshotsPerSandbox).toBe(32);
   });

@@ -64,7 +64,7 @@ describe("create", () => {
     expect(await create({ templateID: "base", timeout: 10 ** 7 })).toMatchObject({ res: { status: 400 }, body: { code: 400 } });
     expect(await create({ templateID: "base", timeout: -1 })).toMatchObject({ res: { status: 400 }, body: { code: 400 } });
     expect(await create({})).toMatchObject({ res: { status: 400 }, body: { code: 400 } });
-    expect(await create({ templateID: "base", autoPause: true })).toMatchObject({ res: { status: 501 }, body: { code: 501 } });
+    expect(await create({ templateID: "base", autoPause: "yes" })).toMatchObject({ res: { status: 400 }, body: { code: 400 } });
     expect(await create({ templateID: "base", network: { denyOut: ["0.0.0.0/0"] } })).toMatchObject({ res: { status: 501 } });
     expect(t.stub.sandboxes.size).toBe(0);
   });

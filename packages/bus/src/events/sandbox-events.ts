@@ -12,7 +12,9 @@ import { sandboxEventStreamLimits, type SandboxEventStreamLimits } from "./event
 export const SANDBOX_EVENT_STREAM = "BURROW_SANDBOX_EVENTS";
 export const SANDBOX_EVENT_SUBJECTS = ["sbx.>"];
 
-export type LifecycleEventType = "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed";
+/** `pause_converted`: a memory pause became a filesystem pause on its own (its age, or a host restart). */
+export type LifecycleEventType =
+  | "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed" | "pause_converted";
 export type ProcessEventType = "started" | "output" | "exited";
 /** `overflow`: changes were dropped to keep a flood bounded; `dropped` says how many, `path` is the latest of them. */
 export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod" | "overflow";
@@ -34,6 +36,14 @@ export interface LifecycleEvent extends EventBase {
   children?: string[];
   /** forked/resumed from this sandbox or snapshot. */
   parentId?: string;
+  /**
+   * Why, when the control plane knows: killed/timed_out `api`, `timeout`, `crashed`, `lost`, `orchestrator`;
+   * paused `api` or `timeout` (an auto-pause); resumed `api` (connect) or `auto_resume` (traffic);
+   * pause_converted `age` or `host_restart`.
+   */
+  reason?: string;
+  /** paused, pause_converted: how the sandbox is paused now (`memory`: frozen; `filesystem`: only its files kept). */
+  pauseKind?: "memory" | "filesystem";
 }
 
 export interface ProcessEvent extends EventBase {

@@ -71,6 +71,7 @@ export const sandboxDetailSchema = {
     allowInternetAccess: { type: ["boolean", "null"] },
     lifecycle: {
       type: "object",
+      required: ["onTimeout", "autoResume"],
       properties: { onTimeout: { type: "string", enum: ["kill", "pause"] }, autoResume: { type: "boolean" } },
     },
   },
@@ -107,9 +108,13 @@ export const newSandboxSchema = {
     mcp: { type: ["object", "null"] },
     network: { type: "object" },
     iam: { type: "object" },
-    autoPause: { type: "boolean" },
-    autoPauseMemory: { type: "boolean" },
-    autoResume: { type: "object", properties: { enabled: { type: "boolean" } } },
+    autoPause: { type: "boolean", description: "pause instead of kill at the timeout (SDK lifecycle.onTimeout 'pause')" },
+    autoPauseMemory: { type: "boolean", description: "with autoPause: keep memory (default) or pause filesystem-only" },
+    autoResume: {
+      type: "object",
+      required: ["enabled"],
+      properties: { enabled: { type: "boolean", description: "the first request routed to the paused sandbox resumes it" } },
+    },
     volumeMounts: { type: "array", items: { type: "object" } },
   },
 } as const;

@@ -9,7 +9,7 @@ import type { TaskInput, TriggerRuleInput } from "../bus/trigger-service.js";
 type Obj = Record<string, unknown>;
 
 const EVENT_TYPES: Record<string, readonly string[]> = {
-  lifecycle: ["created", "paused", "resumed", "snapshotted", "forked", "timed_out", "killed"],
+  lifecycle: ["created", "paused", "resumed", "snapshotted", "forked", "timed_out", "killed", "pause_converted"],
   proc: ["started", "output", "exited"],
   fs: ["create", "write", "remove", "rename", "chmod"],
   code: ["started", "stdout", "stderr", "result", "error", "end"],

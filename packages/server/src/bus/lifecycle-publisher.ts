@@ -1,6 +1,8 @@
 // Sandbox lifecycle events onto the bus, on the subjects of @burrow/bus (`sbx.<template>.<sandbox>.lifecycle.<type>`)
 // and into its durable event stream, so triggers and agents that were down still see them. Every lifecycle type the
-// control plane emits (created, paused, resumed, killed, timed_out) is one of the bus's lifecycle types.
+// control plane emits (created, paused, resumed, killed, timed_out, pause_converted) is one of the bus's lifecycle
+// types. Why it happened (`reason`: an auto-pause at the timeout, an auto-resume by traffic…) and how a paused
+// sandbox is paused (`pauseKind`) travel in the payload.
 import { publishSandboxEvent, type Bus } from "@burrow/bus";
 import type { Logger } from "pino";
 import type { LifecycleEventType } from "@burrow/bus";
@@ -13,6 +15,7 @@ const BUS_TYPE: { [K in SandboxLifecycleEventType]: LifecycleEventType } = {
   resumed: "resumed",
   killed: "killed",
   timed_out: "timed_out",
+  pause_converted: "pause_converted",
 };
 
 export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: Logger): () => void {
@@ -26,6 +29,8 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
         templateId: event.templateId,
         metadata: event.metadata,
         atMs: event.timestamp.getTime(),
+        ...(event.reason ? { reason: event.reason } : {}),
+        ...(event.pauseKind ? { pauseKind: event.pauseKind } : {}),
       },
       { durable: true },
     ).catch((error: unknown) => logger.warn({ err: error, sandboxId: event.sandboxId }, "could not publish a lifecycle event"));

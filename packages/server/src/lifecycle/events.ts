@@ -1,7 +1,18 @@
 // Lifecycle events of sandboxes, for whoever publishes them (the bus) or shows them (dashboard, CLI).
 import type { Logger } from "pino";
+import type { PauseKind } from "@burrow/orchestrator";
 
-export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out";
+/** `pause_converted`: the orchestrator turned a memory pause into a filesystem pause on its own (age, host restart). */
+export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out" | "pause_converted";
+
+/** Why a sandbox ended. */
+export type SandboxEndReason = "api" | "timeout" | "crashed" | "lost" | "orchestrator";
+/** Why a sandbox was paused: a pause request, or its timeout with `autoPause`. */
+export type SandboxPauseReason = "api" | "timeout";
+/** Why a sandbox was resumed: connect (or legacy resume), or the first request routed to it with `autoResume`. */
+export type SandboxResumeReason = "api" | "auto_resume";
+/** Why a memory pause became a filesystem pause: its age, or its processes were gone after a host restart. */
+export type PauseConversionReason = "age" | "host_restart";
 
 export interface SandboxLifecycleEvent {
   type: SandboxLifecycleEventType;
@@ -10,10 +21,13 @@ export interface SandboxLifecycleEvent {
   metadata: Record<string, string>;
   timestamp: Date;
   /**
-   * Why a sandbox ended: `api` (DELETE), `timeout`, `crashed` (its init died), `lost` (gone after a restart),
-   * `orchestrator` (ended outside the API). Absent on `created`, `paused` and `resumed`.
+   * Why. Ended (`killed`, `timed_out`): `api` (DELETE), `timeout`, `crashed` (its init died), `lost` (gone after a
+   * restart), `orchestrator` (ended outside the API). `paused`: `api` or `timeout`. `resumed`: `api` (connect) or
+   * `auto_resume` (traffic). `pause_converted`: `age` or `host_restart`. Absent on `created`.
    */
-  reason?: "api" | "timeout" | "crashed" | "lost" | "orchestrator";
+  reason?: SandboxEndReason | SandboxPauseReason | SandboxResumeReason | PauseConversionReason;
+  /** `paused` and `pause_converted`: how the sandbox is paused now. */
+  pauseKind?: PauseKind;
 }
 
 export type SandboxEventListener = (event: SandboxLifecycleEvent) => void;

@@ -1,11 +1,15 @@
 // The sandbox lifecycle as the control plane sees it: create, extend, pause, resume, kill, time out, and react to
-// sandboxes ending on their own. Paused sandboxes keep their memory (the orchestrator freezes them) and do not time
-// out, but expire after a maximum paused time (admission.maxPausedSec); connect resumes them. New and resumed
-// sandboxes and snapshots pass admission (admission/) first. Every path that ends a sandbox goes through #remove,
-// so the store, timers, metrics, gateway connections and events stay consistent whichever path came first.
+// sandboxes ending on their own. At its timeout a sandbox is killed, or paused when its lifecycle says so
+// (sandbox-lifecycle.ts). Paused sandboxes (with their memory, or filesystem-only) do not time out; the operator may
+// cap how long they stay (admission.maxPausedSec, none by default). Connect resumes them, and so does the first
+// request the gateway routes to a memory-paused one with auto-resume (autoResume below). New and resumed sandboxes
+// and snapshots pass admission (admission/) first. Every path that ends a sandbox goes through #remove, so the
+// store, timers, metrics, gateway connections and events stay consistent whichever path came first.
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
-import type { Orchestrator, SandboxExitReason, SandboxRecord } from "@burrow/orchestrator";
+import type {
+  Orchestrator, PauseKind, SandboxExitReason, SandboxLifecycleEvent as OrchestratorLifecycleEvent, SandboxRecord,
+} from "@burrow/orchestrator";
 import { ENVD_VERSION, BurrowError, Code } from "@burrow/protocol";
 import { createAdmissionMetrics, type AdmissionMetrics } from "../admission/admission-metrics.js";
 import type { BuildAdmissionPolicy } from "../admission/build-admission.js";
@@ -17,7 +21,8 @@ import { toE2bError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
-import type { SandboxEvents, SandboxLifecycleEvent } from "./events.js";
+import type { SandboxEndReason, SandboxEvents, SandboxLifecycleEvent, SandboxPauseReason, SandboxResumeReason } from "./events.js";
+import { DEFAULT_LIFECYCLE, autoResumable, type SandboxLifecycle } from "./sandbox-lifecycle.js";
 import { TimeoutScheduler } from "./timeout-scheduler.js";
 
 export interface CreateSandboxInput {
@@ -32,7 +37,19 @@ export interface CreateSandboxInput {
   apiKeyId?: number | null;
   /** Names of the MCP servers the create body's `mcp` configures (kept; their configs are not). */
   mcpServers?: string[];
+  /** What its timeout does and whether traffic resumes it. @default DEFAULT_LIFECYCLE (killed at its timeout) */
+  lifecycle?: SandboxLifecycle;
   signal?: AbortSignal;
+}
+
+export interface PauseOptions {
+  /** Keep memory (default) or pause filesystem-only (processes end; resume cold-boots). */
+  memory?: boolean;
+}
+
+export interface ConnectOptions {
+  /** false: resume a paused sandbox by a cold boot even when its memory was kept (E2B's `onResume: 'reboot'`). */
+  memory?: boolean;
 }
 
 export interface ForkSandboxInput {
@@ -49,7 +66,7 @@ export type ForkOutcome = { row: SandboxRow; error?: undefined } | { row?: undef
 
 type SnapshotInfo = NonNullable<Awaited<ReturnType<NonNullable<Orchestrator["snapshotSandbox"]>>>>;
 
-type EndReason = NonNullable<SandboxLifecycleEvent["reason"]>;
+type EndReason = SandboxEndReason;
 
 export interface SandboxServiceDeps {
   config: ServerConfig;
@@ -82,6 +99,9 @@ export class SandboxService {
   /** Pause/resume/connect in progress per sandbox (settled promise): they run one at a time per sandbox. */
   readonly #pending = new Map<string, Promise<void>>();
   readonly #unsubscribeExit: () => void;
+  readonly #unsubscribeOrchestratorEvents: () => void;
+  /** Auto-resumes under way: concurrent requests to one paused sandbox share one. */
+  readonly #autoResumes = new Map<string, Promise<{ row: SandboxRow; record: SandboxRecord }>>();
   readonly #admission: SandboxAdmission;
   readonly #admissionMetrics: AdmissionMetrics;
   /** Build admission for the template routes: template limits against the host, builds at once. */
@@ -91,6 +111,8 @@ export class SandboxService {
     this.#d = deps;
     this.#scheduler = new TimeoutScheduler((id) => void this.#expire(id));
     this.#unsubscribeExit = deps.orchestrator.onSandboxExit((id, reason) => this.#onExit(id, reason));
+    this.#unsubscribeOrchestratorEvents =
+      deps.orchestrator.onSandboxLifecycleEvent?.((event) => this.#onOrchestratorEvent(event)) ?? (() => undefined);
     const { admission } = deps.config;
     const metrics = createAdmissionMetrics(deps.metrics.registry, {
       snapshotUsage: () => deps.orchestrator.snapshotUsage?.() ?? [],
@@ -208,6 +230,9 @@ export class SandboxService {
       allowInternetAccess: record.allowInternetAccess,
       apiKeyId: input.apiKeyId ?? null,
       mcpServers: input.mcpServers ?? null,
+      lifecycle: input.lifecycle ?? DEFAULT_LIFECYCLE,
+      timeoutSec,
+      pauseKind: null,
     };
     try {
       if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during create");
@@ -328,6 +353,10 @@ export class SandboxService {
         envdAccessToken: token,
         allowInternetAccess: record.allowInternetAccess,
         apiKeyId: input.apiKeyId ?? source.apiKeyId,
+        // A fork is a copy: it pauses (or dies) at its timeout as its source would.
+        lifecycle: source.lifecycle ?? DEFAULT_LIFECYCLE,
+        timeoutSec,
+        pauseKind: null,
       };
       try {
         if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during fork");
@@ -377,49 +406,56 @@ export class SandboxService {
   }
 
   /**
-   * Pause a running sandbox, memory kept. It stops being routable at once, its kill timer is replaced by the
-   * maximum paused time (admission.maxPausedSec; until then it stays, as in E2B) and then it is frozen. 409 when
-   * already paused.
+   * Pause a running sandbox: with its memory (default) or filesystem-only (`memory: false`). It stops being routable
+   * at once, its timeout no longer applies (the operator's maximum paused time does, if set) and then the
+   * orchestrator pauses it. 409 when already paused.
    */
-  async pause(sandboxId: string): Promise<SandboxRow> {
-    return this.#serial(sandboxId, async () => {
-      const row = this.require(sandboxId);
-      if (row.state === "paused") throw new BurrowError(Code.AlreadyExists, `sandbox "${sandboxId}" is already paused`);
-      const { orchestrator, store } = this.#d;
-      if (!orchestrator.pauseSandbox) throw new BurrowError(Code.Unimplemented, "pausing sandboxes is not supported by this orchestrator");
-      const pausedAt = new Date();
-      store.setState(sandboxId, "paused", pausedAt);
-      this.#scheduler.cancel(sandboxId);
-      this.#notify(this.#pausedListeners, sandboxId, "sandbox pause listener failed");
-      let record: SandboxRecord | undefined;
-      try {
-        record = await orchestrator.pauseSandbox(sandboxId);
-      } catch (err) {
-        // Still running: routable again, with the lifetime it had.
-        if (store.setState(sandboxId, "running")) this.#scheduler.arm(sandboxId, row.endAt);
-        this.#d.logger.error({ err, sandboxId }, "orchestrator failed to pause sandbox");
-        throw err;
-      }
-      if (!record) {
-        this.#remove(sandboxId, "killed", "lost");
-        throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
-      }
-      const paused = { ...row, state: "paused" as const, pausedAt };
-      // A kill may have removed it meanwhile; then there is nothing to announce.
-      if (store.get(sandboxId)) {
-        this.#armPausedExpiry(sandboxId, pausedAt);
-        this.#d.logger.info({ sandboxId }, "sandbox paused");
-        this.#emit("paused", paused);
-      }
-      return paused;
-    });
+  async pause(sandboxId: string, opts: PauseOptions = {}): Promise<SandboxRow> {
+    return this.#serial(sandboxId, () => this.#pause(this.require(sandboxId), opts.memory ?? true, "api"));
+  }
+
+  async #pause(row: SandboxRow, memory: boolean, reason: SandboxPauseReason): Promise<SandboxRow> {
+    const { sandboxId } = row;
+    if (row.state === "paused") throw new BurrowError(Code.AlreadyExists, `sandbox "${sandboxId}" is already paused`);
+    const { orchestrator, store } = this.#d;
+    if (!orchestrator.pauseSandbox) throw new BurrowError(Code.Unimplemented, "pausing sandboxes is not supported by this orchestrator");
+    const pausedAt = new Date();
+    const asked: PauseKind = memory ? "memory" : "filesystem";
+    store.setState(sandboxId, "paused", pausedAt, asked);
+    this.#scheduler.cancel(sandboxId);
+    this.#notify(this.#pausedListeners, sandboxId, "sandbox pause listener failed");
+    let record: SandboxRecord | undefined;
+    try {
+      record = await orchestrator.pauseSandbox(sandboxId, { memory });
+    } catch (err) {
+      // Still running: routable again, with the lifetime it had.
+      if (store.setState(sandboxId, "running")) this.#scheduler.arm(sandboxId, row.endAt);
+      this.#d.logger.error({ err, sandboxId }, "orchestrator failed to pause sandbox");
+      throw err;
+    }
+    if (!record) {
+      this.#remove(sandboxId, "killed", "lost");
+      throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    }
+    // The orchestrator says how it paused; one that does not report it only knows how to freeze.
+    const pauseKind = record.pause?.kind ?? "memory";
+    if (pauseKind !== asked) store.setPauseKind(sandboxId, pauseKind);
+    const paused: SandboxRow = { ...row, state: "paused", pausedAt, pauseKind };
+    // A kill may have removed it meanwhile; then there is nothing to announce.
+    if (store.get(sandboxId)) {
+      this.#armPausedExpiry(sandboxId, pausedAt);
+      this.#d.logger.info({ sandboxId, pauseKind, reason }, "sandbox paused");
+      this.#emit("paused", paused, { reason, pauseKind });
+    }
+    return paused;
   }
 
   /**
    * Connect (E2B `connect`, legacy `resume`). A running sandbox's lifetime is only ever extended, to now + timeout.
-   * A paused one is resumed with endAt = now + timeout; `resumed` tells the two apart (200 vs 201).
+   * A paused one is resumed with endAt = now + timeout; `resumed` tells the two apart (200 vs 201). The lifecycle
+   * chosen at create stays as it was.
    */
-  async connect(sandboxId: string, timeoutSec: number | undefined): Promise<{ row: SandboxRow; resumed: boolean }> {
+  async connect(sandboxId: string, timeoutSec: number | undefined, opts: ConnectOptions = {}): Promise<{ row: SandboxRow; resumed: boolean }> {
     return this.#serial(sandboxId, async () => {
       const row = this.require(sandboxId);
       const timeout = this.#checkTimeout(timeoutSec ?? this.#d.config.defaultTimeoutSec);
@@ -430,18 +466,56 @@ export class SandboxService {
         this.#scheduler.arm(sandboxId, wanted);
         return { row: { ...row, endAt: wanted }, resumed: false };
       }
-      return { row: await this.#resume(row, timeout), resumed: true };
+      return { row: await this.#resume(row, timeout, opts.memory ?? true, "api"), resumed: true };
     });
   }
 
-  async #resume(row: SandboxRow, timeoutSec: number): Promise<SandboxRow> {
+  /** Whether the gateway may resume this sandbox for a request routed to it (see SandboxLifecycle.autoResume). */
+  autoResumable(sandboxId: string): boolean {
+    const row = this.#d.store.get(sandboxId);
+    return row !== undefined && autoResumable(row);
+  }
+
+  /**
+   * Resume a memory-paused sandbox with auto-resume for the traffic routed to it, and return it live. Concurrent
+   * callers share one resume; its timeout starts again from the create's, as a connect's would. Failures are
+   * BurrowErrors: not_found when it is gone, failed_precondition when it is (now) paused in a way traffic cannot
+   * resume, and whatever admission or the orchestrator answered.
+   */
+  autoResume(sandboxId: string): Promise<{ row: SandboxRow; record: SandboxRecord }> {
+    const pending = this.#autoResumes.get(sandboxId);
+    if (pending) return pending;
+    const resume = this.#serial(sandboxId, async () => {
+      const row = this.require(sandboxId);
+      if (row.state === "paused") {
+        if (!autoResumable(row)) {
+          throw new BurrowError(
+            Code.FailedPrecondition,
+            `sandbox "${sandboxId}" is paused without auto-resume (or filesystem-only); connect resumes it`,
+          );
+        }
+        await this.#resume(row, row.timeoutSec ?? this.#d.config.defaultTimeoutSec, true, "auto_resume");
+      }
+      const live = this.live(sandboxId);
+      if (!live) throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+      return live;
+    });
+    this.#autoResumes.set(sandboxId, resume);
+    const forget = () => {
+      if (this.#autoResumes.get(sandboxId) === resume) this.#autoResumes.delete(sandboxId);
+    };
+    resume.then(forget, forget);
+    return resume;
+  }
+
+  async #resume(row: SandboxRow, timeoutSec: number, memory: boolean, reason: SandboxResumeReason): Promise<SandboxRow> {
     const { orchestrator, store } = this.#d;
     const { sandboxId } = row;
     if (!orchestrator.resumeSandbox) throw new BurrowError(Code.Unimplemented, "resuming sandboxes is not supported by this orchestrator");
     await this.#admission.admitResume();
     let record: SandboxRecord | undefined;
     try {
-      record = await orchestrator.resumeSandbox(sandboxId);
+      record = await orchestrator.resumeSandbox(sandboxId, memory ? {} : { memory: false });
     } catch (err) {
       this.#d.logger.error({ err, sandboxId }, "orchestrator failed to resume sandbox");
       throw err;
@@ -457,15 +531,17 @@ export class SandboxService {
     }
     store.setEndAt(sandboxId, endAt);
     this.#scheduler.arm(sandboxId, endAt);
-    const resumed = { ...row, state: "running" as const, endAt, pausedAt: null };
-    this.#d.logger.info({ sandboxId, endAt }, "sandbox resumed");
-    this.#emit("resumed", resumed);
+    const resumed: SandboxRow = { ...row, state: "running", endAt, pausedAt: null, pauseKind: null };
+    this.#d.logger.info({ sandboxId, endAt, reason, from: row.pauseKind ?? "memory" }, "sandbox resumed");
+    this.#emit("resumed", resumed, { reason });
     return resumed;
   }
 
   /**
    * Make the store agree with the orchestrator after a (re)start: rows whose sandbox is gone are removed,
    * live sandboxes nobody recorded are killed (no client can know their id or token), the rest are re-armed.
+   * A memory pause the orchestrator turned into a filesystem pause while the server was away (a host restart) is
+   * recorded and announced like one it converts while the server runs.
    */
   async reconcile(): Promise<{ removed: string[]; killedOrphans: string[] }> {
     const { orchestrator, store, logger } = this.#d;
@@ -496,21 +572,43 @@ export class SandboxService {
 
   close(): void {
     this.#unsubscribeExit();
+    this.#unsubscribeOrchestratorEvents();
     this.#scheduler.close();
     this.#removedListeners.clear();
     this.#pausedListeners.clear();
   }
 
   async #converge(row: SandboxRow, record: SandboxRecord): Promise<void> {
-    if (row.state === record.state) return;
     const { orchestrator, logger } = this.#d;
+    if (row.state === record.state) {
+      const kind = record.pause?.kind;
+      if (row.state === "paused" && kind && kind !== row.pauseKind) {
+        this.#d.store.setPauseKind(row.sandboxId, kind);
+        if (kind === "filesystem") this.#converted(row, "host_restart");
+      }
+      return;
+    }
     try {
-      if (row.state === "paused") await orchestrator.pauseSandbox?.(row.sandboxId);
+      if (row.state === "paused") await orchestrator.pauseSandbox?.(row.sandboxId, { memory: row.pauseKind !== "filesystem" });
       else await orchestrator.resumeSandbox?.(row.sandboxId);
       logger.info({ sandboxId: row.sandboxId, state: row.state }, "brought the orchestrator in line with the store");
     } catch (err) {
       logger.error({ err, sandboxId: row.sandboxId, state: row.state }, "could not bring the orchestrator in line with the store");
     }
+  }
+
+  /** Events the orchestrator decided on its own: a memory pause converted to a filesystem pause. */
+  #onOrchestratorEvent(event: OrchestratorLifecycleEvent): void {
+    if (event.type !== "pause_converted") return;
+    const row = this.#d.store.get(event.sandboxId);
+    if (!row || row.state !== "paused" || row.pauseKind === event.to) return;
+    this.#d.store.setPauseKind(event.sandboxId, event.to);
+    this.#converted(row, event.reason);
+  }
+
+  #converted(row: SandboxRow, reason: "age" | "host_restart"): void {
+    this.#d.logger.info({ sandboxId: row.sandboxId, reason }, "memory pause converted to a filesystem pause");
+    this.#emit("pause_converted", { ...row, pauseKind: "filesystem" }, { reason, pauseKind: "filesystem" });
   }
 
   /** Run `op` after every earlier pause/resume/connect of the same sandbox has settled. */
@@ -563,15 +661,17 @@ export class SandboxService {
   }
 
   /** A paused sandbox is killed like a timed-out one once it has been paused for the maximum time. */
+  /** A paused sandbox has no timeout; only the operator's maximum paused time, if set, ends it. */
   #armPausedExpiry(sandboxId: string, pausedAt: Date): void {
-    this.#scheduler.arm(sandboxId, new Date(pausedAt.getTime() + this.#d.config.admission.maxPausedSec * 1000));
+    const { maxPausedSec } = this.#d.config.admission;
+    if (maxPausedSec > 0) this.#scheduler.arm(sandboxId, new Date(pausedAt.getTime() + maxPausedSec * 1000));
   }
 
   /** When a paused row was paused; rows paused before this was recorded start their clock now. */
   #pausedSince(row: SandboxRow): Date {
     if (row.pausedAt) return row.pausedAt;
     const now = new Date();
-    this.#d.store.setState(row.sandboxId, "paused", now);
+    this.#d.store.setState(row.sandboxId, "paused", now, row.pauseKind ?? "memory");
     return now;
   }
 
@@ -585,7 +685,25 @@ export class SandboxService {
     return timeoutSec;
   }
 
+  /**
+   * A sandbox's timer fired: a running one is paused when its lifecycle says so, else killed; a paused one has been
+   * paused for the maximum time and is killed.
+   */
   async #expire(sandboxId: string): Promise<void> {
+    const row = this.#d.store.get(sandboxId);
+    if (row?.state === "running" && row.lifecycle?.autoPause && this.#d.orchestrator.pauseSandbox) {
+      const paused = await this.#serial(sandboxId, async () => {
+        const current = this.#d.store.get(sandboxId);
+        // A connect or setTimeout may have moved endAt while this waited its turn (and re-armed the timer).
+        if (current?.state !== "running" || current.endAt.getTime() > Date.now()) return true;
+        await this.#pause(current, current.lifecycle?.autoPauseMemory ?? true, "timeout");
+        return true;
+      }).catch((err: unknown) => {
+        this.#d.logger.error({ err, sandboxId }, "pause at timeout failed; killing the sandbox instead");
+        return false;
+      });
+      if (paused) return;
+    }
     try {
       await this.kill(sandboxId, "timeout");
     } catch (err) {
@@ -607,18 +725,19 @@ export class SandboxService {
     this.#d.metrics.sandboxKills.inc({ reason });
     this.#notify(this.#removedListeners, sandboxId, "sandbox removal listener failed");
     this.#d.logger.info({ sandboxId, reason }, "sandbox ended");
-    this.#emit(type, row, reason);
+    this.#emit(type, row, { reason });
     return row;
   }
 
-  #emit(type: SandboxLifecycleEvent["type"], row: SandboxRow, reason?: EndReason): void {
+  #emit(type: SandboxLifecycleEvent["type"], row: SandboxRow, extra: Pick<SandboxLifecycleEvent, "reason" | "pauseKind"> = {}): void {
     this.#d.events.emit({
       type,
       sandboxId: row.sandboxId,
       templateId: row.templateId,
       metadata: row.metadata,
       timestamp: new Date(),
-      ...(reason ? { reason } : {}),
+      ...(extra.reason ? { reason: extra.reason } : {}),
+      ...(extra.pauseKind ? { pauseKind: extra.pauseKind } : {}),
     });
   }
 }

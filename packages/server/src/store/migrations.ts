@@ -30,4 +30,12 @@ export const MIGRATIONS: readonly string[] = [
   // Names of the MCP servers a create asked for (JSON array; NULL for none). Their configs hold credentials and
   // are passed to the sandbox by the SDK itself, so only the names are kept.
   `ALTER TABLE sandboxes ADD COLUMN mcp_servers TEXT;`,
+  // E2B's lifecycle chosen at create (autoPause, autoPauseMemory, autoResume.enabled), which connect never changes;
+  // the create's timeout, which an auto-resume restarts; and how a paused sandbox is paused (memory | filesystem;
+  // NULL while running), which the orchestrator may change on its own (a memory pause converted to a filesystem one).
+  `ALTER TABLE sandboxes ADD COLUMN auto_pause INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE sandboxes ADD COLUMN auto_pause_memory INTEGER NOT NULL DEFAULT 1;
+   ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE sandboxes ADD COLUMN timeout_sec INTEGER;
+   ALTER TABLE sandboxes ADD COLUMN pause_kind TEXT;`,
 ];

@@ -1,5 +1,7 @@
 // The control plane's record of every sandbox it handed out. The store is the truth across restarts; the
 // orchestrator's live view is reconciled against it at start (lifecycle/reconcile.ts).
+import type { PauseKind } from "@burrow/orchestrator";
+import { DEFAULT_LIFECYCLE, type SandboxLifecycle } from "../lifecycle/sandbox-lifecycle.js";
 import type { Db } from "./database.js";
 
 export type SandboxRowState = "running" | "paused";
@@ -26,6 +28,12 @@ export interface SandboxRow {
   pausedAt?: Date | null;
   /** Names of the MCP servers the create asked for (`mcp` in the create body); null or absent for none. */
   mcpServers?: string[] | null;
+  /** What its timeout does and whether traffic resumes it, as chosen at create. @default DEFAULT_LIFECYCLE */
+  lifecycle?: SandboxLifecycle;
+  /** The create's timeout (seconds), which an auto-resume starts again; null for rows from before it was kept. */
+  timeoutSec?: number | null;
+  /** While paused: how (set by setState and setPauseKind). */
+  pauseKind?: PauseKind | null;
 }
 
 interface RawRow {
@@ -46,6 +54,17 @@ interface RawRow {
   api_key_id: number | null;
   paused_at?: number | null;
   mcp_servers?: string | null;
+  auto_pause?: number;
+  auto_pause_memory?: number;
+  auto_resume?: number;
+  timeout_sec?: number | null;
+  pause_kind?: string | null;
+}
+
+function pauseKindOf(r: RawRow): PauseKind | null {
+  if (r.state !== "paused") return null;
+  // Rows paused before the kind was kept were all frozen with their memory.
+  return r.pause_kind === "filesystem" ? "filesystem" : "memory";
 }
 
 function fromRaw(r: RawRow): SandboxRow {
@@ -67,6 +86,13 @@ function fromRaw(r: RawRow): SandboxRow {
     apiKeyId: r.api_key_id,
     pausedAt: r.paused_at != null ? new Date(r.paused_at) : null,
     mcpServers: r.mcp_servers != null ? (JSON.parse(r.mcp_servers) as string[]) : null,
+    lifecycle: Object.freeze({
+      autoPause: (r.auto_pause ?? 0) !== 0,
+      autoPauseMemory: (r.auto_pause_memory ?? 1) !== 0,
+      autoResume: (r.auto_resume ?? 0) !== 0,
+    }),
+    timeoutSec: r.timeout_sec ?? null,
+    pauseKind: pauseKindOf(r),
   };
 }
 
@@ -77,22 +103,27 @@ export class SandboxStore {
   readonly #delete;
   readonly #setEndAt;
   readonly #setState;
+  readonly #setPauseKind;
   readonly #countRunning;
   readonly #totals;
 
   constructor(db: Db) {
     this.#insert = db.prepare<[RawRow]>(
       `INSERT INTO sandboxes (sandbox_id, template_id, alias, client_id, metadata, cpu_count, memory_mb, disk_mb,
-         started_at, end_at, state, envd_version, envd_access_token, allow_internet_access, api_key_id, mcp_servers)
+         started_at, end_at, state, envd_version, envd_access_token, allow_internet_access, api_key_id, mcp_servers,
+         auto_pause, auto_pause_memory, auto_resume, timeout_sec)
        VALUES (@sandbox_id, @template_id, @alias, @client_id, @metadata, @cpu_count, @memory_mb, @disk_mb,
          @started_at, @end_at, @state, @envd_version, @envd_access_token, @allow_internet_access, @api_key_id,
-         @mcp_servers)`,
+         @mcp_servers, @auto_pause, @auto_pause_memory, @auto_resume, @timeout_sec)`,
     );
     this.#get = db.prepare<[string], RawRow>("SELECT * FROM sandboxes WHERE sandbox_id = ?");
     this.#all = db.prepare<[], RawRow>("SELECT * FROM sandboxes ORDER BY started_at DESC, sandbox_id DESC");
     this.#delete = db.prepare<[string]>("DELETE FROM sandboxes WHERE sandbox_id = ?");
     this.#setEndAt = db.prepare<[number, string]>("UPDATE sandboxes SET end_at = ? WHERE sandbox_id = ?");
-    this.#setState = db.prepare<[string, number | null, string]>("UPDATE sandboxes SET state = ?, paused_at = ? WHERE sandbox_id = ?");
+    this.#setState = db.prepare<[string, number | null, string | null, string]>(
+      "UPDATE sandboxes SET state = ?, paused_at = ?, pause_kind = ? WHERE sandbox_id = ?",
+    );
+    this.#setPauseKind = db.prepare<[string, string]>("UPDATE sandboxes SET pause_kind = ? WHERE sandbox_id = ? AND state = 'paused'");
     this.#countRunning = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM sandboxes WHERE state = 'running'");
     this.#totals = db.prepare<[], { n: number; memory: number }>("SELECT count(*) AS n, coalesce(sum(memory_mb), 0) AS memory FROM sandboxes");
   }
@@ -115,6 +146,10 @@ export class SandboxStore {
       allow_internet_access: row.allowInternetAccess ? 1 : 0,
       api_key_id: row.apiKeyId,
       mcp_servers: row.mcpServers?.length ? JSON.stringify(row.mcpServers) : null,
+      auto_pause: (row.lifecycle ?? DEFAULT_LIFECYCLE).autoPause ? 1 : 0,
+      auto_pause_memory: (row.lifecycle ?? DEFAULT_LIFECYCLE).autoPauseMemory ? 1 : 0,
+      auto_resume: (row.lifecycle ?? DEFAULT_LIFECYCLE).autoResume ? 1 : 0,
+      timeout_sec: row.timeoutSec ?? null,
     });
   }
 
@@ -137,9 +172,18 @@ export class SandboxStore {
     return this.#setEndAt.run(endAt.getTime(), sandboxId).changes > 0;
   }
 
-  /** Set the state; pausing records when (`pausedAt`, default now), running clears it. */
-  setState(sandboxId: string, state: SandboxRowState, pausedAt: Date = new Date()): boolean {
-    return this.#setState.run(state, state === "paused" ? pausedAt.getTime() : null, sandboxId).changes > 0;
+  /**
+   * Set the state; pausing records when (`pausedAt`, default now) and how (`kind`, default memory), running clears
+   * both.
+   */
+  setState(sandboxId: string, state: SandboxRowState, pausedAt: Date = new Date(), kind: PauseKind = "memory"): boolean {
+    const paused = state === "paused";
+    return this.#setState.run(state, paused ? pausedAt.getTime() : null, paused ? kind : null, sandboxId).changes > 0;
+  }
+
+  /** Record how a paused sandbox is paused now (a conversion); false when it is not (or no longer) paused. */
+  setPauseKind(sandboxId: string, kind: PauseKind): boolean {
+    return this.#setPauseKind.run(kind, sandboxId).changes > 0;
   }
 
   countRunning(): number {

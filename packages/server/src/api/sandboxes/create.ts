@@ -1,6 +1,7 @@
 // POST /v2/sandboxes (SDK 2.50+) and POST /sandboxes (SDK 2.6–2.49): create a sandbox.
 import type { FastifyInstance, FastifyReply } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
+import { lifecycleFromCreate } from "../../lifecycle/sandbox-lifecycle.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
@@ -15,6 +16,7 @@ interface NewSandboxBody {
   mcp?: object | null;
   network?: { allowOut?: unknown[]; denyOut?: unknown[]; rules?: object; egressProxy?: unknown };
   autoPause?: boolean;
+  autoPauseMemory?: boolean;
   autoResume?: { enabled?: boolean };
   volumeMounts?: unknown[];
 }
@@ -24,8 +26,6 @@ interface NewSandboxBody {
  * lacks what the caller relies on (an egress rule, a volume…).
  */
 function unsupportedFeature(body: NewSandboxBody): string | undefined {
-  if (body.autoPause) return "auto-pause on timeout is not supported yet";
-  if (body.autoResume?.enabled) return "auto-resume is not supported yet";
   if (body.volumeMounts?.length) return "volume mounts are not supported yet";
   const n = body.network;
   if (n && (n.allowOut?.length || n.denyOut?.length || (n.rules && Object.keys(n.rules).length) || n.egressProxy)) {
@@ -59,6 +59,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
         const body = request.body;
         const unsupported = unsupportedFeature(body);
         if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
+        const lifecycle = lifecycleFromCreate(body);
         const row = await ctx.sandboxes.create({
           template: body.templateID,
           ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),
@@ -68,6 +69,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
           apiKeyId: request.apiKeyId,
           // E2B keeps the `mcp` field and the SDK itself starts the gateway in the sandbox (`mcp-gateway --config`).
           ...(body.mcp ? { mcpServers: Object.keys(body.mcp) } : {}),
+          lifecycle,
           signal: clientGoneSignal(reply),
         });
         return reply.code(201).send(toSandbox(row, ctx.config));

@@ -1,6 +1,7 @@
 // Store rows → E2B wire shapes. Dates go out as RFC 3339 strings.
 import type { SandboxMetricSample } from "@burrow/orchestrator";
 import type { ServerConfig } from "../../config.js";
+import { lifecycleView } from "../../lifecycle/sandbox-lifecycle.js";
 import type { SandboxRow } from "../../store/sandboxes.js";
 
 export function toSandbox(row: SandboxRow, config: ServerConfig) {
@@ -40,7 +41,7 @@ export function toSandboxDetail(row: SandboxRow, config: ServerConfig) {
     domain: config.domain,
     envdAccessToken: row.envdAccessToken,
     allowInternetAccess: row.allowInternetAccess,
-    lifecycle: { onTimeout: "kill", autoResume: false },
+    lifecycle: lifecycleView(row.lifecycle),
   };
 }
 
