@@ -25,6 +25,7 @@ export interface UpFlags {
   subnet?: string | undefined;
   poolSize?: string | undefined;
   poolSizes?: string | undefined;
+  memoryPauseMaxAgeMs?: string | undefined;
   bus?: string | undefined;
   host?: string | undefined;
   port?: string | undefined;
@@ -48,6 +49,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
   const poolSize = optionalInteger("--pool-size", flags.poolSize);
   const poolSizes = flags.poolSizes === undefined ? undefined : parsePoolSizes("--pool-sizes", flags.poolSizes);
   const port = optionalInteger("--port", flags.port, { max: 65_535 });
+  const memoryPauseMaxAgeMs = optionalInteger("--memory-pause-max-age-ms", flags.memoryPauseMaxAgeMs, { min: 1 });
   const logLevel = fromEnv(env, "BURROW_LOG_LEVEL") ?? DEFAULT_LOG_LEVEL;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw usageError(`BURROW_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
@@ -56,7 +58,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
   return asUsageErrors(() => {
     const orchestrator = resolveOrchestratorConfig(
       {
-        ...defined({ stateDir: flags.stateDir, instance: flags.instance, subnet: flags.subnet }),
+        ...defined({ stateDir: flags.stateDir, instance: flags.instance, subnet: flags.subnet, memoryPauseMaxAgeMs }),
         pool: defined({ size: poolSize, sizes: poolSizes }),
       },
       env,

@@ -20,6 +20,16 @@ static int parse_ulong(const char *s, unsigned long *out) {
 
 static int bad_path(const char *p) { return p[0] != '/' || strpbrk(p, ",:\\") != NULL; }
 
+/* 8-4-4-4-12 lower-case hex digits, as the kernel prints its own boot id. */
+static int bad_boot_id(const char *v) {
+  if (strlen(v) != 36) return 1;
+  for (int k = 0; k < 36; k++) {
+    int dash = k == 8 || k == 13 || k == 18 || k == 23;
+    if (dash ? v[k] != '-' : !((v[k] >= '0' && v[k] <= '9') || (v[k] >= 'a' && v[k] <= 'f'))) return 1;
+  }
+  return 0;
+}
+
 int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen) {
   memset(cfg, 0, sizeof *cfg);
   cfg->uid_count = 65536;
@@ -53,6 +63,10 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
     else if (strcmp(a, "--runtime") == 0) cfg->runtime = v;
     else if (strcmp(a, "--hostname") == 0) cfg->hostname = v;
     else if (strcmp(a, "--log") == 0) cfg->log_path = v;
+    else if (strcmp(a, "--boot-id") == 0) {
+      if (bad_boot_id(v)) return snprintf(err, errlen, "bad --boot-id %s (a lower-case UUID)", v), -1;
+      cfg->boot_id = v;
+    }
     else if (strcmp(a, "--cgroup") == 0) {
       if (cfg->n_cgroups == MAX_CGROUPS) return snprintf(err, errlen, "too many --cgroup"), -1;
       cfg->cgroups[cfg->n_cgroups++] = v;

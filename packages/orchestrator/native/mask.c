@@ -4,8 +4,12 @@
  * defense in depth against information leaks and future sysctls that are namespaced but unsafe. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "sandbox.h"
 
@@ -38,5 +42,26 @@ int mask_kernel_files(struct msg *m) {
     if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) || mount(NULL, p, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | PROC_FLAGS, NULL))
       return msg_error(m, "mask", "read-only %s", p), -1;
   }
+  return 0;
+}
+
+#define BOOT_ID "/proc/sys/kernel/random/boot_id"
+#define BOOT_ID_SOURCE "/dev/.boot_id"
+
+/* The sandbox's own boot id, new at each of its boots (the host's stays the same across a sandbox's
+ * reboot, which is what programs read to tell a reboot). The file is made on the sandbox's /dev tmpfs,
+ * bound read-only over the kernel's and unlinked: from then on only the mount reaches it. */
+int bind_boot_id(const char *boot_id, struct msg *m) {
+  char text[40];
+  int len = snprintf(text, sizeof text, "%s\n", boot_id);
+  int fd = open(BOOT_ID_SOURCE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0444);
+  if (fd < 0) return msg_error(m, "boot-id", "create " BOOT_ID_SOURCE), -1;
+  ssize_t n = write(fd, text, (size_t)len);
+  close(fd);
+  if (n != len) return msg_error(m, "boot-id", "write " BOOT_ID_SOURCE), -1;
+  if (mount(BOOT_ID_SOURCE, BOOT_ID, NULL, MS_BIND, NULL) ||
+      mount(NULL, BOOT_ID, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | PROC_FLAGS, NULL))
+    return msg_error(m, "boot-id", "bind over " BOOT_ID), -1;
+  if (unlink(BOOT_ID_SOURCE)) return msg_error(m, "boot-id", "unlink " BOOT_ID_SOURCE), -1;
   return 0;
 }

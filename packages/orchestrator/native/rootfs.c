@@ -72,6 +72,7 @@ int setup_rootfs(const struct config *cfg, struct msg *m) {
     return msg_error(m, "sys", "mount /sys"), -1;
   if (setup_dev(m)) return -1;
   if (mask_kernel_files(m)) return -1;
+  if (cfg->boot_id && bind_boot_id(cfg->boot_id, m)) return -1;
 
   if (mount_runtime(cfg->runtime_tree, m)) return -1;
   close(cfg->runtime_tree);

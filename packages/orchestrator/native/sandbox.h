@@ -25,6 +25,7 @@ struct config {
   const char *lower[MAX_LOWER]; /* top first, as overlayfs wants them */
   int n_lower;
   const char *upper, *work, *merged, *runtime, *hostname, *log_path;
+  const char *boot_id; /* what /proc/sys/kernel/random/boot_id shows inside (NULL: the host's) */
   unsigned long uid_base, uid_count;
   /* Host uids that may own the sandbox's user namespace (owner.c); count 0: host root owns it. */
   unsigned long owner_base, owner_count;
@@ -93,6 +94,7 @@ int setup_rootfs(const struct config *cfg, struct msg *m);
 
 /* mask.c */
 int mask_kernel_files(struct msg *m);
+int bind_boot_id(const char *boot_id, struct msg *m);
 
 /* devices.c */
 int setup_dev(struct msg *m);

@@ -1,12 +1,15 @@
-// Recovery at start: sandboxes whose init still runs are taken back (re-adopted); everything else a previous run
-// left (dead sandboxes, pooled ones, half-created ones, cgroups and veths without a sandbox) is removed.
+// Recovery at start: sandboxes whose init still runs are taken back (re-adopted), filesystem-paused ones too (with
+// their address and nothing else), and memory-paused ones whose processes did not survive (a host reboot, a killed
+// reaper) become filesystem-paused; everything else a previous run left (dead sandboxes, pooled ones, half-created
+// ones, cgroups and veths without a sandbox) is removed.
 import { readdir } from "node:fs/promises";
 import { statePaths } from "./config.js";
 import { isSandboxInitAlive } from "./launcher/index.js";
 import type { LiveSandboxes } from "./live-sandboxes.js";
 import type { Logger } from "./logger.js";
+import type { SandboxLifecycleEvent } from "./orchestrator-api.js";
 import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
-import { readRecord } from "./sandbox-record.js";
+import { pauseKindOf, readRecord, writeRecord } from "./sandbox-record.js";
 import type { CgroupManager, NetworkManager } from "./types.js";
 
 export interface AdoptOrReapDeps {
@@ -16,6 +19,8 @@ export interface AdoptOrReapDeps {
   host: SandboxHost;
   /** Where re-adopted sandboxes go. */
   live: LiveSandboxes;
+  /** Memory pauses converted because their processes were gone. */
+  onLifecycleEvent: (event: SandboxLifecycleEvent) => void;
   logger: Logger;
 }
 
@@ -52,7 +57,14 @@ async function adoptOrReapOne(deps: AdoptOrReapDeps, sandboxId: string, dir: str
   const cgroup = await deps.cgroups.open(sandboxId);
   const network = deps.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess);
   const sandbox: HostedSandbox = { record, dir, cgroup, network };
-  if (!record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime)) {
+  const kind = pauseKindOf(record);
+  const alive = !record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime);
+  if (!record.pooled && kind === "filesystem") {
+    // Whatever runs (a boot a crash cut short) ends: the record, written before it, says halted.
+    await deps.host.halt(sandbox, AbortSignal.timeout(10_000));
+    deps.live.add(sandbox);
+    logger.info({ sandboxId, state: "paused", pause: kind }, "re-adopted filesystem-paused sandbox");
+  } else if (alive) {
     // Bring the freezer in line with the record: a restart may have come between writing it and
     // freezing (pause) or between thawing and writing it (resume).
     const state = record.state ?? "running";
@@ -64,6 +76,14 @@ async function adoptOrReapOne(deps: AdoptOrReapDeps, sandboxId: string, dir: str
     }
     deps.live.add(sandbox);
     logger.info({ sandboxId, state }, `re-adopted ${state} sandbox`);
+  } else if (kind === "memory" && record.boot) {
+    // Its memory is gone with its processes, its files are not: what was a memory pause is a filesystem pause now.
+    sandbox.record = { ...record, pause: { kind: "filesystem", since: record.pause?.since ?? record.startedAt } };
+    await writeRecord(dir, sandbox.record);
+    await deps.host.halt(sandbox, AbortSignal.timeout(10_000));
+    deps.live.add(sandbox);
+    logger.info({ sandboxId, reason: "host_restart" }, "memory pause converted to a filesystem pause: its processes were gone at start");
+    deps.onLifecycleEvent({ type: "pause_converted", sandboxId, from: "memory", to: "filesystem", reason: "host_restart", at: new Date() });
   } else {
     logger.info({ sandboxId, pooled: record.pooled }, "reaping sandbox left by a previous run");
     await deps.host.destroy(sandbox).catch((error: unknown) => logger.error({ sandboxId, err: error }, "reap failed"));

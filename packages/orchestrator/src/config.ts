@@ -82,6 +82,11 @@ export interface OrchestratorConfig {
   registries: RegistryOptions;
   /** Uploaded COPY contexts of template builds (kept in the state directory until collected). */
   uploads: UploadLimits;
+  /**
+   * How long a sandbox stays paused with its memory before it becomes a filesystem pause (its processes end, its
+   * files and address stay; resume cold-boots it). @default 1 hour (env BURROW_MEMORY_PAUSE_MAX_AGE_MS)
+   */
+  memoryPauseMaxAgeMs: number;
 }
 
 export interface UploadLimits {
@@ -112,6 +117,7 @@ export const DEFAULT_UID_COUNT = 65_536;
 export const DEFAULT_USERNS_OWNERS: UidRange = Object.freeze({ base: 0x7000_0000, count: 4000 });
 /** 4000 ranges of 65536 from here end at 0x7FA10000. */
 export const DEFAULT_UID_RANGES_BASE = 0x7001_0000;
+export const DEFAULT_MEMORY_PAUSE_MAX_AGE_MS = 60 * 60 * 1000;
 export const DEFAULT_LIMITS: SandboxLimits = Object.freeze({ cpuCount: 2, memoryMB: 512, diskMB: 4096, pids: 1024 });
 export const DEFAULT_UPLOAD_LIMITS: UploadLimits = Object.freeze({
   maxBytes: 2 ** 30,
@@ -146,6 +152,7 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
   const [subnetSource, subnet] = setting("subnet", input.subnet, "BURROW_SUBNET") ?? ["subnet", DEFAULT_SUBNET];
   checkSubnet(subnetSource, subnet);
   const poolSize = setting("pool.size", input.pool?.size, "BURROW_POOL_SIZE");
+  const memoryPauseMaxAge = setting("memoryPauseMaxAgeMs", input.memoryPauseMaxAgeMs, "BURROW_MEMORY_PAUSE_MAX_AGE_MS");
   const uidBase = input.uidBase ?? DEFAULT_UID_BASE;
   const uidCount = input.uidCount ?? DEFAULT_UID_COUNT;
   const usernsOwners = Object.freeze({ ...(input.usernsOwners ?? DEFAULT_USERNS_OWNERS) });
@@ -199,6 +206,7 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
     // Present but undefined (as in a resolved config without one) is an explicit "none", like uidRangesBase.
     imageImportDir: "imageImportDir" in input ? input.imageImportDir : setting("imageImportDir", undefined, "BURROW_IMAGE_DIR")?.[1],
     registries: input.registries ?? registriesFromEnv(env),
+    memoryPauseMaxAgeMs: memoryPauseMaxAge ? integerOf(...memoryPauseMaxAge, 1) : DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
     uploads: Object.freeze(uploadLimits(input.uploads, setting("uploads.maxBytes", input.uploads?.maxBytes, "BURROW_UPLOAD_MAX_BYTES"))),
   });
 }

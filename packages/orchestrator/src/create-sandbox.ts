@@ -101,6 +101,8 @@ async function claim(
     allowInternetAccess: opts.allowInternetAccess,
     startedAt: new Date().toISOString(),
     pooled: false,
+    // What a cold boot needs to do this claim's /init and start command again (cold-boot.ts).
+    boot: { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars }, accessToken: opts.envdAccessToken },
   };
   await writeRecord(sandbox.dir, sandbox.record);
 }

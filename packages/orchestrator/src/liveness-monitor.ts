@@ -33,7 +33,9 @@ export class LivenessMonitor {
   private check(): void {
     const { live, host, logger } = this.deps;
     for (const [sandboxId, sandbox] of live.entries()) {
-      // A frozen (paused) init is alive: frozen tasks keep their pid and start time and are never zombies.
+      // A frozen (paused) init is alive: frozen tasks keep their pid and start time and are never zombies. A halted
+      // (filesystem-paused) sandbox has no init on purpose.
+      if (sandbox.record.state === "paused" && sandbox.record.pause?.kind === "filesystem") continue;
       if (isSandboxInitAlive(sandbox.record.pid, sandbox.record.pidStartTime)) continue;
       logger.warn({ sandboxId }, "sandbox init exited; removing the sandbox");
       live.delete(sandboxId);

@@ -5,6 +5,7 @@
 // template builds (templates/builder/).
 import { join } from "node:path";
 import { adoptOrReap } from "./adopt-or-reap.js";
+import { ColdBoot } from "./cold-boot.js";
 import type { OrchestratorConfig } from "./config.js";
 import { createSandbox } from "./create-sandbox.js";
 import { openHostParts, type HostParts } from "./host-parts.js";
@@ -18,6 +19,7 @@ import type {
   ForkSandboxOptions,
   Orchestrator,
   SandboxExitReason,
+  SandboxLifecycleEvent,
   SandboxMetricSample,
   SandboxRecord,
   SnapshotInfo,
@@ -29,6 +31,7 @@ import { PauseResume } from "./pause-resume.js";
 import { reaperPaths, stopReaper } from "./reaper/reaper.js";
 import type { EnvdRuntimeSource } from "./runtime.js";
 import { SandboxOpQueue } from "./sandbox-op-queue.js";
+import { pauseKindOf } from "./sandbox-record.js";
 import { SandboxPools } from "./sandbox-pools.js";
 import { SandboxForks } from "./snapshots/sandbox-forks.js";
 import { SandboxSnapshots } from "./snapshots/sandbox-snapshots.js";
@@ -56,6 +59,8 @@ export class LocalOrchestrator implements Orchestrator {
   private readonly pools: SandboxPools;
   private readonly metrics = new MetricsSampler();
   private readonly pauses: PauseResume;
+  /** Halt and boot a sandbox on its files (filesystem pauses; rollback builds on them too). */
+  readonly coldBoot: ColdBoot;
   /** Snapshot storage charged to owners (quotas). */
   private readonly charges: SnapshotCharges;
   private readonly snapshots: SandboxSnapshots;
@@ -81,7 +86,15 @@ export class LocalOrchestrator implements Orchestrator {
     live.onExit(() => void this.templateBuilder.sandboxEnded());
     this.charges = new SnapshotCharges(join(config.stateDir, "snapshot-charges.json"));
     this.pools = new SandboxPools({ config, templates, host, logger });
-    this.pauses = new PauseResume({ ops: this.ops, metrics: this.metrics, logger });
+    this.coldBoot = new ColdBoot({ host, logger });
+    this.pauses = new PauseResume({
+      ops: this.ops,
+      metrics: this.metrics,
+      coldBoot: this.coldBoot,
+      live,
+      memoryPauseMaxAgeMs: config.memoryPauseMaxAgeMs,
+      logger,
+    });
     this.snapshots = new SandboxSnapshots({ live, ops: this.ops, templates, charges: this.charges, metrics: this.metrics, logger });
     this.forks = new SandboxForks({
       live,
@@ -105,7 +118,15 @@ export class LocalOrchestrator implements Orchestrator {
   /** Take back or reap what a previous run left, settle snapshot charges and layers, then start pools and liveness. */
   private async start(): Promise<void> {
     const { config, cgroups, network, host, templates, logger } = this.parts;
-    await adoptOrReap({ stateDir: config.stateDir, cgroups, network, host, live: this.live, logger });
+    await adoptOrReap({
+      stateDir: config.stateDir,
+      cgroups,
+      network,
+      host,
+      live: this.live,
+      onLifecycleEvent: (event) => this.live.emitLifecycleEvent(event),
+      logger,
+    });
     await removeStaleSnapshotCopies(templates.layersRoot).catch((error: unknown) =>
       logger.error({ err: error }, "stale snapshot copies could not all be removed; the next start retries"),
     );
@@ -115,6 +136,7 @@ export class LocalOrchestrator implements Orchestrator {
     await this.templateBuilder.requestGarbageCollection();
     this.pools.start();
     this.liveness.start();
+    this.pauses.start();
   }
 
   createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
@@ -151,12 +173,21 @@ export class LocalOrchestrator implements Orchestrator {
     return true;
   }
 
-  pauseSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
-    return this.pauses.pause(sandboxId, opts?.signal);
+  pauseSandbox(sandboxId: string, opts?: { memory?: boolean; signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
+    return this.pauses.pause(sandboxId, { memory: opts?.memory, signal: opts?.signal });
   }
 
-  resumeSandbox(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
-    return this.pauses.resume(sandboxId, opts?.signal);
+  resumeSandbox(sandboxId: string, opts?: { memory?: boolean; signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
+    return this.pauses.resume(sandboxId, { memory: opts?.memory, signal: opts?.signal });
+  }
+
+  onSandboxLifecycleEvent(listener: (event: SandboxLifecycleEvent) => void): () => void {
+    return this.live.onLifecycleEvent(listener);
+  }
+
+  /** Turn memory pauses past memoryPauseMaxAgeMs into filesystem pauses now (tests; it also runs periodically). */
+  convertAgedPauses(): Promise<void> {
+    return this.pauses.convertAged();
   }
 
   getSandbox(sandboxId: string): SandboxRecord | undefined {
@@ -170,7 +201,10 @@ export class LocalOrchestrator implements Orchestrator {
 
   async sampleMetrics(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<SandboxMetricSample | undefined> {
     const sandbox = this.live.get(sandboxId);
-    return sandbox && this.metrics.sample(sandbox, opts?.signal);
+    if (!sandbox) return undefined;
+    // A halted sandbox has no cgroups to read: nothing runs, nothing is held but its files.
+    if (pauseKindOf(sandbox.record) === "filesystem") return this.metrics.halted(sandbox, opts?.signal);
+    return this.metrics.sample(sandbox, opts?.signal);
   }
 
   resolveTemplate(ref: string): TemplateInfo | undefined {
@@ -193,6 +227,7 @@ export class LocalOrchestrator implements Orchestrator {
 
   async close(): Promise<void> {
     this.liveness.stop();
+    this.pauses.stop();
     await this.pools.close();
     await this.templateBuilder.close();
   }

@@ -37,6 +37,21 @@ export class MetricsSampler {
     };
   }
 
+  /** A halted (filesystem-paused) sandbox: no CPU, no memory, its files. */
+  async halted(sandbox: HostedSandbox, signal?: AbortSignal): Promise<SandboxMetricSample> {
+    const { limits } = sandbox.record;
+    return {
+      timestamp: new Date(),
+      cpuCount: limits.cpuCount,
+      cpuUsedPct: 0,
+      memUsed: 0,
+      memTotal: limits.memoryMB * 1024 * 1024,
+      memCache: 0,
+      diskUsed: await this.diskUsed(sandbox, signal),
+      diskTotal: limits.diskMB * 1024 * 1024,
+    };
+  }
+
   /** The sandbox was frozen or thawed: its next sample starts a new CPU interval. */
   restartCpu(sandbox: HostedSandbox): void {
     this.cpuMarks.delete(sandbox);

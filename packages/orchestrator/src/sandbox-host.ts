@@ -1,6 +1,6 @@
 // Brings one sandbox up on this host and takes it down again: writable layer, cgroups, network reservation,
 // launcher (which plumbs the network), envd. Knows nothing of pools or the control plane; the orchestrator composes it.
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { chown, mkdir, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
@@ -92,26 +92,9 @@ export class SandboxHost {
       quota = this.deps.storage.applyQuota(dir, limits.diskMB);
       quota.catch(() => undefined);
       const preparedAt = performance.now();
-      const launched = await launchSandbox(
-        {
-          lower: template.layers.map((layerId) => this.deps.layerPath(layerId)),
-          upper,
-          work: join(dir, "work"),
-          merged: join(dir, "rootfs"),
-          runtime: this.deps.runtimeDir,
-          hostname: SANDBOX_HOSTNAME,
-          uidBase: config.uidBase,
-          uidCount: config.uidCount,
-          usernsOwners: config.usernsOwners,
-          ...(config.uidRangesBase === undefined ? {} : { uidRangesBase: config.uidRangesBase }),
-          cgroups: [...sandboxCgroup.procsPaths],
-          log,
-          noNewPrivileges: config.noNewPrivileges,
-          env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: initToken },
-          command: this.deps.runtimeCommand,
-          reaper: this.deps.reaper,
-          network: sandboxNet.plumbing,
-        },
+      const bootId = randomUUID();
+      const launched = await this.startInit(
+        { dir, layers: template.layers, cgroup: sandboxCgroup, initToken, bootId, plumbing: sandboxNet.plumbing },
         opts.signal,
       );
       pid = launched.pid;
@@ -130,18 +113,10 @@ export class SandboxHost {
         startedAt: new Date().toISOString(),
         initToken,
         pooled: opts.pooled,
+        bootId,
       };
       // The record is written while envd starts; a restart before it exists reaps the directory as a leftover.
-      await Promise.all([
-        quota,
-        writeRecord(dir, record),
-        (async () => {
-          // The first /health goes out when envd's log says it listens (polling from then on, or after a while
-          // without that line), so no refused attempts compete with envd for the CPU while it starts.
-          await Promise.all([sandboxNet.firewall, envdListening(log, { timeoutMs: ENVD_LISTENING_HINT_MS, signal: opts.signal })]);
-          await waitForEnvd(envdAt(sandboxNet.network.ip), { timeoutMs: config.envdReadyTimeoutMs, signal: opts.signal });
-        })(),
-      ]);
+      await Promise.all([quota, writeRecord(dir, record), this.envdReady(sandboxNet, log, opts.signal)]);
       this.deps.logger.debug(
         {
           sandboxId,
@@ -164,6 +139,101 @@ export class SandboxHost {
       if (opts.signal?.aborted) throw new BurrowError(Code.Canceled, "sandbox creation was canceled", { reason: "launch_canceled", cause: error });
       throw new BurrowError(Code.Internal, `sandbox could not be started: ${(error as Error).message}`, { reason: "launch_failed", cause: error });
     }
+  }
+
+  /**
+   * Start a halted sandbox again (a cold boot, cold-boot.ts): on its own directory and writable layer, the layers
+   * and address of its record, new cgroups and a new boot id; resolves once envd answers (not yet /init-ed). The
+   * record gets the new init (pid, owner, boot id) while envd starts and keeps its state; the caller marks it
+   * running. On failure whatever was started ends again and the directory, record and lease stay.
+   */
+  async relaunch(sandbox: HostedSandbox, layers: readonly string[], signal?: AbortSignal): Promise<void> {
+    const { cgroups, network } = this.deps;
+    const { record, dir } = sandbox;
+    const { sandboxId } = record;
+    const log = join(dir, "envd.log");
+    let cgroup: SandboxCgroup | undefined;
+    let reservation: NetworkReservation | undefined;
+    try {
+      reservation = network.reserve(sandboxId, { allowInternetAccess: record.allowInternetAccess, ip: record.ip, signal });
+      cgroup = await cgroups.open(sandboxId);
+      await cgroup.setLimits(record.limits);
+      const bootId = randomUUID();
+      const launched = await this.startInit(
+        { dir, layers, cgroup, initToken: record.initToken, bootId, plumbing: reservation.plumbing },
+        signal,
+      );
+      sandbox.cgroup = cgroup;
+      sandbox.network = reservation.network;
+      sandbox.record = {
+        ...record,
+        pid: launched.pid,
+        pidStartTime: launched.startTime,
+        usernsOwner: launched.usernsOwner,
+        hostUidBase: launched.hostUidBase,
+        bootId,
+      };
+      await Promise.all([writeRecord(dir, sandbox.record), this.envdReady(reservation, log, signal)]);
+    } catch (error) {
+      await Promise.allSettled([reservation?.firewall]);
+      await cgroup?.killAll(AbortSignal.timeout(10_000)).catch(() => undefined);
+      await reservation?.network.unplug().catch(() => undefined);
+      await cgroup?.destroy().catch(() => undefined);
+      if (error instanceof BurrowError) throw error;
+      if (signal?.aborted) throw new BurrowError(Code.Canceled, `boot of sandbox ${sandboxId} was canceled`, { reason: "boot_canceled", cause: error });
+      throw new BurrowError(Code.Internal, `sandbox ${sandboxId} could not be booted: ${(error as Error).message}`, { reason: "boot_failed", cause: error });
+    }
+  }
+
+  /**
+   * End every process of the sandbox and release its cgroups and veth; its directory, record and address lease
+   * (with its firewall elements) stay. The cgroup handle is left pointing at removed directories (killing through
+   * it again finds nobody).
+   */
+  async halt(sandbox: HostedSandbox, signal?: AbortSignal): Promise<void> {
+    await sandbox.cgroup.killAll(signal ?? AbortSignal.timeout(10_000));
+    await sandbox.network.unplug();
+    await sandbox.cgroup.destroy();
+  }
+
+  /** Run the launcher for a sandbox whose directory, cgroups and address are ready. */
+  private startInit(
+    p: { dir: string; layers: readonly string[]; cgroup: SandboxCgroup; initToken: string; bootId: string; plumbing: NetworkReservation["plumbing"] },
+    signal: AbortSignal | undefined,
+  ) {
+    const { config } = this.deps;
+    return launchSandbox(
+      {
+        lower: p.layers.map((layerId) => this.deps.layerPath(layerId)),
+        upper: join(p.dir, "upper"),
+        work: join(p.dir, "work"),
+        merged: join(p.dir, "rootfs"),
+        runtime: this.deps.runtimeDir,
+        hostname: SANDBOX_HOSTNAME,
+        uidBase: config.uidBase,
+        uidCount: config.uidCount,
+        usernsOwners: config.usernsOwners,
+        ...(config.uidRangesBase === undefined ? {} : { uidRangesBase: config.uidRangesBase }),
+        cgroups: [...p.cgroup.procsPaths],
+        log: join(p.dir, "envd.log"),
+        bootId: p.bootId,
+        noNewPrivileges: config.noNewPrivileges,
+        env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: p.initToken },
+        command: this.deps.runtimeCommand,
+        reaper: this.deps.reaper,
+        network: p.plumbing,
+      },
+      signal,
+    );
+  }
+
+  /**
+   * The first /health goes out when envd's log says it listens (polling from then on, or after a while without that
+   * line), so no refused attempts compete with envd for the CPU while it starts.
+   */
+  private async envdReady(reservation: NetworkReservation, log: string, signal: AbortSignal | undefined): Promise<void> {
+    await Promise.all([reservation.firewall, envdListening(log, { timeoutMs: ENVD_LISTENING_HINT_MS, signal })]);
+    await waitForEnvd(envdAt(reservation.network.ip), { timeoutMs: this.deps.config.envdReadyTimeoutMs, signal });
   }
 
   /** Change the disk limit of a running sandbox (a pooled one claimed with other limits). */

@@ -2,7 +2,23 @@
 // orchestrator reads to re-adopt a sandbox that kept running, or to reap what a dead one left.
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { PauseKind } from "./orchestrator-api.js";
+import type { TemplateRuntime } from "./templates/template-store.js";
 import type { SandboxLimits } from "./types.js";
+
+/**
+ * What a cold boot needs to bring a sandbox back as its create made it: the layers it started on (a template
+ * rebuilt since keeps them in its build history), the template's runtime (start and ready commands, ENV, user,
+ * workdir) and envd's /init as the create sent it. The record lives beside the writable layer, outside anything
+ * the sandbox can reach, so the access token and env vars stay the host's.
+ */
+export interface BootSpec {
+  layers: string[];
+  runtime?: TemplateRuntime | undefined;
+  /** The create's env vars (the template's ENV is merged under them at /init, as at create). */
+  envVars: Record<string, string>;
+  accessToken: string;
+}
 
 export interface SandboxRecordFile {
   sandboxId: string;
@@ -32,14 +48,30 @@ export interface SandboxRecordFile {
    * records written before pausing existed: running.
    */
   state?: "running" | "paused";
+  /**
+   * While paused: how, and since when (ISO time). Absent in a paused record written before pause kinds: memory.
+   * A filesystem pause is written before its first destructive step (cold-boot.ts), so a restart in between ends
+   * the halt instead of reaping the sandbox.
+   */
+  pause?: { kind: PauseKind; since: string };
+  /** The sandbox's /proc/sys/kernel/random/boot_id, new at each launch. Absent in older records. */
+  bootId?: string;
+  /** Set when the sandbox is claimed (create); without it (older records) a filesystem pause is refused. */
+  boot?: BootSpec;
 }
 
 const RECORD_FILE = "sandbox.json";
 
 export async function writeRecord(dir: string, record: SandboxRecordFile): Promise<void> {
   const file = join(dir, RECORD_FILE);
-  await writeFile(`${file}.tmp`, JSON.stringify(record));
+  // Root's only: it holds envd's tokens and the create's env vars.
+  await writeFile(`${file}.tmp`, JSON.stringify(record), { mode: 0o600 });
   await rename(`${file}.tmp`, file);
+}
+
+/** How a record's sandbox is paused, undefined while it runs. */
+export function pauseKindOf(record: SandboxRecordFile): PauseKind | undefined {
+  return record.state === "paused" ? (record.pause?.kind ?? "memory") : undefined;
 }
 
 export async function readRecord(dir: string): Promise<SandboxRecordFile | undefined> {

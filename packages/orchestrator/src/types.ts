@@ -55,6 +55,11 @@ export interface SandboxNetwork {
   setInternetAccess(allowed: boolean): Promise<void>;
   /** Remove the veth (if still there), firewall set elements and the address lease. */
   release(): Promise<void>;
+  /**
+   * Remove the veth (if still there) and the bridge's neighbour entry, keeping the lease and the firewall elements:
+   * a filesystem-paused sandbox keeps its address for its next boot (reserve with `ip`) at the cost of set elements.
+   */
+  unplug(): Promise<void>;
 }
 
 /** An address and firewall elements reserved for a sandbox whose veth the launcher is to plumb. */
@@ -71,8 +76,12 @@ export interface NetworkReservation {
 export interface NetworkManager {
   /** Create bridge, firewall tables and NAT (idempotent). Fails with a clear error if the subnet overlaps a host route. */
   setup(signal?: AbortSignal): Promise<void>;
-  /** Reserve a fresh address at once and start installing its firewall elements, for a sandbox the launcher will plumb. */
-  reserve(sandboxId: string, opts: { allowInternetAccess: boolean; signal?: AbortSignal }): NetworkReservation;
+  /**
+   * Reserve an address at once and start installing its firewall elements, for a sandbox the launcher will plumb:
+   * a fresh one, or with `ip` the sandbox's own again (a cold boot: the lease it still holds, or after a restart
+   * the lease taken back; refused when another sandbox holds it).
+   */
+  reserve(sandboxId: string, opts: { allowInternetAccess: boolean; ip?: string | undefined; signal?: AbortSignal }): NetworkReservation;
   /** Attach the network namespace of `pid` (made elsewhere) to the bridge with a fresh address. */
   attach(sandboxId: string, pid: number, opts: { allowInternetAccess: boolean; signal?: AbortSignal }): Promise<SandboxNetwork>;
   /** Re-adopt an attachment after a server restart (no kernel changes, only bookkeeping). */

@@ -25,6 +25,7 @@ export const up = defineCommand({
     subnet: { type: "string", value: "CIDR", description: `Sandbox addresses (default ${DEFAULT_SUBNET}, env BURROW_SUBNET)` },
     "pool-size": { type: "string", value: "N", description: `Idle sandboxes kept ready; 0 = no pool (default ${DEFAULT_POOL_SIZE}, env BURROW_POOL_SIZE)` },
     "pool-sizes": { type: "string", value: "T=N,…", description: "Idle sandboxes per template, e.g. code-interpreter-v1=2,desktop=0 (env BURROW_POOL_SIZES)" },
+    "memory-pause-max-age-ms": { type: "string", value: "MS", description: "A memory pause older than this becomes a filesystem pause (default 3600000, env BURROW_MEMORY_PAUSE_MAX_AGE_MS)" },
     bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}, env BURROW_BUS)` },
   },
   async run({ values, env }) {
@@ -37,6 +38,7 @@ export const up = defineCommand({
         subnet: values.subnet,
         poolSize: values["pool-size"],
         poolSizes: values["pool-sizes"],
+        memoryPauseMaxAgeMs: values["memory-pause-max-age-ms"],
         bus: values.bus,
         host: values.host,
         port: values.port,

@@ -43,6 +43,8 @@ export interface LaunchOptions {
   cgroups?: readonly string[];
   /** File receiving the init's and the command's stdout/stderr (appended). */
   log: string;
+  /** What /proc/sys/kernel/random/boot_id shows inside (a lower-case UUID); without it, the host's. */
+  bootId?: string;
   /** Set no_new_privs for everything inside. Breaks sudo/su (setuid) in the sandbox. @default false */
   noNewPrivileges?: boolean;
   /** The command's whole environment (PATH defaults to the usual system PATH when absent). */
@@ -82,6 +84,7 @@ export function launcherArgs(o: LaunchOptions): string[] {
   if (o.uidRangesBase !== undefined) args.push("--ranges-base", String(o.uidRangesBase));
   for (const c of o.cgroups ?? []) args.push("--cgroup", c);
   args.push("--log", o.log);
+  if (o.bootId !== undefined) args.push("--boot-id", o.bootId);
   if (o.noNewPrivileges) args.push("--no-new-privs");
   if (o.stopGraceMs !== undefined) args.push("--grace-ms", String(o.stopGraceMs));
   if (o.network) args.push(...netPlumbingArgs(o.network));

@@ -137,14 +137,12 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     this.#opts.logger?.info(`network ${br} ${formatIpv4(gw)}/${this.#subnet.length} ready (mtu ${mtu})`);
   }
 
-  reserve(sandboxId: string, opts: { allowInternetAccess: boolean; signal?: AbortSignal | undefined }): NetworkReservation {
+  reserve(
+    sandboxId: string,
+    opts: { allowInternetAccess: boolean; ip?: string | undefined; signal?: AbortSignal | undefined },
+  ): NetworkReservation {
     if (this.#mtu === undefined) throw new NetworkError("not_set_up", "reserve before setup()");
-    if (this.#attachments.has(sandboxId)) {
-      throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
-    }
-    // Skip leases whose veth name is still taken by an orphan that has not been reaped yet.
-    const lease = this.#pool.take((l) => !existsSync(`${SYS_NET}/${vethName(this.#names, l)}`));
-    const a = this.#register(sandboxId, lease, opts.allowInternetAccess);
+    const a = opts.ip === undefined ? this.#reserveFresh(sandboxId, opts.allowInternetAccess) : this.#reserveAgain(sandboxId, opts.ip, opts.allowInternetAccess);
     // The firewall elements may come after the veth: they name it, and until they exist its frames are dropped.
     const firewall = this.#exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet), signal: opts.signal }).then(
       () => undefined,
@@ -161,6 +159,33 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       mtu: this.#mtu,
     };
     return { plumbing, network: this.#handle(a), firewall };
+  }
+
+  #reserveFresh(sandboxId: string, internet: boolean): Attachment {
+    if (this.#attachments.has(sandboxId)) {
+      throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
+    }
+    // Skip leases whose veth name is still taken by an orphan that has not been reaped yet.
+    const lease = this.#pool.take((l) => !existsSync(`${SYS_NET}/${vethName(this.#names, l)}`));
+    return this.#register(sandboxId, lease, internet);
+  }
+
+  /**
+   * The sandbox's own address once more (a cold boot after a filesystem pause): its lease is still held by its
+   * attachment, or (after a restart) taken again here. Its firewall elements are installed again either way,
+   * since a host reboot took them with the tables.
+   */
+  #reserveAgain(sandboxId: string, ip: string, internet: boolean): Attachment {
+    const lease = this.#pool.leaseOf(ip);
+    const held = this.#attachments.get(sandboxId);
+    if (held) {
+      if (held.lease !== lease) throw new NetworkError("invalid_argument", `sandbox ${sandboxId} holds ${held.binding.ip}, not ${ip}`);
+      held.internet = internet;
+      return held;
+    }
+    if (this.#pool.has(lease)) throw new NetworkError("invalid_argument", `address ${ip} is already leased`);
+    this.#pool.claim(lease);
+    return this.#register(sandboxId, lease, internet);
   }
 
   async attach(
@@ -244,9 +269,15 @@ class NetworkManagerImpl implements BurrowNetworkManager {
         a.internet = allowed;
       },
       release: () => this.#release(a),
+      unplug: () => this.#unplug(a),
     };
   }
 
+  /** The veth and the bridge's neighbour entry go; the lease and the firewall elements stay (a filesystem pause). */
+  async #unplug(a: Attachment, signal?: AbortSignal): Promise<void> {
+    if (a.released) return;
+    await deleteLinks(this.#exec, [a.binding.hostVeth], signal, [`neigh del ${a.binding.ip} dev ${this.#names.bridge}`]);
+  }
   /** Idempotent: the veth may already be gone (its netns died with the sandbox). */
   async #release(a: Attachment, signal?: AbortSignal): Promise<void> {
     if (a.released) return;

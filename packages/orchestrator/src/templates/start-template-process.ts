@@ -41,7 +41,7 @@ export function templateReadyTimeoutMs(env: Record<string, string> | undefined):
  */
 export async function startTemplateProcess(
   sandbox: EnvdTarget,
-  manifest: TemplateManifest,
+  manifest: Pick<TemplateManifest, "runtime">,
   opts: StartTemplateOptions = {},
 ): Promise<void> {
   const runtime = manifest.runtime;
