@@ -12,7 +12,7 @@ const connectBody = {
   type: "object",
   properties: {
     timeout: { type: "integer", minimum: 0, description: "seconds; default 300; only extends" },
-    memory: { type: "boolean", description: "false asks for a reboot on resume; memory is always kept here" },
+    memory: { type: "boolean", description: "false: a paused sandbox is resumed by a cold boot even when its memory was kept" },
   },
 } as const;
 
@@ -27,7 +27,7 @@ const resumeBody = {
 
 export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): void {
   for (const url of ["/v2/sandboxes/:sandboxID/connect", "/sandboxes/:sandboxID/connect"]) {
-    app.post<{ Params: { sandboxID: string }; Body: { timeout?: number } | undefined }>(
+    app.post<{ Params: { sandboxID: string }; Body: { timeout?: number; memory?: boolean } | undefined }>(
       url,
       {
         preValidation: strictJsonBody,
@@ -39,7 +39,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
         },
       },
       async (request, reply) => {
-        const { row, resumed } = await ctx.sandboxes.connect(request.params.sandboxID, request.body?.timeout);
+        const { row, resumed } = await ctx.sandboxes.connect(request.params.sandboxID, request.body?.timeout, { memory: request.body?.memory });
         return reply.code(resumed ? 201 : 200).send(toSandbox(row, ctx.config));
       },
     );
