@@ -18,4 +18,5 @@ if (!only || only === "templates") await (await import("./templates.mjs")).runTe
 if (!only || only === "code-interpreter") await (await import("./code-interpreter.mjs")).runCodeInterpreterBenchmarks();
 if (!only || only === "mcp") await (await import("./mcp.mjs")).runMcpBenchmarks();
 if (!only || only === "load") await (await import("./load.mjs")).runLoadBenchmarks();
+if (!only || only === "pause") await (await import("./pause.mjs")).runPauseBenchmarks();
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();

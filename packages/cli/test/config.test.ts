@@ -119,6 +119,8 @@ describe("resolveUpConfig", () => {
     expect(config.orchestrator).toMatchObject({ stateDir: "/tmp/b", instance: "flag", subnet: "10.8.0.0/16", pool: { size: 0, sizes: { desktop: 3, "code-interpreter-v1": 1 } } });
     expect(config.server).toMatchObject({ stateDir: "/tmp/b", port: 0, host: "127.0.0.1", domain: "flag.test" });
     expect(config.bus).toEqual({ kind: "embedded" });
+    const ages = (flags: { memoryPauseMaxAgeMs?: string }) => resolveUpConfig(flags, { BURROW_MEMORY_PAUSE_MAX_AGE_MS: "60000" }).orchestrator.memoryPauseMaxAgeMs;
+    expect([ages({}), ages({ memoryPauseMaxAgeMs: "5000" })]).toEqual([60_000, 5_000]);
   });
 
   it("refuses bad flags and variables with usage errors that name them", () => {
@@ -130,6 +132,8 @@ describe("resolveUpConfig", () => {
       [{ poolSizes: "desktop" }, {}, "--pool-sizes must be template=N pairs separated by commas, got 'desktop'"],
       [{ poolSizes: "desktop=-1" }, {}, "--pool-sizes (desktop) must be a non-negative integer, got '-1'"],
       [{}, { BURROW_POOL_SIZES: "desktop=x" }, "BURROW_POOL_SIZES (desktop) must be a non-negative integer, got 'x'"],
+      [{ memoryPauseMaxAgeMs: "0" }, {}, "--memory-pause-max-age-ms must be a positive integer, got '0'"],
+      [{}, { BURROW_MEMORY_PAUSE_MAX_AGE_MS: "1h" }, "BURROW_MEMORY_PAUSE_MAX_AGE_MS must be a positive integer, got '1h'"],
       [{ port: "http" }, {}, "--port must be a non-negative integer, got 'http'"],
       [{ port: "65536" }, {}, "--port must be at most 65535, got '65536'"],
       [{}, { BURROW_PORT: "http" }, "BURROW_PORT must be a non-negative integer, got 'http'"],

@@ -4,6 +4,7 @@ import { Code } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
 import {
   DEFAULT_LIMITS,
+  DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
   DEFAULT_POOL_SIZE,
   DEFAULT_UPLOAD_LIMITS,
   DEFAULT_USERNS_OWNERS,
@@ -25,6 +26,7 @@ const FULL_ENV = {
   BURROW_INSECURE_REGISTRIES: "127.0.0.1:5000, registry.lan",
   BURROW_PUBLIC_REGISTRIES: "false",
   BURROW_UPLOAD_MAX_BYTES: "1048576",
+  BURROW_MEMORY_PAUSE_MAX_AGE_MS: "60000",
 };
 
 describe("resolveOrchestratorConfig", () => {
@@ -47,8 +49,10 @@ describe("resolveOrchestratorConfig", () => {
       imageImportDir: undefined,
       registries: { insecure: [], mirrors: {}, allowPublic: true },
       uploads: DEFAULT_UPLOAD_LIMITS,
+      memoryPauseMaxAgeMs: DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
     });
     expect(DEFAULT_POOL_SIZE).toBe(2);
+    expect(DEFAULT_MEMORY_PAUSE_MAX_AGE_MS).toBe(3_600_000);
   });
 
   it("reads the documented variables", () => {
@@ -64,6 +68,7 @@ describe("resolveOrchestratorConfig", () => {
         allowPublic: false,
       },
       uploads: { ...DEFAULT_UPLOAD_LIMITS, maxBytes: 1_048_576 },
+      memoryPauseMaxAgeMs: 60_000,
     });
   });
 
@@ -76,6 +81,7 @@ describe("resolveOrchestratorConfig", () => {
       imageImportDir: "/tmp/images",
       registries: { insecure: [], mirrors: {}, allowPublic: true },
       uploads: { maxBytes: 10 },
+      memoryPauseMaxAgeMs: 5,
     };
     expect(resolveOrchestratorConfig(input, FULL_ENV)).toMatchObject({
       stateDir: "/tmp/b",
@@ -85,6 +91,7 @@ describe("resolveOrchestratorConfig", () => {
       imageImportDir: "/tmp/images",
       registries: { insecure: [], mirrors: {}, allowPublic: true },
       uploads: { maxBytes: 10 },
+      memoryPauseMaxAgeMs: 5,
     });
     const empty = Object.fromEntries(Object.keys(FULL_ENV).map((name) => [name, ""]));
     expect(resolveOrchestratorConfig({}, empty)).toEqual(resolveOrchestratorConfig({}, {}));
@@ -128,6 +135,8 @@ describe("resolveOrchestratorConfig", () => {
       [{ BURROW_POOL_SIZES: "desktop=x" }, "BURROW_POOL_SIZES (desktop) must be a non-negative integer, got 'x'"],
       [{ BURROW_UPLOAD_MAX_BYTES: "1e9" }, "BURROW_UPLOAD_MAX_BYTES must be a positive integer, got '1e9'"],
       [{ BURROW_UPLOAD_MAX_BYTES: "0" }, "BURROW_UPLOAD_MAX_BYTES must be a positive integer, got '0'"],
+      [{ BURROW_MEMORY_PAUSE_MAX_AGE_MS: "1h" }, "BURROW_MEMORY_PAUSE_MAX_AGE_MS must be a positive integer, got '1h'"],
+      [{ BURROW_MEMORY_PAUSE_MAX_AGE_MS: "0" }, "BURROW_MEMORY_PAUSE_MAX_AGE_MS must be a positive integer, got '0'"],
       [{ BURROW_PUBLIC_REGISTRIES: "maybe" }, "BURROW_PUBLIC_REGISTRIES must be true or false, got 'maybe'"],
       [{ BURROW_REGISTRY_MIRRORS: "docker.io" }, "BURROW_REGISTRY_MIRRORS entry 'docker.io' must look like docker.io=https://mirror.example"],
     ] as const) {
@@ -141,6 +150,7 @@ describe("resolveOrchestratorConfig", () => {
       [{ pool: { size: -1 } }, "pool.size must be a non-negative integer, got -1"],
       [{ pool: { sizes: { desktop: 0.5 } } }, "pool.sizes.desktop must be a non-negative integer, got 0.5"],
       [{ uploads: { maxCount: 0 } }, "uploads.maxCount must be a positive integer, got 0"],
+      [{ memoryPauseMaxAgeMs: 0 }, "memoryPauseMaxAgeMs must be a positive integer, got 0"],
       [{ subnet: "300.0.0.0/16" }, "subnet must be an IPv4 CIDR (a.b.c.d/n), got '300.0.0.0/16'"],
     ] as const) {
       expect(() => resolveOrchestratorConfig(input, { BURROW_POOL_SIZE: "1", BURROW_SUBNET: "10.9.0.0/16" })).toThrow(configError(message));
