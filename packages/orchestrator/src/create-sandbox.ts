@@ -69,7 +69,7 @@ async function templateFor(deps: CreateSandboxDeps, ref: string, signal?: AbortS
 }
 
 /** Make a launched or pooled sandbox the caller's; its record is written last, as a claimed sandbox. */
-async function claim(
+export async function claim(
   deps: CreateSandboxDeps,
   sandbox: HostedSandbox,
   template: TemplateManifest,

@@ -15,6 +15,11 @@ export type {
   SnapshotUsage,
   ForkSandboxOptions,
   ForkResult,
+  CheckpointInfo,
+  CheckpointTree,
+  CheckpointSandboxOptions,
+  BranchCheckpointOptions,
+  DeleteCheckpointOptions,
 } from "./orchestrator-api.js";
 export type { SandboxLimits } from "./types.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";

@@ -1,7 +1,7 @@
 // The orchestrator of one machine: the facade behind the control plane's Orchestrator interface. It is assembled
 // from the host's parts (host-parts.ts) and delegates each job to its own module: creating and claiming sandboxes
 // (create-sandbox.ts, sandbox-pools.ts), pause and resume (pause-resume.ts), snapshots and forks (snapshots/),
-// metrics (metrics-sampler.ts), re-adoption after a restart (adopt-or-reap.ts), liveness (liveness-monitor.ts) and
+// checkpoint trees (checkpoints/), metrics (metrics-sampler.ts), re-adoption after a restart (adopt-or-reap.ts), liveness (liveness-monitor.ts) and
 // template builds (templates/builder/).
 import { join } from "node:path";
 import { adoptOrReap } from "./adopt-or-reap.js";
@@ -27,6 +27,18 @@ import type {
   SnapshotUsage,
   TemplateInfo,
 } from "./orchestrator-api.js";
+import type {
+  BranchCheckpointOptions,
+  CheckpointInfo,
+  CheckpointSandboxOptions,
+  CheckpointTree,
+  DeleteCheckpointOptions,
+} from "./orchestrator-api.js";
+import { branchCheckpoint, startChild, type BranchDeps } from "./checkpoints/branch-checkpoint.js";
+import { CheckpointSizes } from "./checkpoints/checkpoint-sizes.js";
+import { CheckpointStore } from "./checkpoints/checkpoint-store.js";
+import { rollbackSandbox } from "./checkpoints/rollback-sandbox.js";
+import { SandboxCheckpoints } from "./checkpoints/sandbox-checkpoints.js";
 import { PauseResume } from "./pause-resume.js";
 import { reaperPaths, stopReaper } from "./reaper/reaper.js";
 import type { EnvdRuntimeSource } from "./runtime.js";
@@ -66,6 +78,9 @@ export class LocalOrchestrator implements Orchestrator {
   private readonly snapshots: SandboxSnapshots;
   private readonly forks: SandboxForks;
   private readonly liveness: LivenessMonitor;
+  /** Checkpoint trees (checkpoints/): records and heads, and the operations on them. */
+  private readonly checkpointStore: CheckpointStore;
+  private readonly checkpoints: SandboxCheckpoints;
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
   readonly templateBuilder: TemplateBuilder;
   readonly config: Readonly<OrchestratorConfig>;
@@ -80,7 +95,8 @@ export class LocalOrchestrator implements Orchestrator {
       host,
       config,
       logger,
-      isTemplateInUse: (templateId) => live.usesTemplate(templateId),
+      // Checkpoints keep the layers their files belong on, like running sandboxes do.
+      isTemplateInUse: (templateId) => live.usesTemplate(templateId) || this.checkpointStore.usesTemplate(templateId),
     });
     // Layers of a deleted template stay while its sandboxes run; the last one ending frees them.
     live.onExit(() => void this.templateBuilder.sandboxEnded());
@@ -106,6 +122,22 @@ export class LocalOrchestrator implements Orchestrator {
     });
     live.onExit(() => void this.forks.releaseForkBases());
     this.liveness = new LivenessMonitor({ live, host, logger });
+    const checkpointStore = (this.checkpointStore = new CheckpointStore(join(config.stateDir, "checkpoints"), logger));
+    this.checkpoints = new SandboxCheckpoints({
+      store: checkpointStore,
+      sizes: new CheckpointSizes(checkpointStore.root, parts.storage),
+      live,
+      ops: this.ops,
+      storage: parts.storage,
+      templates,
+      charges: this.charges,
+      metrics: this.metrics,
+      onDeleted: () => void this.templateBuilder.sandboxEnded(),
+      logger,
+    });
+    this.charges.chargeAlso(() => this.checkpoints.charges());
+    // A checkpoint outlives its sandbox; only which one the sandbox's files descended from goes with it.
+    live.onExit((sandboxId) => void checkpointStore.dropHead(sandboxId).catch(() => undefined));
   }
 
   static async create(opts: LocalOrchestratorOptions): Promise<LocalOrchestrator> {
@@ -131,6 +163,7 @@ export class LocalOrchestrator implements Orchestrator {
       logger.error({ err: error }, "stale snapshot copies could not all be removed; the next start retries"),
     );
     await this.charges.load();
+    await this.checkpointStore.load((sandboxId) => this.live.has(sandboxId));
     await this.forks.releaseForkBases();
     // What a killed build or a deleted template left in the layers directory goes before anything builds.
     await this.templateBuilder.requestGarbageCollection();
@@ -140,6 +173,9 @@ export class LocalOrchestrator implements Orchestrator {
   }
 
   createSandbox(opts: CreateSandboxOptions): Promise<SandboxRecord> {
+    // A checkpoint's id names it as a template: the sandbox starts on its files (a branch of one).
+    const checkpoint = this.checkpointStore.get(opts.template);
+    if (checkpoint) return startChild(this.branchDeps(), checkpoint, opts);
     const { templates, host } = this.parts;
     return createSandbox({ templates, builder: this.templateBuilder, host, pools: this.pools, live: this.live }, opts);
   }
@@ -154,6 +190,41 @@ export class LocalOrchestrator implements Orchestrator {
 
   listSnapshots(): SnapshotInfo[] {
     return this.snapshots.list();
+  }
+
+  checkpointSandbox(sandboxId: string, opts?: CheckpointSandboxOptions): Promise<CheckpointInfo | undefined> {
+    return this.checkpoints.checkpoint(sandboxId, opts);
+  }
+
+  listCheckpoints(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<CheckpointTree | undefined> {
+    return this.checkpoints.list(sandboxId, opts?.signal);
+  }
+
+  getCheckpoint(checkpointId: string, opts?: { signal?: AbortSignal }): Promise<CheckpointInfo | undefined> {
+    return this.checkpoints.get(checkpointId, opts?.signal);
+  }
+
+  rollbackSandbox(sandboxId: string, checkpointId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
+    const { storage, logger } = this.parts;
+    const deps = { store: this.checkpointStore, ops: this.ops, storage, coldBoot: this.coldBoot, logger };
+    return rollbackSandbox(deps, sandboxId, checkpointId, opts?.signal);
+  }
+
+  branchCheckpoint(checkpointId: string, opts: BranchCheckpointOptions): Promise<ForkResult[] | undefined> {
+    return branchCheckpoint(this.branchDeps(), checkpointId, opts);
+  }
+
+  deleteCheckpoint(checkpointId: string, opts?: DeleteCheckpointOptions): Promise<string[] | undefined> {
+    return this.checkpoints.delete(checkpointId, opts);
+  }
+
+  private branchDeps(): BranchDeps {
+    const { templates, host, storage } = this.parts;
+    return {
+      store: this.checkpointStore,
+      storage,
+      create: { templates, builder: this.templateBuilder, host, pools: this.pools, live: this.live },
+    };
   }
 
   forkSandbox(sandboxId: string, opts: ForkSandboxOptions): Promise<ForkResult[] | undefined> {

@@ -188,3 +188,91 @@ export interface Orchestrator {
   /** Stop the pool and background work. Running sandboxes keep running (restart safety). */
   close(): Promise<void>;
 }
+
+/**
+ * A checkpoint: a sandbox's files at one moment, kept copy-on-write (a read-only btrfs subvolume snapshot of its
+ * writable layer; a reflink copy where btrfs is missing). Checkpoints form a tree: each one's parent is the
+ * checkpoint the sandbox's state descended from when it was taken (the last one taken or rolled back to, or the
+ * one the sandbox was branched from). Files only: process memory is not part of it (CRIU does not work on these
+ * kernels); the on-disk record leaves room for a memory image from a future driver.
+ */
+export interface CheckpointInfo {
+  checkpointId: string;
+  /** The sandbox it was taken from (it may have ended since: checkpoints stay until deleted). */
+  sandboxId: string;
+  /** The checkpoint this one descends from; null for a root. */
+  parentId: string | null;
+  label?: string;
+  createdAt: Date;
+  /** Disk bytes only this checkpoint holds, i.e. what deleting it frees now (btrfs exclusive bytes; du without btrfs). */
+  sizeBytes: number;
+  /** The template the sandbox started from (children of the checkpoint start on its layers). */
+  templateId: string;
+  /** Who its bytes are charged to (SnapshotQuota.owner); absent when taken without a quota. */
+  owner?: string;
+  /** Network setting of the sandbox when it was taken; children get the same. */
+  allowInternetAccess: boolean;
+  /** What it holds: files only, today. */
+  contents: "files";
+}
+
+/** The lineage tree around a sandbox: every checkpoint connected to it, and which one its current state descends from. */
+export interface CheckpointTree {
+  sandboxId: string;
+  /** The checkpoint the sandbox's current files descend from (last taken, rolled back to or branched from). */
+  currentId: string | null;
+  /** Parents before their children, oldest first among siblings. */
+  checkpoints: CheckpointInfo[];
+}
+
+export interface CheckpointSandboxOptions {
+  label?: string;
+  /** Charge the checkpoint's bytes to an owner, in the same quota as snapshots; refused beyond it. */
+  quota?: SnapshotQuota;
+  signal?: AbortSignal;
+}
+
+export interface BranchCheckpointOptions {
+  /** Number of children (1 or more). */
+  count: number;
+  /** Per child (index 0…count-1): its envd access token and env vars. */
+  forkOptions: (index: number) => ForkSandboxCreateOptions;
+  signal?: AbortSignal;
+}
+
+export interface DeleteCheckpointOptions {
+  /** Delete every checkpoint descending from it too; without it a checkpoint with descendants is refused. */
+  cascade?: boolean;
+  signal?: AbortSignal;
+}
+
+/**
+ * Checkpoint trees (see CheckpointInfo), optional like snapshots: an orchestrator without them leaves them out and
+ * the control plane answers "not supported". (Declared as a merge into Orchestrator above.)
+ */
+export interface Orchestrator {
+  /** Checkpoint a sandbox's files (a running one is frozen for the moment of the snapshot). Undefined when unknown. */
+  checkpointSandbox?(sandboxId: string, opts?: CheckpointSandboxOptions): Promise<CheckpointInfo | undefined>;
+  /** The lineage tree of a sandbox; undefined when neither the sandbox nor any checkpoint of it is known. */
+  listCheckpoints?(sandboxId: string, opts?: { signal?: AbortSignal }): Promise<CheckpointTree | undefined>;
+  /** One checkpoint by id, also after its sandbox ended; undefined when unknown. */
+  getCheckpoint?(checkpointId: string, opts?: { signal?: AbortSignal }): Promise<CheckpointInfo | undefined>;
+  /**
+   * Restore a running sandbox in place to a checkpoint of its lineage: same id, address, envd token and env vars;
+   * its processes end and it boots again on the checkpoint's files (as after a filesystem pause). Undefined when
+   * the sandbox is unknown; NotFound when the checkpoint is.
+   */
+  rollbackSandbox?(sandboxId: string, checkpointId: string, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /**
+   * Start `count` sandboxes from a checkpoint, each on the template's layers with a writable snapshot of the
+   * checkpoint as its own layer. Each child succeeds or fails in its own slot. Undefined when the checkpoint is unknown.
+   * `createSandbox({ template: checkpointId })` starts one child the same way.
+   */
+  branchCheckpoint?(checkpointId: string, opts: BranchCheckpointOptions): Promise<ForkResult[] | undefined>;
+  /**
+   * Delete a checkpoint (and with `cascade` its descendants, leaves first); resolves the ids deleted, undefined when
+   * unknown. Refused (FailedPrecondition, reason "checkpoint_has_dependants") while checkpoints descend from it.
+   */
+  deleteCheckpoint?(checkpointId: string, opts?: DeleteCheckpointOptions): Promise<string[] | undefined>;
+}
+

@@ -2,7 +2,7 @@
 // launcher (which plumbs the network), envd. Knows nothing of pools or the control plane; the orchestrator composes it.
 import { randomBytes, randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { chown, mkdir, writeFile } from "node:fs/promises";
+import { chown, mkdir, rename, writeFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { BurrowError, Code, ENVD_PORT } from "@burrow/protocol";
 import type { OrchestratorConfig } from "./config.js";
@@ -55,7 +55,13 @@ export class SandboxHost {
   async launch(
     template: TemplateManifest,
     limits: SandboxLimits,
-    opts: { allowInternetAccess: boolean; pooled: boolean; signal?: AbortSignal },
+    opts: {
+      allowInternetAccess: boolean;
+      pooled: boolean;
+      signal?: AbortSignal;
+      /** A directory prepared on the same filesystem (a copy of a checkpoint) that becomes the sandbox's, instead of a new empty one. */
+      writableDir?: string;
+    },
   ): Promise<HostedSandbox> {
     const { config, cgroups, network } = this.deps;
     const sandboxId = randomId();
@@ -76,7 +82,8 @@ export class SandboxHost {
       // The writable layer and the cgroups are independent: prepare them side by side.
       const prepared = await Promise.allSettled([
         (async () => {
-          await this.deps.storage.createWritableDir(dir);
+          if (opts.writableDir) await rename(opts.writableDir, dir);
+          else await this.deps.storage.createWritableDir(dir);
           await this.prepareWritableLayer(dir, upper);
         })(),
         (async () => {

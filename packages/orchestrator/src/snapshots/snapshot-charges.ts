@@ -7,6 +7,9 @@
 // by reflink until either side rewrites them, and du counts shared extents in full, so the charge is an upper
 // bound of what the snapshot adds to the disk, and exactly what it keeps alive once the sandbox has moved on.
 //
+// Checkpoints (checkpoints/) are charged to the same quota by the bytes only they hold, measured when listed or
+// taken; they count in an owner's bytes, not in their number of snapshots.
+//
 // A fork's hidden snapshot stops being a template as soon as its forks have started, but its layer stays while
 // they run: its charge moves to a small ledger in the state directory and ends when the last of those forks does.
 import { readFile, rename, writeFile } from "node:fs/promises";
@@ -49,8 +52,15 @@ export class SnapshotCharges {
   private readonly reservations = new Set<SnapshotReservation>();
   private forkBases: ForkBaseCharge[] = [];
   private writes: Promise<unknown> = Promise.resolve();
+  /** Bytes charged by other stores than snapshots (checkpoints), counted against the same quota. */
+  private others: () => readonly { owner: string; bytes: number }[] = () => [];
 
   constructor(private readonly ledgerFile: string) {}
+
+  /** Count what `source` charges per owner (checkpoints' last measured bytes) with the snapshots. */
+  chargeAlso(source: () => readonly { owner: string; bytes: number }[]): void {
+    this.others = source;
+  }
 
   async load(): Promise<void> {
     try {
@@ -78,6 +88,7 @@ export class SnapshotCharges {
       add(owner, sizeBytes, 1);
     }
     for (const base of this.forkBases) if (!seen.has(base.templateId)) add(base.owner, base.sizeBytes, 1);
+    for (const other of this.others()) add(other.owner, other.bytes, 0);
     for (const reservation of this.reservations) add(reservation.owner, reservation.bytes, 0);
     return [...byOwner.values()];
   }

@@ -6,12 +6,14 @@
 // disk limits are not enforced.
 import { execFile } from "node:child_process";
 import { existsSync, lstatSync, readFileSync } from "node:fs";
-import { mkdir, open, readdir, rmdir, statfs, symlink } from "node:fs/promises";
-import { join } from "node:path";
+import { mkdir, open, readdir, realpath, rmdir, statfs, symlink } from "node:fs/promises";
+import { join, relative } from "node:path";
 import { promisify } from "node:util";
 import { BurrowError, Code } from "@burrow/protocol";
+import { diskUsageBytes } from "../disk-usage.js";
 import type { Logger } from "../logger.js";
 import type { CommandRunner } from "../reaper/run-command.js";
+import { removeTree } from "./remove-tree.js";
 
 const run = promisify(execFile);
 
@@ -26,6 +28,17 @@ export interface SandboxStorage {
   createWritableDir(path: string): Promise<void>;
   /** Hard limit on what is written into a writable dir. A no-op without btrfs. */
   applyQuota(path: string, diskMB: number): Promise<void>;
+  /**
+   * Copy a writable dir to `to` (which must not exist) copy-on-write: a subvolume snapshot on btrfs (read-only for
+   * checkpoints, writable to start a sandbox from; either costs what changes afterwards), a reflink copy without
+   * btrfs (`readOnly` is not enforced there). Mounts inside `from` are not crossed.
+   */
+  snapshotDir(from: string, to: string, opts: { readOnly: boolean; signal?: AbortSignal | undefined }): Promise<void>;
+  /**
+   * Bytes only each of these dirs holds, i.e. what removing it would free now: btrfs exclusive bytes of the
+   * subvolumes (after a sync), du without btrfs. Paths btrfs does not know as subvolumes are left out.
+   */
+  exclusiveBytes(paths: readonly string[], signal?: AbortSignal): Promise<Map<string, number>>;
   /** Unmount the image (after every sandbox is gone). */
   unmount(): Promise<void>;
 }
@@ -37,7 +50,7 @@ const MAX_IMAGE_BYTES = 512 * 2 ** 30;
 const MIN_IMAGE_BYTES = 4 * 2 ** 30;
 
 /** The directories that move onto the image; the state directory keeps symlinks to them. */
-const DATA_DIRS = ["layers", "sandboxes"] as const;
+const DATA_DIRS = ["layers", "sandboxes", "checkpoints"] as const;
 
 function isMountPoint(path: string): boolean {
   const mountInfo = readFileSync("/proc/self/mountinfo", "utf8");
@@ -54,6 +67,15 @@ const plainStorage: SandboxStorage = {
   kind: "directory",
   createWritableDir: async (path) => void (await mkdir(path, { recursive: true })),
   applyQuota: async () => {},
+  snapshotDir: async (from, to, opts) => {
+    try {
+      await run("cp", ["-a", "--reflink=auto", "--one-file-system", "--", from, to], { signal: opts.signal, maxBuffer: 1024 * 1024 });
+    } catch (error) {
+      await removeTree(to).catch(() => undefined);
+      throw error;
+    }
+  },
+  exclusiveBytes: async (paths, signal) => new Map(await Promise.all(paths.map(async (p) => [p, await diskUsageBytes(p, signal)] as const))),
   unmount: async () => {},
 };
 
@@ -69,6 +91,12 @@ export async function openSandboxStorage(opts: {
     if (!runCommand) return void (await run(cmd, args));
     const r = await runCommand(cmd, args);
     if (r.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.code ?? r.signal}: ${r.stderr.trim()}`);
+  };
+  const toolOutput = async (cmd: string, args: string[], signal?: AbortSignal): Promise<string> => {
+    if (!runCommand) return (await run(cmd, args, { signal, maxBuffer: 64 * 1024 * 1024 })).stdout;
+    const r = await runCommand(cmd, args, { signal });
+    if (r.code !== 0) throw new Error(`${cmd} ${args.join(" ")} exited ${r.code ?? r.signal}: ${r.stderr.trim()}`);
+    return r.stdout;
   };
   const dataDir = join(stateDir, "data");
   const image = join(stateDir, "disk.img");
@@ -130,6 +158,27 @@ export async function openSandboxStorage(opts: {
     },
     async applyQuota(path: string, diskMB: number): Promise<void> {
       await tool(BTRFS, ["qgroup", "limit", `${Math.ceil(diskMB)}M`, path]);
+    },
+    async snapshotDir(from: string, to: string, opts: { readOnly: boolean }): Promise<void> {
+      await tool(BTRFS, ["subvolume", "snapshot", ...(opts.readOnly ? ["-r"] : []), from, to]);
+    },
+    async exclusiveBytes(paths: readonly string[], signal?: AbortSignal): Promise<Map<string, number>> {
+      // One listing for all of them; qgroup paths are relative to the filesystem's root, which is the data dir.
+      // (Text, not --format json: btrfs-progs 6.2 aborts formatting the limits of a limited qgroup in JSON.)
+      const out = await toolOutput(BTRFS, ["qgroup", "show", "--raw", "--sync", dataDir], signal);
+      const exclusive = new Map<string, number>();
+      for (const line of out.split("\n")) {
+        const [id, , excl, ...path] = line.trim().split(/\s+/);
+        if (id === undefined || !/^\d+\/\d+$/.test(id) || excl === undefined || path.length === 0) continue;
+        exclusive.set(path.join(" "), Number(excl));
+      }
+      const found = new Map<string, number>();
+      for (const path of paths) {
+        const real = await realpath(path).catch(() => undefined);
+        const bytes = real === undefined ? undefined : exclusive.get(relative(dataDir, real));
+        if (bytes !== undefined && Number.isFinite(bytes)) found.set(path, bytes);
+      }
+      return found;
     },
     async unmount(): Promise<void> {
       if (isMountPoint(dataDir)) await run("umount", [dataDir]);
