@@ -1,5 +1,6 @@
-// The Burrow SDK: the official e2b SDK for sandboxes, plus Burrow's own APIs.
-export { Sandbox, CommandExitError, type SandboxOpts } from "e2b";
+// The Burrow SDK: the official e2b SDK for sandboxes, plus Burrow's own APIs (checkpoint trees, the bus).
+export { CommandExitError, type SandboxOpts } from "e2b";
+export { Sandbox, Checkpoint, type BranchResult, type CheckpointOpts, type CheckpointInfo, type CheckpointTree } from "./checkpoints/index.js";
 export {
   BusClient,
   BurrowApiError,

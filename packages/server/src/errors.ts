@@ -12,6 +12,9 @@ const HTTP_STATUS_BY_REASON: Readonly<Record<string, number>> = {
   host_memory: 507,
   host_disk: 507,
   snapshot_storage: 507,
+  // Conflicts with the state of a checkpoint tree or a sandbox: 409 like a pause of a paused sandbox.
+  checkpoint_has_dependants: 409,
+  sandbox_paused: 409,
 };
 
 /** The HTTP status E2B's API answers for an error: its code's (Connect's table), or its reason's. */

@@ -12,9 +12,13 @@ import { sandboxEventStreamLimits, type SandboxEventStreamLimits } from "./event
 export const SANDBOX_EVENT_STREAM = "BURROW_SANDBOX_EVENTS";
 export const SANDBOX_EVENT_SUBJECTS = ["sbx.>"];
 
-/** `pause_converted`: a memory pause became a filesystem pause on its own (its age, or a host restart). */
+/**
+ * `pause_converted`: a memory pause became a filesystem pause on its own (its age, or a host restart).
+ * `checkpoint_created`, `rolled_back`, `checkpoint_deleted`: checkpoint trees (`checkpointId`, `parentId`).
+ */
 export type LifecycleEventType =
-  | "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed" | "pause_converted";
+  | "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed" | "pause_converted"
+  | "checkpoint_created" | "rolled_back" | "checkpoint_deleted";
 export type ProcessEventType = "started" | "output" | "exited";
 /** `overflow`: changes were dropped to keep a flood bounded; `dropped` says how many, `path` is the latest of them. */
 export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod" | "overflow";
@@ -34,8 +38,10 @@ export interface LifecycleEvent extends EventBase {
   snapshotId?: string;
   /** forked: ids of the new sandboxes. */
   children?: string[];
-  /** forked/resumed from this sandbox or snapshot. */
+  /** forked/resumed from this sandbox or snapshot; checkpoint_created: the checkpoint it descends from. */
   parentId?: string;
+  /** checkpoint_created/checkpoint_deleted: that checkpoint; rolled_back: the one the sandbox was rolled back to. */
+  checkpointId?: string;
   /**
    * Why, when the control plane knows: killed/timed_out `api`, `timeout`, `crashed`, `lost`, `orchestrator`;
    * paused `api` or `timeout` (an auto-pause); resumed `api` (connect) or `auto_resume` (traffic);

@@ -23,6 +23,7 @@ import { sharedSchemas } from "./schemas.js";
 import { registerTemplateAliasRoute } from "./templates/aliases.js";
 import type { Bus } from "@burrow/bus";
 import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
+import { registerCheckpointApi } from "./checkpoints/index.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -77,6 +78,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerMetricsRoute(app, ctx);
   registerSnapshotRoutes(app, ctx);
   registerForkRoute(app, ctx);
+  registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger });
   if (opts.templates) {
     registerTemplateApi(app, {
       builder: opts.templates,

@@ -36,3 +36,20 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
     ).catch((error: unknown) => logger.warn({ err: error, sandboxId: event.sandboxId }, "could not publish a lifecycle event"));
   });
 }
+
+/** A checkpoint tree's event, published by the checkpoint routes (api/checkpoints/) as they happen. */
+export interface CheckpointBusEvent {
+  type: "checkpoint_created" | "rolled_back" | "checkpoint_deleted";
+  sandboxId: string;
+  templateId: string;
+  metadata: Record<string, string>;
+  checkpointId: string;
+  parentId?: string | null | undefined;
+}
+
+export function publishCheckpointEvent(bus: Bus, event: CheckpointBusEvent, logger: Logger): void {
+  const { parentId, ...rest } = event;
+  publishSandboxEvent(bus, { category: "lifecycle", ...rest, ...(parentId ? { parentId } : {}) }, { durable: true }).catch((error: unknown) =>
+    logger.warn({ err: error, sandboxId: event.sandboxId, checkpointId: event.checkpointId }, "could not publish a checkpoint event"),
+  );
+}

@@ -1,4 +1,5 @@
 import type { CommandGroup } from "../../command.js";
+import { sandboxBranch, sandboxCheckpoint, sandboxRollback, sandboxTree } from "./checkpoints.js";
 import { sandboxCreate } from "./create.js";
 import { sandboxExec } from "./exec.js";
 import { sandboxKill } from "./kill.js";
@@ -9,6 +10,18 @@ import { sandboxShell } from "./shell.js";
 export const sandboxCommands: CommandGroup = {
   name: "sandbox",
   aliases: ["sbx"],
-  summary: "Create, list, run commands in, pause and kill sandboxes",
-  commands: [sandboxCreate, sandboxList, sandboxKill, sandboxExec, sandboxShell, sandboxPause, sandboxResume],
+  summary: "Create, list, run commands in, pause, checkpoint and kill sandboxes",
+  commands: [
+    sandboxCreate,
+    sandboxList,
+    sandboxKill,
+    sandboxExec,
+    sandboxShell,
+    sandboxPause,
+    sandboxResume,
+    sandboxCheckpoint,
+    sandboxTree,
+    sandboxRollback,
+    sandboxBranch,
+  ],
 };
