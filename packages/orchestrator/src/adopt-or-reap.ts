@@ -55,7 +55,7 @@ async function adoptOrReapOne(deps: AdoptOrReapDeps, sandboxId: string, dir: str
     return;
   }
   const cgroup = await deps.cgroups.open(sandboxId);
-  const network = deps.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess);
+  const network = deps.network.adopt(sandboxId, record.ip, record.hostVeth, record.allowInternetAccess, record.egress);
   const sandbox: HostedSandbox = { record, dir, cgroup, network };
   const kind = pauseKindOf(record);
   const alive = !record.pooled && isSandboxInitAlive(record.pid, record.pidStartTime);

@@ -22,6 +22,8 @@ export type {
   DeleteCheckpointOptions,
 } from "./orchestrator-api.js";
 export type { SandboxLimits } from "./types.js";
+export type { SandboxEgress } from "./orchestrator-api.js";
+export { ALL_TRAFFIC, parseEgressTarget, type EgressTarget } from "./network/egress-rules.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";
 export {
   resolveOrchestratorConfig,

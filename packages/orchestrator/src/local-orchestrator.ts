@@ -27,6 +27,7 @@ import type {
   SnapshotUsage,
   TemplateInfo,
 } from "./orchestrator-api.js";
+import type { SandboxEgress } from "./orchestrator-api.js";
 import type {
   BranchCheckpointOptions,
   CheckpointInfo,
@@ -42,6 +43,7 @@ import { SandboxCheckpoints } from "./checkpoints/sandbox-checkpoints.js";
 import { PauseResume } from "./pause-resume.js";
 import { reaperPaths, stopReaper } from "./reaper/reaper.js";
 import type { EnvdRuntimeSource } from "./runtime.js";
+import { setSandboxEgress } from "./sandbox-egress.js";
 import { SandboxOpQueue } from "./sandbox-op-queue.js";
 import { pauseKindOf } from "./sandbox-record.js";
 import { SandboxPools } from "./sandbox-pools.js";
@@ -259,6 +261,10 @@ export class LocalOrchestrator implements Orchestrator {
   /** Turn memory pauses past memoryPauseMaxAgeMs into filesystem pauses now (tests; it also runs periodically). */
   convertAgedPauses(): Promise<void> {
     return this.pauses.convertAged();
+  }
+
+  setSandboxEgress(sandboxId: string, egress: SandboxEgress, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
+    return setSandboxEgress(this.ops, sandboxId, egress, opts?.signal);
   }
 
   getSandbox(sandboxId: string): SandboxRecord | undefined {

@@ -276,3 +276,22 @@ export interface Orchestrator {
   deleteCheckpoint?(checkpointId: string, opts?: DeleteCheckpointOptions): Promise<string[] | undefined>;
 }
 
+/**
+ * A sandbox's egress as the firewall enforces it (E2B's allow_internet_access with network.allowOut/denyOut, IPv4
+ * addresses and CIDRs): allowOut wins over denyOut, what neither names follows allowInternetAccess.
+ */
+export interface SandboxEgress {
+  allowInternetAccess: boolean;
+  allowOut: string[];
+  denyOut: string[];
+}
+
+/** Egress rules, optional like pauses. (Declared as a merge into Orchestrator above.) */
+export interface Orchestrator {
+  /**
+   * Replace a sandbox's egress live, in one firewall transaction (a failing update leaves the old rules), and keep
+   * it in the sandbox's record so that a cold boot or a restarted orchestrator applies it again. Malformed entries
+   * are InvalidArgument. Undefined when the sandbox is unknown.
+   */
+  setSandboxEgress?(sandboxId: string, egress: SandboxEgress, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+}

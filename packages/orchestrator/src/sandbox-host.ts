@@ -162,7 +162,7 @@ export class SandboxHost {
     let cgroup: SandboxCgroup | undefined;
     let reservation: NetworkReservation | undefined;
     try {
-      reservation = network.reserve(sandboxId, { allowInternetAccess: record.allowInternetAccess, ip: record.ip, signal });
+      reservation = network.reserve(sandboxId, { allowInternetAccess: record.allowInternetAccess, ip: record.ip, egress: record.egress, signal });
       cgroup = await cgroups.open(sandboxId);
       await cgroup.setLimits(record.limits);
       const bootId = randomUUID();

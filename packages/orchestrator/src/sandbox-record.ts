@@ -2,6 +2,7 @@
 // orchestrator reads to re-adopt a sandbox that kept running, or to reap what a dead one left.
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import type { EgressRules } from "./network/egress-rules.js";
 import type { PauseKind } from "./orchestrator-api.js";
 import type { TemplateRuntime } from "./templates/template-store.js";
 import type { SandboxLimits } from "./types.js";
@@ -37,6 +38,8 @@ export interface SandboxRecordFile {
   hostVeth: string;
   limits: SandboxLimits;
   allowInternetAccess: boolean;
+  /** allowOut/denyOut (IPv4) set by setSandboxNetwork; re-applied at a cold boot. Absent: none. */
+  egress?: EgressRules | undefined;
   startedAt: string;
   /** Secret that authorises the orchestrator's /init calls to envd. */
   initToken: string;

@@ -1,4 +1,5 @@
 // Contracts between the orchestrator's parts. The Orchestrator composes them; each part has one job.
+import type { EgressRules } from "./network/egress-rules.js";
 import type { NetPlumbing } from "./network/net-plumbing.js";
 
 /** Resource limits of one sandbox. */
@@ -53,6 +54,11 @@ export interface SandboxNetwork {
   readonly ip: string;
   readonly hostVeth: string;
   setInternetAccess(allowed: boolean): Promise<void>;
+  /**
+   * Replace the internet switch and the allowOut/denyOut rules (IPv4 addresses and CIDRs) in one firewall
+   * transaction; on failure the old ones stay. Empty rules remove the sandbox's own chain.
+   */
+  setEgress(allowInternetAccess: boolean, rules: EgressRules, signal?: AbortSignal): Promise<void>;
   /** Remove the veth (if still there), firewall set elements and the address lease. */
   release(): Promise<void>;
   /**
@@ -81,11 +87,14 @@ export interface NetworkManager {
    * a fresh one, or with `ip` the sandbox's own again (a cold boot: the lease it still holds, or after a restart
    * the lease taken back; refused when another sandbox holds it).
    */
-  reserve(sandboxId: string, opts: { allowInternetAccess: boolean; ip?: string | undefined; signal?: AbortSignal }): NetworkReservation;
+  reserve(
+    sandboxId: string,
+    opts: { allowInternetAccess: boolean; ip?: string | undefined; egress?: EgressRules | undefined; signal?: AbortSignal },
+  ): NetworkReservation;
   /** Attach the network namespace of `pid` (made elsewhere) to the bridge with a fresh address. */
   attach(sandboxId: string, pid: number, opts: { allowInternetAccess: boolean; signal?: AbortSignal }): Promise<SandboxNetwork>;
   /** Re-adopt an attachment after a server restart (no kernel changes, only bookkeeping). */
-  adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean): SandboxNetwork;
+  adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean, egress?: EgressRules): SandboxNetwork;
   /** Delete veths and firewall entries of this instance that belong to no live sandbox (after a crash). */
   reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]>;
   /** Remove bridge, firewall tables and NAT rules. Called when the instance is torn down for good. */

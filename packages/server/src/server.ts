@@ -136,6 +136,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       sandboxes,
       metrics,
       logger,
+      ingress: (sandboxId) => store.networks.get(sandboxId),
       ...(deps.upstream ? { upstream: deps.upstream } : {}),
     });
     cleanups.push(() => gateway.close());
@@ -182,7 +183,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       if (tls) acceptTlsOnSamePort(server, { ...tls, admit });
       return server;
     };
-    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, registry };
+    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, registry };
     const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.

@@ -15,7 +15,9 @@ import { GATEWAY_OFFSET, LeasePool } from "./leases.js";
 import { leaseOfVeth, type NetworkNames, networkNames, vethName } from "./names.js";
 import { NetworkError } from "./network-error.js";
 import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
-import { bindScript, internetScript, type PortBinding, setupScript, teardownScript, unbindScript } from "./ruleset.js";
+import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
+import { dropEgressChainLines, EGRESS_MAP, egressScript, ipOfEgressChain } from "./egress-ruleset.js";
+import { bindScript, type PortBinding, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
 /** Anything with `info` and `warn` taking a message (console, pino). */
 export interface NetworkLogger {
@@ -59,6 +61,8 @@ interface Attachment {
   lease: number;
   binding: PortBinding;
   internet: boolean;
+  /** allowOut/denyOut of the sandbox (egress-ruleset.ts); undefined when it never had any. */
+  egress?: EgressRules | undefined;
   released: boolean;
 }
 
@@ -139,12 +143,13 @@ class NetworkManagerImpl implements BurrowNetworkManager {
 
   reserve(
     sandboxId: string,
-    opts: { allowInternetAccess: boolean; ip?: string | undefined; signal?: AbortSignal | undefined },
+    opts: { allowInternetAccess: boolean; ip?: string | undefined; egress?: EgressRules | undefined; signal?: AbortSignal | undefined },
   ): NetworkReservation {
     if (this.#mtu === undefined) throw new NetworkError("not_set_up", "reserve before setup()");
     const a = opts.ip === undefined ? this.#reserveFresh(sandboxId, opts.allowInternetAccess) : this.#reserveAgain(sandboxId, opts.ip, opts.allowInternetAccess);
+    if (opts.egress !== undefined) a.egress = normalizeEgressRules(opts.egress);
     // The firewall elements may come after the veth: they name it, and until they exist its frames are dropped.
-    const firewall = this.#exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet), signal: opts.signal }).then(
+    const firewall = this.#exec("nft", ["-f", "-"], { input: bindScript(this.#names, a.binding, a.internet, a.egress), signal: opts.signal }).then(
       () => undefined,
     );
     // Awaited by the caller; handled here too, so a caller that fails first leaves no unhandled rejection.
@@ -213,7 +218,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     });
   }
 
-  adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean): SandboxNetwork {
+  adopt(sandboxId: string, ip: string, hostVeth: string, allowInternetAccess: boolean, egress?: EgressRules): SandboxNetwork {
     const lease = this.#pool.leaseOf(ip);
     if (vethName(this.#names, lease) !== hostVeth) {
       throw new NetworkError("invalid_argument", `veth ${hostVeth} does not belong to ${ip} in instance ${this.#opts.instance}`);
@@ -221,7 +226,10 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     if (this.#attachments.has(sandboxId)) throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
     if (this.#pool.has(lease)) throw new NetworkError("invalid_argument", `address ${ip} is already leased`);
     this.#pool.claim(lease);
-    return this.#handle(this.#register(sandboxId, lease, allowInternetAccess));
+    const a = this.#register(sandboxId, lease, allowInternetAccess);
+    // Bookkeeping only: the chain survived in the kernel (setup() flushes only the shared chains).
+    if (egress !== undefined) a.egress = normalizeEgressRules(egress);
+    return this.#handle(a);
   }
 
   async reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]> {
@@ -265,12 +273,22 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       hostVeth: a.binding.hostVeth,
       setInternetAccess: async (allowed: boolean) => {
         if (a.released) throw new NetworkError("invalid_argument", `sandbox ${a.sandboxId} is no longer attached`);
-        await this.#exec("nft", ["-f", "-"], { input: internetScript(this.#names, a.binding.ip, allowed) });
+        await this.#exec("nft", ["-f", "-"], { input: egressScript(this.#names, a.binding.ip, allowed, a.egress) });
         a.internet = allowed;
       },
+      setEgress: (allowed, rules, signal) => this.#setEgress(a, allowed, rules, signal),
       release: () => this.#release(a),
       unplug: () => this.#unplug(a),
     };
+  }
+
+  /** Internet switch and rules replaced in one nft transaction: on failure the kernel and `a` keep the old ones. */
+  async #setEgress(a: Attachment, internet: boolean, rules: EgressRules, signal?: AbortSignal): Promise<void> {
+    if (a.released) throw new NetworkError("invalid_argument", `sandbox ${a.sandboxId} is no longer attached`);
+    const egress = normalizeEgressRules(rules);
+    await this.#exec("nft", ["-f", "-"], { input: egressScript(this.#names, a.binding.ip, internet, egress), signal });
+    a.internet = internet;
+    a.egress = egress;
   }
 
   /** The veth and the bridge's neighbour entry go; the lease and the firewall elements stay (a filesystem pause). */
@@ -278,6 +296,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     if (a.released) return;
     await deleteLinks(this.#exec, [a.binding.hostVeth], signal, [`neigh del ${a.binding.ip} dev ${this.#names.bridge}`]);
   }
+
   /** Idempotent: the veth may already be gone (its netns died with the sandbox). */
   async #release(a: Attachment, signal?: AbortSignal): Promise<void> {
     if (a.released) return;
@@ -300,6 +319,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     for (const ip of setElements(inet, "internet") as string[]) {
       if (!this.#leased(ip)) lines.push(`delete element inet ${t} internet { ${ip} }`);
     }
+    lines.push(...(await this.#staleEgressLines(signal)));
     for (const e of setElements(bridge, "bound")) {
       const [port, mac, ip] = e as [string, string, string];
       if (!this.#leased(ip)) lines.push(`delete element bridge ${t} bound { ${JSON.stringify(port)} . ${mac} . ${ip} }`);
@@ -312,6 +332,26 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       }
     }
     if (lines.length > 0) await this.#exec("nft", ["-f", "-"], { input: `${lines.join("\n")}\n`, signal });
+  }
+
+  /** Egress chains (and their map elements) of addresses nobody leases. */
+  async #staleEgressLines(signal?: AbortSignal): Promise<string[]> {
+    const t = this.#names.table;
+    const doc = JSON.parse(await this.#exec("nft", ["-j", "list", "chains", "inet"], { signal })) as {
+      nftables?: { chain?: { table?: string; name?: string } }[];
+    };
+    const ips = new Set<string>();
+    for (const item of doc.nftables ?? []) {
+      const ip = item.chain?.table === t ? ipOfEgressChain(item.chain.name ?? "") : undefined;
+      if (ip !== undefined) ips.add(ip);
+    }
+    const map = await this.#exec("nft", ["-j", "list", "map", "inet", t, EGRESS_MAP], { signal });
+    for (const e of setElements(map, EGRESS_MAP)) {
+      // A map element comes as [key, verdict].
+      const key = Array.isArray(e) ? e[0] : e;
+      if (typeof key === "string") ips.add(key);
+    }
+    return [...ips].filter((ip) => !this.#leased(ip)).flatMap((ip) => dropEgressChainLines(this.#names, ip));
   }
 
   #leased(ip: string): boolean {

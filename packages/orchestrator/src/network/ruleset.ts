@@ -1,9 +1,10 @@
 // nftables scripts of an instance. Two tables with the same name:
 //
 //  inet   – the host's view (routed traffic). input: a sandbox may only answer connections the host
-//           opened, so no host service is reachable, whatever address it listens on. forward: egress only
-//           for addresses in @internet, never to link-local (cloud metadata) or the configured deny list,
-//           and never bridge→bridge. postrouting: masquerade @internet behind the host's address.
+//           opened, so no host service is reachable, whatever address it listens on. forward: never to
+//           link-local (cloud metadata) or the configured deny list, never bridge→bridge; a sandbox with egress
+//           rules of its own goes through its chain (@egress verdict map, egress-ruleset.ts), any other only
+//           with its address in @internet. postrouting: masquerade @internet behind the host's address.
 //  bridge – the L2 view (traffic between bridge ports, which routing never sees). Each port may only send
 //           with the MAC and IP it was given (@bound), so a sandbox cannot borrow an allowed address or
 //           poison the bridge's MAC table; ports never talk to each other (ARP included); and a port
@@ -12,6 +13,8 @@
 //
 // setup() runs the script with `add` + `flush chain`, in one nft transaction: re-running it replaces the
 // rules but keeps set elements, so a restarted orchestrator does not cut off running sandboxes.
+import type { EgressRules } from "./egress-rules.js";
+import { clearEgressScript, EGRESS_MAP, egressScript } from "./egress-ruleset.js";
 import type { NetworkNames } from "./names.js";
 
 export interface RulesetOptions {
@@ -28,6 +31,7 @@ export function setupScript({ names, denyDestinations }: RulesetOptions): string
   return `
 add table inet ${t}
 add set inet ${t} internet { type ipv4_addr; }
+add map inet ${t} ${EGRESS_MAP} { type ipv4_addr : verdict; }
 add chain inet ${t} input { type filter hook input priority -10; policy accept; }
 flush chain inet ${t} input
 add rule inet ${t} input iifname ${br} ct state established,related accept
@@ -38,6 +42,7 @@ add rule inet ${t} forward iifname ${br} oifname ${br} counter drop
 add rule inet ${t} forward oifname ${br} ct state established,related accept
 add rule inet ${t} forward oifname ${br} counter drop
 add rule inet ${t} forward iifname ${br} ip daddr { ${deny} } counter drop
+add rule inet ${t} forward iifname ${br} ip saddr vmap @${EGRESS_MAP}
 add rule inet ${t} forward iifname ${br} ip saddr @internet accept
 add rule inet ${t} forward iifname ${br} counter drop
 add chain inet ${t} postrouting { type nat hook postrouting priority 100; policy accept; }
@@ -79,15 +84,15 @@ export interface PortBinding {
   ip: string;
 }
 
-/** Bind a port to its MAC and IP, and put the IP in or out of @internet. `add` then `delete` is the
- *  idempotent way to remove an element that may be absent (nft 1.0.6 has no `destroy`). */
-export function bindScript(names: NetworkNames, p: PortBinding, internet: boolean): string {
+/** Bind a port to its MAC and IP, and set its egress (internet switch and rules, egress-ruleset.ts). `add` then
+ *  `delete` is the idempotent way to remove an element that may be absent (nft 1.0.6 has no `destroy`). */
+export function bindScript(names: NetworkNames, p: PortBinding, internet: boolean, egress?: EgressRules): string {
   const t = names.table;
   const port = JSON.stringify(p.hostVeth);
   return `
 add element bridge ${t} bound { ${port} . ${p.mac} . ${p.ip} }
 add element bridge ${t} macs { ${port} . ${p.mac} }
-${internetScript(names, p.ip, internet)}`;
+${egressScript(names, p.ip, internet, egress)}`;
 }
 
 export function unbindScript(names: NetworkNames, p: PortBinding): string {
@@ -98,10 +103,5 @@ add element bridge ${t} bound { ${port} . ${p.mac} . ${p.ip} }
 delete element bridge ${t} bound { ${port} . ${p.mac} . ${p.ip} }
 add element bridge ${t} macs { ${port} . ${p.mac} }
 delete element bridge ${t} macs { ${port} . ${p.mac} }
-${internetScript(names, p.ip, false)}`;
-}
-
-export function internetScript(names: NetworkNames, ip: string, allowed: boolean): string {
-  const add = `add element inet ${names.table} internet { ${ip} }`;
-  return allowed ? `${add}\n` : `${add}\ndelete element inet ${names.table} internet { ${ip} }\n`;
+${clearEgressScript(names, p.ip)}`;
 }

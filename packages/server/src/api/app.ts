@@ -10,6 +10,7 @@ import { registerHealthRoutes } from "./health.js";
 import { registerConnectRoutes } from "./sandboxes/connect.js";
 import { registerCreateRoutes } from "./sandboxes/create.js";
 import { registerGetRoute } from "./sandboxes/get.js";
+import { registerNetworkRoutes } from "./sandboxes/network.js";
 import { registerKillRoute } from "./sandboxes/kill.js";
 import { registerListRoutes } from "./sandboxes/list.js";
 import { registerMetricsRoute } from "./sandboxes/metrics.js";
@@ -78,6 +79,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerMetricsRoute(app, ctx);
   registerSnapshotRoutes(app, ctx);
   registerForkRoute(app, ctx);
+  registerNetworkRoutes(app, ctx);
   registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger });
   if (opts.templates) {
     registerTemplateApi(app, {

@@ -5,6 +5,7 @@ import type { ServerConfig } from "../config.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { ApiKeyStore } from "../store/api-keys.js";
+import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
 
 export interface ApiContext {
   config: ServerConfig;
@@ -12,5 +13,7 @@ export interface ApiContext {
   sandboxMetrics: SandboxMetrics;
   orchestrator: Orchestrator;
   apiKeys: ApiKeyStore;
+  /** Sandboxes' network configs (E2B's `network`). */
+  networks: SandboxNetworkStore;
   registry: Registry;
 }

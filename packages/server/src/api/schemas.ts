@@ -69,6 +69,15 @@ export const sandboxDetailSchema = {
     domain: { type: ["string", "null"] },
     envdAccessToken: { type: "string" },
     allowInternetAccess: { type: ["boolean", "null"] },
+    network: {
+      type: "object",
+      properties: {
+        allowOut: { type: "array", items: { type: "string" } },
+        denyOut: { type: "array", items: { type: "string" } },
+        allowPublicTraffic: { type: "boolean" },
+        maskRequestHost: { type: "string" },
+      },
+    },
     lifecycle: {
       type: "object",
       required: ["onTimeout", "autoResume"],
@@ -106,7 +115,18 @@ export const newSandboxSchema = {
     allow_internet_access: { type: "boolean" },
     secure: { type: "boolean", description: "legacy; every sandbox is secured" },
     mcp: { type: ["object", "null"] },
-    network: { type: "object" },
+    network: {
+      type: "object",
+      properties: {
+        allowOut: { type: "array", items: { type: "string" } },
+        denyOut: { type: "array", items: { type: "string" } },
+        allowPublicTraffic: { type: "boolean" },
+        maskRequestHost: { type: "string" },
+        httpsPorts: { type: "array", items: { type: "integer" } },
+        rules: { type: "object" },
+        egressProxy: { type: ["object", "null"] },
+      },
+    },
     iam: { type: "object" },
     autoPause: { type: "boolean", description: "pause instead of kill at the timeout (SDK lifecycle.onTimeout 'pause')" },
     autoPauseMemory: { type: "boolean", description: "with autoPause: keep memory (default) or pause filesystem-only" },
@@ -116,6 +136,19 @@ export const newSandboxSchema = {
       properties: { enabled: { type: "boolean", description: "the first request routed to the paused sandbox resumes it" } },
     },
     volumeMounts: { type: "array", items: { type: "object" } },
+  },
+} as const;
+
+/** Body of PUT /sandboxes/{id}/network (SandboxNetworkUpdateConfig). */
+export const networkUpdateSchema = {
+  type: "object",
+  properties: {
+    allowOut: { type: "array", items: { type: "string" } },
+    denyOut: { type: "array", items: { type: "string" } },
+    allow_internet_access: { type: "boolean" },
+    maskRequestHost: { type: "string" },
+    rules: { type: "object" },
+    egressProxy: { type: ["object", "null"] },
   },
 } as const;
 

@@ -9,9 +9,12 @@ import type { ServerMetrics } from "../metrics/prometheus.js";
 import { SandboxConnections } from "./connections.js";
 import { proxyHttp, type ProxyFailure, type ProxyFault, type Upstream } from "./proxy-http.js";
 import { proxyUpgrade } from "./proxy-upgrade.js";
-import { closedBody, goneBody, invalidResponseBody, jsonAnswer, proxyFailedBody, sendJson, sendRawJson } from "./responses.js";
+import {
+  closedBody, goneBody, invalidResponseBody, jsonAnswer, proxyFailedBody, sendAnswer, sendJson, sendRawAnswer, sendRawJson,
+} from "./responses.js";
 import { retryAnswer, type GatewayAnswer } from "./retry-answer.js";
 import { routeRequest, type GatewayRoute, type SandboxToken } from "./route.js";
+import { checkIngress, type IngressLookup } from "./traffic-token.js";
 import { isTransient, type UpstreamFailure } from "./upstream-failure.js";
 import { UpstreamFailureLog } from "./upstream-log.js";
 
@@ -31,6 +34,8 @@ export interface GatewayDeps {
   metrics: ServerMetrics;
   logger: Logger;
   upstream?: UpstreamResolver;
+  /** Sandboxes' ingress rules (traffic token, masked host, traffic-token.ts); none when absent. */
+  ingress?: IngressLookup;
 }
 
 function portClosedBody(sandboxId: string, port: number): string {
@@ -114,6 +119,12 @@ export class Gateway {
           sendRawJson(socket, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
           return;
         }
+        const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
+        if (!ingress.ok) {
+          sendRawAnswer(socket, ingress.answer);
+          return;
+        }
+        if (ingress.host !== undefined) req.headers.host = ingress.host;
         this.#count("upgrade", route.via, "proxied");
         proxyUpgrade(req, socket, head, {
           target: this.#upstream(live.record, route.port),
@@ -164,8 +175,15 @@ export class Gateway {
       sendJson(res, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
       return;
     }
+    const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
+    if (!ingress.ok) {
+      req.resume();
+      sendAnswer(res, ingress.answer);
+      return;
+    }
     this.#count("http", route.via, "proxied");
     proxyHttp(req, res, {
+      host: ingress.host,
       target: this.#upstream(live.record, route.port),
       agent: this.#connections.agent(route.sandboxId),
       track: (...items) => this.#connections.track(route.sandboxId, ...items),

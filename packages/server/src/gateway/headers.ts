@@ -24,6 +24,26 @@ export function endToEndHeaders(headers: IncomingHttpHeaders): OutgoingHttpHeade
   return out;
 }
 
+/**
+ * End-to-end headers as raw [name, value, …] pairs, with the names as the peer wrote them (Node's `headers` object
+ * lower-cases them, which some servers in sandboxes care about). `host` replaces the Host header's value.
+ */
+export function endToEndRawHeaders(rawHeaders: readonly string[], opts: { host?: string | undefined } = {}): string[] {
+  const listed = new Set<string>();
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    if (rawHeaders[i]!.toLowerCase() !== "connection") continue;
+    for (const h of rawHeaders[i + 1]!.split(",")) if (h.trim()) listed.add(h.trim().toLowerCase());
+  }
+  const out: string[] = [];
+  for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || listed.has(lower)) continue;
+    out.push(name, lower === "host" && opts.host !== undefined ? opts.host : rawHeaders[i + 1]!);
+  }
+  return out;
+}
+
 /** Serialise a response head for a raw socket, keeping the upstream's header names and order. */
 export function rawResponseHead(statusCode: number, statusMessage: string, rawHeaders: string[]): string {
   let head = `HTTP/1.1 ${statusCode} ${statusMessage}\r\n`;

@@ -5,7 +5,7 @@
 import { request as httpRequest, type Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { guarded } from "./guarded.js";
-import { endToEndHeaders } from "./headers.js";
+import { endToEndRawHeaders } from "./headers.js";
 import { ReplayableBody } from "./replayable-body.js";
 import { sendAnswer } from "./responses.js";
 import type { GatewayAnswer } from "./retry-answer.js";
@@ -51,6 +51,8 @@ export interface ProxyHttpOptions {
   onUpstreamFailure: (failure: UpstreamFailure, retried: boolean) => void;
   /** @default CONNECT_TIMEOUT_MS */
   connectTimeoutMs?: number;
+  /** Host header sent upstream instead of the client's (a sandbox's maskRequestHost). */
+  host?: string | undefined;
 }
 
 export function proxyHttp(req: IncomingMessage, res: ServerResponse, opts: ProxyHttpOptions): void {
@@ -91,7 +93,8 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, opts: Proxy
       port: opts.target.port,
       method: req.method,
       path: req.url,
-      headers: endToEndHeaders(req.headers),
+      // Names as the client wrote them (Node's `headers` object is lower-cased).
+      headers: endToEndRawHeaders(req.rawHeaders, { host: opts.host }),
       // A retry must not draw another idle connection from the pool: it may have been closed just the same.
       agent: fresh ? false : opts.agent,
     });
@@ -153,7 +156,7 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, opts: Proxy
           fail({ kind: "invalid_response" });
           return;
         }
-        res.writeHead(head.statusCode, head.statusMessage, endToEndHeaders(upstreamRes.headers));
+        res.writeHead(head.statusCode, head.statusMessage, endToEndRawHeaders(upstreamRes.rawHeaders));
         // The sandbox is answering: the exchange lasts as long as it keeps the stream open (Connect streams carry
         // their own keepalives), so the server's idle timeout no longer applies to this socket. Node destroys an
         // idle socket only when nobody listens for 'timeout' on the response.

@@ -38,4 +38,10 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE sandboxes ADD COLUMN auto_resume INTEGER NOT NULL DEFAULT 0;
    ALTER TABLE sandboxes ADD COLUMN timeout_sec INTEGER;
    ALTER TABLE sandboxes ADD COLUMN pause_kind TEXT;`,
+  // E2B's network config of a sandbox (JSON: allowOut, denyOut, allowPublicTraffic, maskRequestHost, the traffic
+  // token), kept for GET and the gateway; the orchestrator's record keeps what its firewall enforces.
+  `CREATE TABLE sandbox_networks (
+     sandbox_id  TEXT PRIMARY KEY REFERENCES sandboxes(sandbox_id) ON DELETE CASCADE,
+     config      TEXT NOT NULL
+   );`,
 ];

@@ -1,11 +1,13 @@
 // The store: one SQLite database with one class per table.
 import { openDatabase, type Db } from "./database.js";
 import { ApiKeyStore } from "./api-keys.js";
+import { SandboxNetworkStore } from "./sandbox-networks.js";
 import { SandboxStore } from "./sandboxes.js";
 
 export interface Store {
   readonly apiKeys: ApiKeyStore;
   readonly sandboxes: SandboxStore;
+  readonly networks: SandboxNetworkStore;
   close(): void;
 }
 
@@ -14,6 +16,7 @@ export function openStore(stateDir: string): Store {
   return {
     apiKeys: new ApiKeyStore(db),
     sandboxes: new SandboxStore(db),
+    networks: new SandboxNetworkStore(db),
     close: () => {
       if (db.open) db.close();
     },

@@ -5,6 +5,8 @@ import { lifecycleFromCreate } from "../../lifecycle/sandbox-lifecycle.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
+import { hasEgressRules, networkFromCreate, type NetworkBody } from "../../network/network-config.js";
+import { applyCreateNetwork } from "./network.js";
 import { toSandbox } from "./serialize.js";
 
 interface NewSandboxBody {
@@ -14,7 +16,7 @@ interface NewSandboxBody {
   envVars?: Record<string, string>;
   allow_internet_access?: boolean;
   mcp?: object | null;
-  network?: { allowOut?: unknown[]; denyOut?: unknown[]; rules?: object; egressProxy?: unknown };
+  network?: NetworkBody;
   autoPause?: boolean;
   autoPauseMemory?: boolean;
   autoResume?: { enabled?: boolean };
@@ -27,10 +29,6 @@ interface NewSandboxBody {
  */
 function unsupportedFeature(body: NewSandboxBody): string | undefined {
   if (body.volumeMounts?.length) return "volume mounts are not supported yet";
-  const n = body.network;
-  if (n && (n.allowOut?.length || n.denyOut?.length || (n.rules && Object.keys(n.rules).length) || n.egressProxy)) {
-    return "egress network rules are not supported yet; use allow_internet_access";
-  }
   return undefined;
 }
 
@@ -59,20 +57,37 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
         const body = request.body;
         const unsupported = unsupportedFeature(body);
         if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
+        // Validated before anything starts: a bad entry is a 400 and nothing was created.
+        const network = networkFromCreate(body.network);
+        const allowInternetAccess = body.allow_internet_access ?? true;
+        // With rules of its own the sandbox starts cut off and gets its rules before it is handed out.
+        const withRules = hasEgressRules(network);
+        if (withRules && !ctx.orchestrator.setSandboxEgress) {
+          throw new BurrowError(Code.Unimplemented, "egress rules are not supported by this orchestrator", { reason: "egress_unsupported" });
+        }
         const lifecycle = lifecycleFromCreate(body);
         const row = await ctx.sandboxes.create({
           template: body.templateID,
           ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),
           metadata: body.metadata ?? {},
           envVars: body.envVars ?? {},
-          ...(body.allow_internet_access !== undefined ? { allowInternetAccess: body.allow_internet_access } : {}),
+          ...(withRules ? { allowInternetAccess: false } : body.allow_internet_access !== undefined ? { allowInternetAccess } : {}),
           apiKeyId: request.apiKeyId,
           // E2B keeps the `mcp` field and the SDK itself starts the gateway in the sandbox (`mcp-gateway --config`).
           ...(body.mcp ? { mcpServers: Object.keys(body.mcp) } : {}),
           lifecycle,
           signal: clientGoneSignal(reply),
         });
-        return reply.code(201).send(toSandbox(row, ctx.config));
+        if (network) {
+          try {
+            await applyCreateNetwork(ctx, row, network, allowInternetAccess, withRules);
+          } catch (err) {
+            await ctx.sandboxes.kill(row.sandboxId).catch(() => undefined);
+            throw err;
+          }
+        }
+        const sandbox = toSandbox(row, ctx.config);
+        return reply.code(201).send({ ...sandbox, trafficAccessToken: network?.trafficAccessToken ?? null });
       },
     );
   }

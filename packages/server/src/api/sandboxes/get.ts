@@ -2,6 +2,7 @@
 import type { FastifyInstance } from "fastify";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
+import { networkView } from "../../network/network-config.js";
 import { toSandboxDetail } from "./serialize.js";
 
 export function registerGetRoute(app: FastifyInstance, ctx: ApiContext): void {
@@ -14,6 +15,10 @@ export function registerGetRoute(app: FastifyInstance, ctx: ApiContext): void {
         response: { 200: { $ref: "SandboxDetail#" }, ...errorResponses(401, 404) },
       },
     },
-    async (request) => toSandboxDetail(ctx.sandboxes.require(request.params.sandboxID), ctx.config),
+    async (request) => {
+      const row = ctx.sandboxes.require(request.params.sandboxID);
+      const network = ctx.networks.get(row.sandboxId);
+      return { ...toSandboxDetail(row, ctx.config), ...(network ? { network: networkView(network) } : {}) };
+    },
   );
 }

@@ -7,7 +7,6 @@ import type { ApiContext } from "../context.js";
 import { errorResponses } from "../schemas.js";
 
 const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
-  ["PUT", "/sandboxes/:sandboxID/network", "updating sandbox network rules"],
   ["POST", "/sandboxes/:sandboxID/refreshes", "sandbox refreshes"],
   ["GET", "/sandboxes/:sandboxID/logs", "sandbox logs"],
   ["GET", "/v2/sandboxes/:sandboxID/logs", "sandbox logs"],

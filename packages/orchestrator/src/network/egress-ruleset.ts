@@ -1,0 +1,78 @@
+// nftables scripts for one sandbox's egress: its internet switch and, when it has allowOut/denyOut rules, a chain of
+// its own that the instance's forward chain jumps to through the @egress verdict map (keyed by the sandbox's
+// address). The chain ends in a verdict, so what the shared rules after the jump say (@internet accept) never
+// applies to a sandbox with rules; @internet then only decides masquerading, and holds every sandbox that may
+// reach anything beyond the bridge (internet on, or something allowed).
+//
+// Every script is applied as one `nft -f` transaction: an update replaces the chain's rules, the map element and
+// the set element together, and a failing one leaves the old rules in place.
+import type { EgressRules } from "./egress-rules.js";
+import { ALL_TRAFFIC, hasEgressRules } from "./egress-rules.js";
+import type { NetworkNames } from "./names.js";
+
+/** Name of the verdict map the forward chain looks sandbox addresses up in (declared by setupScript). */
+export const EGRESS_MAP = "egress";
+/** Prefix of every per-sandbox egress chain; the sandbox's address follows with `_` for `.`. */
+export const EGRESS_CHAIN_PREFIX = "egress_";
+
+export function egressChainName(ip: string): string {
+  return `${EGRESS_CHAIN_PREFIX}${ip.replaceAll(".", "_")}`;
+}
+
+/** The address a per-sandbox chain belongs to, or undefined for any other chain. */
+export function ipOfEgressChain(chain: string): string | undefined {
+  if (!chain.startsWith(EGRESS_CHAIN_PREFIX)) return undefined;
+  const parts = chain.slice(EGRESS_CHAIN_PREFIX.length).split("_");
+  return parts.length === 4 && parts.every((p) => /^\d{1,3}$/.test(p)) ? parts.join(".") : undefined;
+}
+
+/**
+ * Put a sandbox's egress in the given state: internet on or off and, with rules, its own chain (allow first, then
+ * deny, then the internet switch as the final verdict); with empty rules, no chain and no map element. `undefined`
+ * rules leave chain and map alone: a sandbox that never had rules (the common create) costs one set element.
+ */
+export function egressScript(names: NetworkNames, ip: string, internet: boolean, rules: EgressRules | undefined): string {
+  const t = names.table;
+  const lines: string[] = [];
+  const reachesOut = internet || (rules?.allowOut.length ?? 0) > 0;
+  lines.push(`add element inet ${t} internet { ${ip} }`);
+  if (!reachesOut) lines.push(`delete element inet ${t} internet { ${ip} }`);
+  if (hasEgressRules(rules)) {
+    const chain = egressChainName(ip);
+    lines.push(`add chain inet ${t} ${chain}`, `flush chain inet ${t} ${chain}`);
+    // Denying ALL_TRAFFIC is the internet switch off; and without internet the deny list changes nothing.
+    const open = internet && !rules.denyOut.includes(ALL_TRAFFIC);
+    if (rules.allowOut.length > 0) lines.push(`add rule inet ${t} ${chain} ${daddrMatch(rules.allowOut)}accept`);
+    if (open && rules.denyOut.length > 0) lines.push(`add rule inet ${t} ${chain} ${daddrMatch(rules.denyOut)}counter drop`);
+    lines.push(open ? `add rule inet ${t} ${chain} accept` : `add rule inet ${t} ${chain} counter drop`);
+    lines.push(`add element inet ${t} ${EGRESS_MAP} { ${ip} : jump ${chain} }`);
+  } else if (rules !== undefined) {
+    lines.push(...dropEgressChainLines(names, ip));
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+/** Everything of a sandbox's egress gone: set element, map element, chain. Idempotent (`add` before `delete`). */
+export function clearEgressScript(names: NetworkNames, ip: string): string {
+  const t = names.table;
+  return [`add element inet ${t} internet { ${ip} }`, `delete element inet ${t} internet { ${ip} }`, ...dropEgressChainLines(names, ip)].join("\n") + "\n";
+}
+
+/** Lines removing a sandbox's map element and chain, whether or not they exist. */
+export function dropEgressChainLines(names: NetworkNames, ip: string): string[] {
+  const t = names.table;
+  const chain = egressChainName(ip);
+  return [
+    `add chain inet ${t} ${chain}`,
+    `add element inet ${t} ${EGRESS_MAP} { ${ip} : jump ${chain} }`,
+    `delete element inet ${t} ${EGRESS_MAP} { ${ip} }`,
+    `flush chain inet ${t} ${chain}`,
+    `delete chain inet ${t} ${chain}`,
+  ];
+}
+
+/** `ip daddr { … } ` for a canonical prefix list; nothing for ALL_TRAFFIC (every IPv4 destination matches). */
+function daddrMatch(prefixes: readonly string[]): string {
+  if (prefixes.includes(ALL_TRAFFIC)) return "";
+  return `ip daddr { ${prefixes.join(", ")} } `;
+}

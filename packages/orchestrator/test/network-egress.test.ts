@@ -1,0 +1,147 @@
+// Per-sandbox egress rules (allowOut/denyOut) in the instance's nftables table, on the real kernel: the chain and
+// verdict-map element a sandbox gets, replaced in one transaction (a failing one leaves the old rules), removed with
+// empty rules and on release, reaped when nobody leases the address. No traffic here (the conformance suite sends
+// it to a fake internet); this checks the ruleset itself. Plus the parsing and canonical form of entries.
+import { execFileSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type BurrowNetworkManager, createNetworkManager } from "../src/network/index.js";
+import { normalizeEgressRules, parseEgressTarget } from "../src/network/egress-rules.js";
+import { spawnCommand } from "../src/network/exec.js";
+import type { CommandRunner } from "../src/reaper/run-command.js";
+import type { SandboxNetwork } from "../src/types.js";
+
+describe("egress entries", () => {
+  it("parses addresses, CIDRs, domains and wildcards, and names what it refuses", () => {
+    expect(parseEgressTarget(" 1.2.3.4 ")).toEqual({ kind: "cidr", cidr: "1.2.3.4/32" });
+    expect(parseEgressTarget("10.1.2.3/16")).toEqual({ kind: "cidr", cidr: "10.1.0.0/16" });
+    expect(parseEgressTarget("0.0.0.0/0")).toEqual({ kind: "cidr", cidr: "0.0.0.0/0" });
+    expect(parseEgressTarget("Example.COM.")).toEqual({ kind: "domain", domain: "example.com", wildcard: false });
+    expect(parseEgressTarget("*.example.com")).toEqual({ kind: "domain", domain: "example.com", wildcard: true });
+    for (const bad of ["1.2.3.256", "1.2.3", "10.0.0.0/33", "1.2.3.4:80", "::1", "localhost", "a..b", "-a.com", "*", "", "1.2.3.4/8/8"]) {
+      expect(() => parseEgressTarget(bad), bad).toThrow(bad === "" ? /empty/ : bad);
+    }
+  });
+
+  it("canonicalises: masked, covered prefixes dropped, sorted; domains refused", () => {
+    expect(normalizeEgressRules({ allowOut: ["10.1.2.0/24", "10.0.0.0/8", "1.2.3.4", "1.2.3.4/32"], denyOut: ["0.0.0.0/0", "5.6.7.8"] })).toEqual({
+      allowOut: ["1.2.3.4/32", "10.0.0.0/8"],
+      denyOut: ["0.0.0.0/0"],
+    });
+    expect(() => normalizeEgressRules({ allowOut: ["example.com"] })).toThrow(/example\.com/);
+  });
+});
+
+const rand = randomBytes(3).toString("hex");
+const instance = `e${rand}`;
+const subnet = `10.199.${1 + ((randomBytes(1)[0] ?? 0) % 250)}.0/24`;
+const table = `burrow_${instance}`;
+const sh = (args: string[]) => execFileSync("nft", args, { encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] });
+
+/** The rules of a sandbox's chain as nft prints them, or undefined when the chain does not exist. */
+function chainRules(ip: string): string[] | undefined {
+  try {
+    return sh(["list", "chain", "inet", table, `egress_${ip.replaceAll(".", "_")}`])
+      .split("\n")
+      .map((l) => l.trim().replace(/counter packets \d+ bytes \d+ /, ""))
+      .filter((l) => l && !l.startsWith("table") && !l.startsWith("chain") && l !== "}");
+  } catch {
+    return undefined;
+  }
+}
+
+const mapText = () => sh(["list", "map", "inet", table, "egress"]);
+const internetText = () => sh(["list", "set", "inet", table, "internet"]);
+
+describe("egress ruleset (real kernel)", () => {
+  let nm: BurrowNetworkManager;
+  // Set to make the next nft transaction fail at its end, after all its other commands.
+  let breakNextNft = false;
+  const runCommand: CommandRunner = (cmd, args, opts = {}) => {
+    if (cmd === "nft" && breakNextNft && opts.input) {
+      breakNextNft = false;
+      return spawnCommand(cmd, args, { ...opts, input: `${opts.input}add rule inet ${table} no_such_chain accept\n` });
+    }
+    return spawnCommand(cmd, args, opts);
+  };
+
+  beforeAll(async () => {
+    nm = createNetworkManager({ instance, subnet, runCommand });
+    await nm.setup();
+  });
+  afterAll(async () => {
+    await nm?.teardown();
+  });
+
+  async function reserve(id: string, opts: { allowInternetAccess: boolean; egress?: { allowOut: string[]; denyOut: string[] } }): Promise<SandboxNetwork> {
+    const r = nm.reserve(id, opts);
+    await r.firewall;
+    return r.network;
+  }
+
+  it("gives a sandbox its own chain, replaces it whole, and removes it with empty rules", async () => {
+    const net = await reserve("sbx-a", { allowInternetAccess: true });
+    const { ip } = net;
+    expect(chainRules(ip)).toBeUndefined();
+    expect(internetText()).toContain(ip);
+
+    await net.setEgress(true, { allowOut: ["198.51.100.7"], denyOut: ["198.51.100.0/24", "203.0.113.0/24"] });
+    expect(chainRules(ip)).toEqual([
+      "ip daddr 198.51.100.7 accept",
+      "ip daddr { 198.51.100.0/24, 203.0.113.0/24 } drop",
+      "accept",
+    ]);
+    expect(mapText()).toContain(`${ip} : jump egress_${ip.replaceAll(".", "_")}`);
+
+    // Internet off with an allow list: only the list, and still masqueraded (in @internet).
+    await net.setEgress(false, { allowOut: ["203.0.113.0/28"], denyOut: [] });
+    expect(chainRules(ip)).toEqual(["ip daddr 203.0.113.0/28 accept", "drop"]);
+    expect(internetText()).toContain(ip);
+
+    // A failing transaction leaves the rules as they were.
+    breakNextNft = true;
+    await expect(net.setEgress(true, { allowOut: [], denyOut: ["192.0.2.0/24"] })).rejects.toThrow(/no_such_chain/);
+    expect(chainRules(ip)).toEqual(["ip daddr 203.0.113.0/28 accept", "drop"]);
+
+    // Malformed entries never reach nft.
+    await expect(net.setEgress(true, { allowOut: ["300.0.0.1"], denyOut: [] })).rejects.toThrow(/300\.0\.0\.1/);
+
+    await net.setEgress(false, { allowOut: [], denyOut: [] });
+    expect(chainRules(ip)).toBeUndefined();
+    expect(mapText()).not.toContain(ip);
+    expect(internetText()).not.toContain(ip);
+    await net.release();
+  });
+
+  it("setInternetAccess keeps a sandbox's rules, and release leaves nothing behind", async () => {
+    const net = await reserve("sbx-b", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["203.0.113.0/24"] } });
+    const { ip } = net;
+    expect(chainRules(ip)).toEqual(["ip daddr 203.0.113.0/24 drop", "accept"]);
+    await net.setInternetAccess(false);
+    expect(chainRules(ip)).toEqual(["drop"]);
+    await net.setInternetAccess(true);
+    expect(chainRules(ip)).toEqual(["ip daddr 203.0.113.0/24 drop", "accept"]);
+    await net.release();
+    expect(chainRules(ip)).toBeUndefined();
+    expect(mapText()).not.toContain(ip);
+    expect(internetText()).not.toContain(ip);
+  });
+
+  it("re-adopts a sandbox's rules after a restart and reaps the chains of addresses nobody leases", async () => {
+    const kept = await reserve("sbx-kept", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["198.51.100.0/24"] } });
+    const gone = await reserve("sbx-gone", { allowInternetAccess: false, egress: { allowOut: ["198.51.100.1"], denyOut: [] } });
+    // A restarted orchestrator: a new manager over the same kernel state, which adopts only one of the two.
+    const again = createNetworkManager({ instance, subnet, runCommand });
+    await again.setup();
+    const adopted = again.adopt("sbx-kept", kept.ip, kept.hostVeth, true, { allowOut: [], denyOut: ["198.51.100.0/24"] });
+    await again.reapOrphans(["sbx-kept"]);
+    expect(chainRules(kept.ip)).toEqual(["ip daddr 198.51.100.0/24 drop", "accept"]);
+    expect(chainRules(gone.ip)).toBeUndefined();
+    expect(mapText()).not.toContain(`${gone.ip} :`);
+    // The adopted rules are known: switching the internet off keeps the deny list's chain.
+    await adopted.setInternetAccess(false);
+    expect(chainRules(kept.ip)).toEqual(["drop"]);
+    await adopted.release();
+    expect(chainRules(kept.ip)).toBeUndefined();
+  });
+});

@@ -1,0 +1,146 @@
+// E2B's sandbox network config (create body `network` and `allow_internet_access`, PUT /sandboxes/{id}/network) as
+// Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall; ingress
+// (allowPublicTraffic's traffic token, maskRequestHost) by the gateway. What cannot be enforced yet (domain rules,
+// header transforms, a user's egress proxy, httpsPorts) is refused with 501 rather than accepted and ignored.
+import { randomBytes } from "node:crypto";
+import { ALL_TRAFFIC, parseEgressTarget, type SandboxEgress } from "@burrow/orchestrator";
+import { BurrowError, Code } from "@burrow/protocol";
+
+/** What a sandbox keeps of its network config (the store's JSON). */
+export interface SandboxNetworkConfig {
+  /** Entries as the caller wrote them (trimmed); IPv4 addresses and CIDRs. */
+  allowOut: string[];
+  denyOut: string[];
+  /** false: every port but envd's needs the `e2b-traffic-access-token` header. */
+  allowPublicTraffic: boolean;
+  /** Host header sent to sandbox ports other than envd's; `${PORT}` is the target port. */
+  maskRequestHost?: string;
+  /** Issued at create when allowPublicTraffic is false. */
+  trafficAccessToken?: string;
+}
+
+/** The create body's `network` as sent (its JSON types already checked by the schema). */
+export interface NetworkBody {
+  allowOut?: string[];
+  denyOut?: string[];
+  allowPublicTraffic?: boolean;
+  maskRequestHost?: string;
+  httpsPorts?: number[];
+  rules?: Record<string, unknown>;
+  egressProxy?: unknown;
+}
+
+/** PUT /sandboxes/{id}/network (SandboxNetworkUpdateConfig). */
+export interface NetworkUpdateBody {
+  allowOut?: string[];
+  denyOut?: string[];
+  rules?: Record<string, unknown>;
+  egressProxy?: unknown;
+  allow_internet_access?: boolean;
+  maskRequestHost?: string;
+}
+
+export const PORT_PLACEHOLDER = "${PORT}";
+const MAX_ENTRIES = 1000;
+// A host[:port] with the placeholder allowed anywhere: letters, digits, dots, dashes, brackets (IPv6), colons.
+const MASK_HOST = /^[A-Za-z0-9.\-[\]:_]+$/;
+
+/** The config a create asks for, or undefined when it asks for nothing beyond the defaults. */
+export function networkFromCreate(body: NetworkBody | undefined): SandboxNetworkConfig | undefined {
+  if (body === undefined) return undefined;
+  refuseUnenforceable(body);
+  const config: SandboxNetworkConfig = {
+    allowOut: egressEntries(body.allowOut, "allowOut"),
+    denyOut: egressEntries(body.denyOut, "denyOut"),
+    allowPublicTraffic: body.allowPublicTraffic ?? true,
+  };
+  if (body.maskRequestHost !== undefined) config.maskRequestHost = maskRequestHost(body.maskRequestHost);
+  if (!config.allowPublicTraffic) config.trafficAccessToken = randomBytes(24).toString("hex");
+  return config;
+}
+
+/**
+ * The config after a PUT: egress rules replaced (omitted lists are cleared); ingress (token, public traffic) kept;
+ * maskRequestHost replaced only when sent, since the SDK's updateNetwork never sends it.
+ */
+export function networkFromUpdate(current: SandboxNetworkConfig | undefined, body: NetworkUpdateBody): SandboxNetworkConfig {
+  refuseUnenforceable(body);
+  const next: SandboxNetworkConfig = {
+    allowOut: egressEntries(body.allowOut, "allowOut"),
+    denyOut: egressEntries(body.denyOut, "denyOut"),
+    allowPublicTraffic: current?.allowPublicTraffic ?? true,
+  };
+  const mask = body.maskRequestHost !== undefined ? body.maskRequestHost : current?.maskRequestHost;
+  if (mask !== undefined && mask !== "") next.maskRequestHost = maskRequestHost(mask);
+  if (current?.trafficAccessToken !== undefined) next.trafficAccessToken = current.trafficAccessToken;
+  return next;
+}
+
+/** What the firewall enforces for a config. */
+export function egressOf(config: SandboxNetworkConfig | undefined, allowInternetAccess: boolean): SandboxEgress {
+  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: [...(config?.denyOut ?? [])] };
+}
+
+/** True when the firewall needs rules of the sandbox's own (not just the internet switch). */
+export function hasEgressRules(config: SandboxNetworkConfig | undefined): boolean {
+  return (config?.allowOut.length ?? 0) > 0 || (config?.denyOut.length ?? 0) > 0;
+}
+
+/** SandboxDetail.network in E2B's field names (the traffic token is not part of it). */
+export function networkView(config: SandboxNetworkConfig) {
+  return {
+    allowOut: [...config.allowOut],
+    denyOut: [...config.denyOut],
+    allowPublicTraffic: config.allowPublicTraffic,
+    ...(config.maskRequestHost !== undefined ? { maskRequestHost: config.maskRequestHost } : {}),
+  };
+}
+
+function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProxy?: unknown; httpsPorts?: number[] }): void {
+  if (body.rules !== undefined && Object.keys(body.rules).length > 0) {
+    throw new BurrowError(Code.Unimplemented, "network rules with header transforms are not supported by Burrow yet", { reason: "network_rules_unsupported" });
+  }
+  if (body.egressProxy !== undefined && body.egressProxy !== null) {
+    throw new BurrowError(Code.Unimplemented, "network.egressProxy is not supported by Burrow yet", { reason: "egress_proxy_unsupported" });
+  }
+  if (body.httpsPorts !== undefined && body.httpsPorts.length > 0) {
+    throw new BurrowError(Code.Unimplemented, "network.httpsPorts is not supported by Burrow yet", { reason: "https_ports_unsupported" });
+  }
+}
+
+/** Validated entries: 400 naming the first malformed one, 501 for a domain (its enforcement is not built yet). */
+function egressEntries(entries: string[] | undefined, field: "allowOut" | "denyOut"): string[] {
+  if (entries === undefined) return [];
+  if (entries.length > MAX_ENTRIES) throw invalid(`network.${field} has ${entries.length} entries; at most ${MAX_ENTRIES}`);
+  const out: string[] = [];
+  for (const entry of entries) {
+    let target;
+    try {
+      target = parseEgressTarget(entry);
+    } catch {
+      throw invalid(`invalid network.${field} entry '${entry}': expected an IPv4 address, a CIDR (a.b.c.d/n) or a domain name`);
+    }
+    if (target.kind === "domain") {
+      throw new BurrowError(
+        Code.Unimplemented,
+        `network.${field} entry '${entry}' is a domain; domain rules need Burrow's egress proxy, which is not implemented yet (use IPs or CIDRs)`,
+        { reason: "domain_rules_unsupported" },
+      );
+    }
+    // ALL_TRAFFIC stays spelled as E2B spells it; other entries as sent.
+    out.push(target.cidr === ALL_TRAFFIC ? ALL_TRAFFIC : entry.trim());
+  }
+  return out;
+}
+
+function maskRequestHost(value: string): string {
+  const literal = value.replaceAll(PORT_PLACEHOLDER, "1");
+  if (value.length === 0 || value.length > 255 || !MASK_HOST.test(literal)) {
+    throw invalid(`invalid network.maskRequestHost '${value}': expected host[:port], where \${PORT} stands for the target port`);
+  }
+  return value;
+}
+
+function invalid(message: string): BurrowError {
+  return new BurrowError(Code.InvalidArgument, message, { reason: "invalid_network_config" });
+}
