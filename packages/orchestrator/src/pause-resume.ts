@@ -144,7 +144,8 @@ export class PauseResume {
 }
 
 function isAged(record: SandboxRecordFile, now: number, maxAgeMs: number): boolean {
-  if (pauseKindOf(record) !== "memory") return false;
+  // A record from before cold boots cannot be halted and booted again: it stays a memory pause.
+  if (pauseKindOf(record) !== "memory" || !record.boot) return false;
   const since = Date.parse(record.pause?.since ?? record.startedAt);
   return !(now - since < maxAgeMs);
 }
