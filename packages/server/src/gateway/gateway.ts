@@ -1,11 +1,14 @@
 // The sandbox gateway: sits in front of the REST API on the same port, takes every request addressed to a
 // sandbox (route.ts) and proxies it to `<sandbox address>:<port>`; everything else falls through to the API.
+// A request for a paused sandbox with auto-resume waits for the sandbox to be resumed (auto-resume.ts) first.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import type { SandboxRecord } from "@burrow/orchestrator";
+import { autoResumable } from "../lifecycle/sandbox-lifecycle.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
+import { wakeForRequest, wakesSandbox } from "./auto-resume.js";
 import { SandboxConnections } from "./connections.js";
 import { proxyHttp, type ProxyFailure, type ProxyFault, type Upstream } from "./proxy-http.js";
 import { proxyUpgrade } from "./proxy-upgrade.js";
@@ -13,7 +16,7 @@ import {
   closedBody, goneBody, invalidResponseBody, jsonAnswer, proxyFailedBody, sendAnswer, sendJson, sendRawAnswer, sendRawJson,
 } from "./responses.js";
 import { retryAnswer, type GatewayAnswer } from "./retry-answer.js";
-import { routeRequest, type GatewayRoute, type SandboxToken } from "./route.js";
+import { routeRequest, type GatewayRoute, type RouteVia, type SandboxToken } from "./route.js";
 import { checkIngress, type IngressLookup } from "./traffic-token.js";
 import { isTransient, type UpstreamFailure } from "./upstream-failure.js";
 import { UpstreamFailureLog } from "./upstream-log.js";
@@ -53,6 +56,8 @@ function upstreamFailureAnswer(failure: UpstreamFailure, req: IncomingMessage, s
   if (failure.kind === "refused") return jsonAnswer(502, portClosedBody(sandboxId, port));
   return jsonAnswer(502, closedBody(sandboxId, port));
 }
+
+type SandboxRoute = { sandboxId: string; port: number; via: RouteVia };
 
 export class Gateway {
   readonly #d: GatewayDeps;
@@ -113,26 +118,16 @@ export class Gateway {
         sendRawJson(socket, 502, goneBody(""));
       } else {
         const live = this.#d.sandboxes.live(route.sandboxId);
-        if (!live) {
+        if (live) {
+          this.#count("upgrade", route.via, "proxied");
+          this.#proxyUpgrade(req, socket, head, route, live.record);
+        } else if (wakesSandbox(req, route.port) && this.#d.sandboxes.autoResumable(route.sandboxId)) {
+          void this.#upgradeAfterWake(req, socket, head, route);
+        } else {
           this.#count("upgrade", route.via, "not_found");
           this.#logEnded(route.sandboxId, req);
           sendRawJson(socket, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
-          return;
         }
-        const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
-        if (!ingress.ok) {
-          sendRawAnswer(socket, ingress.answer);
-          return;
-        }
-        if (ingress.host !== undefined) req.headers.host = ingress.host;
-        this.#count("upgrade", route.via, "proxied");
-        proxyUpgrade(req, socket, head, {
-          target: this.#upstream(live.record, route.port),
-          track: (...items) => this.#connections.track(route.sandboxId, ...items),
-          answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
-          onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),
-          onUpstreamFailure: (failure, retried) => this.#logUpstreamFailure("upgrade", failure, retried, route.sandboxId, route.port, req),
-        });
       }
     } catch (err) {
       this.#d.logger.error({ err, url: req.url }, "gateway upgrade failed");
@@ -149,9 +144,10 @@ export class Gateway {
     return routeRequest(req, () => this.#liveTokens());
   }
 
+  /** Sandboxes a signed URL may be routed to: running ones, and paused ones that its request would resume. */
   *#liveTokens(): Iterable<SandboxToken> {
     for (const row of this.#d.sandboxes.list()) {
-      if (row.state === "running") yield { sandboxId: row.sandboxId, envdAccessToken: row.envdAccessToken };
+      if (row.state === "running" || autoResumable(row)) yield { sandboxId: row.sandboxId, envdAccessToken: row.envdAccessToken };
     }
   }
 
@@ -167,24 +163,99 @@ export class Gateway {
       return;
     }
     const live = this.#d.sandboxes.live(route.sandboxId);
-    if (!live) {
-      this.#count("http", route.via, "not_found");
-      // Drain what the client sends so that its keep-alive connection stays usable.
-      req.resume();
-      this.#logEnded(route.sandboxId, req);
-      sendJson(res, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
+    if (live) {
+      this.#count("http", route.via, "proxied");
+      this.#proxyHttp(req, res, route, live.record);
       return;
     }
+    if (wakesSandbox(req, route.port) && this.#d.sandboxes.autoResumable(route.sandboxId)) {
+      void this.#serveAfterWake(req, res, route);
+      return;
+    }
+    this.#count("http", route.via, "not_found");
+    // Drain what the client sends so that its keep-alive connection stays usable.
+    req.resume();
+    this.#logEnded(route.sandboxId, req);
+    sendJson(res, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
+  }
+
+  /** Resume the paused sandbox, then proxy; the request's body waits unread in its socket meanwhile. */
+  async #serveAfterWake(req: IncomingMessage, res: ServerResponse, route: SandboxRoute): Promise<void> {
+    this.#logWake(req, route);
+    try {
+      const woken = await wakeForRequest(this.#d.sandboxes, route.sandboxId);
+      if (woken.answer) {
+        this.#count("http", route.via, "auto_resume_failed");
+        req.resume();
+        sendAnswer(res, woken.answer);
+        return;
+      }
+      // The client gave up while the sandbox was resumed: it stays resumed, there is nothing to send.
+      if (req.destroyed || res.destroyed) return;
+      this.#count("http", route.via, "auto_resumed");
+      this.#proxyHttp(req, res, route, woken.live.record);
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url, sandboxId: route.sandboxId }, "gateway request after auto-resume failed");
+      res.destroy();
+    }
+  }
+
+  async #upgradeAfterWake(req: IncomingMessage, socket: Duplex, head: Buffer, route: SandboxRoute): Promise<void> {
+    this.#logWake(req, route);
+    try {
+      const woken = await wakeForRequest(this.#d.sandboxes, route.sandboxId);
+      if (woken.answer) {
+        this.#count("upgrade", route.via, "auto_resume_failed");
+        sendRawAnswer(socket, woken.answer);
+        return;
+      }
+      if (socket.destroyed) return;
+      this.#count("upgrade", route.via, "auto_resumed");
+      this.#proxyUpgrade(req, socket, head, route, woken.live.record);
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url, sandboxId: route.sandboxId }, "gateway upgrade after auto-resume failed");
+      socket.destroy();
+    }
+  }
+
+  /** Which request woke a sandbox is worth knowing when one wakes more often than its owner expects. */
+  #logWake(req: IncomingMessage, route: SandboxRoute): void {
+    try {
+      this.#d.logger.info(
+        { sandboxId: route.sandboxId, port: route.port, method: req.method, url: req.url, via: route.via },
+        "request for a paused sandbox with auto-resume: resuming it",
+      );
+    } catch {
+      // A logger that throws must not take the exchange (or the server) down with it.
+    }
+  }
+
+  #proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: SandboxRoute, record: SandboxRecord): void {
+    const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
+    if (!ingress.ok) {
+      sendRawAnswer(socket, ingress.answer);
+      return;
+    }
+    if (ingress.host !== undefined) req.headers.host = ingress.host;
+    proxyUpgrade(req, socket, head, {
+      target: this.#upstream(record, route.port),
+      track: (...items) => this.#connections.track(route.sandboxId, ...items),
+      answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
+      onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),
+      onUpstreamFailure: (failure, retried) => this.#logUpstreamFailure("upgrade", failure, retried, route.sandboxId, route.port, req),
+    });
+  }
+
+  #proxyHttp(req: IncomingMessage, res: ServerResponse, route: SandboxRoute, record: SandboxRecord): void {
     const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
     if (!ingress.ok) {
       req.resume();
       sendAnswer(res, ingress.answer);
       return;
     }
-    this.#count("http", route.via, "proxied");
     proxyHttp(req, res, {
       host: ingress.host,
-      target: this.#upstream(live.record, route.port),
+      target: this.#upstream(record, route.port),
       agent: this.#connections.agent(route.sandboxId),
       track: (...items) => this.#connections.track(route.sandboxId, ...items),
       answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
