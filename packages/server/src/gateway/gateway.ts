@@ -122,7 +122,10 @@ export class Gateway {
           this.#count("upgrade", route.via, "proxied");
           this.#proxyUpgrade(req, socket, head, route, live.record);
         } else if (wakesSandbox(req, route.port) && this.#d.sandboxes.autoResumable(route.sandboxId)) {
-          void this.#upgradeAfterWake(req, socket, head, route);
+          // A request the sandbox would refuse (no traffic token) must not wake it either.
+          const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
+          if (ingress.ok) void this.#upgradeAfterWake(req, socket, head, route);
+          else sendRawAnswer(socket, ingress.answer);
         } else {
           this.#count("upgrade", route.via, "not_found");
           this.#logEnded(route.sandboxId, req);
@@ -169,7 +172,14 @@ export class Gateway {
       return;
     }
     if (wakesSandbox(req, route.port) && this.#d.sandboxes.autoResumable(route.sandboxId)) {
-      void this.#serveAfterWake(req, res, route);
+      // A request the sandbox would refuse (no traffic token) must not wake it either.
+      const ingress = checkIngress(this.#d.ingress?.(route.sandboxId), route.sandboxId, route.port, req.headers);
+      if (ingress.ok) {
+        void this.#serveAfterWake(req, res, route);
+      } else {
+        req.resume();
+        sendAnswer(res, ingress.answer);
+      }
       return;
     }
     this.#count("http", route.via, "not_found");
