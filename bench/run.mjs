@@ -20,4 +20,5 @@ if (!only || only === "mcp") await (await import("./mcp.mjs")).runMcpBenchmarks(
 if (!only || only === "load") await (await import("./load.mjs")).runLoadBenchmarks();
 if (!only || only === "pause") await (await import("./pause.mjs")).runPauseBenchmarks();
 if (!only || only === "lifecycle") await (await import("./lifecycle.mjs")).runLifecycleBenchmarks();
+if (!only || only === "checkpoints") await (await import("./checkpoints.mjs")).runCheckpointBenchmarks();
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();

@@ -127,7 +127,7 @@ export class LocalOrchestrator implements Orchestrator {
     const checkpointStore = (this.checkpointStore = new CheckpointStore(join(config.stateDir, "checkpoints"), logger));
     this.checkpoints = new SandboxCheckpoints({
       store: checkpointStore,
-      sizes: new CheckpointSizes(checkpointStore.root, parts.storage),
+      sizes: new CheckpointSizes(checkpointStore.root, parts.storage, logger),
       live,
       ops: this.ops,
       storage: parts.storage,

@@ -34,8 +34,9 @@ export async function rollbackSandbox(deps: RollbackDeps, sandboxId: string, che
     checkRollback(store, sandbox, checkpoint);
     const started = performance.now();
     await deps.coldBoot.halt(sandbox, signal);
+    let replaced: string;
     try {
-      await swapFiles(deps, sandbox, checkpointId, signal);
+      replaced = await swapFiles(deps, sandbox, checkpointId, signal);
     } catch (error) {
       // The sandbox's own files are still in place: it comes back as it was, and the rollback fails.
       await deps.coldBoot.boot(sandbox).catch((bootError: unknown) => logger.error({ sandboxId, err: bootError }, "could not boot a sandbox after a failed rollback"));
@@ -50,6 +51,10 @@ export async function rollbackSandbox(deps: RollbackDeps, sandboxId: string, che
     // From here on the sandbox has the checkpoint's files; a failed boot leaves it filesystem-paused on them.
     await deps.coldBoot.boot(sandbox, signal);
     logger.info({ sandboxId, checkpointId, ms: Math.round(performance.now() - started) }, "sandbox rolled back");
+    // The files it had go once it runs again: nobody waits for their removal (a start removes what is left).
+    void removeTree(replaced).catch((error: unknown) =>
+      logger.error({ sandboxId, err: error }, "could not remove a rolled-back sandbox's old files; the next start removes them"),
+    );
   });
 }
 
@@ -75,11 +80,11 @@ function checkRollback(store: CheckpointStore, sandbox: HostedSandbox, checkpoin
 }
 
 /**
- * Replace the halted sandbox's directory by a writable copy of the checkpoint's files, keeping its record; the
- * old directory goes. Both renames stay on one filesystem (the copy is assembled in the checkpoints' temporary
+ * Replace the halted sandbox's directory by a writable copy of the checkpoint's files, keeping its record; resolves
+ * where the old directory went (in the checkpoints' temporary directory, for the caller to remove). Both renames stay on one filesystem (the copy is assembled in the checkpoints' temporary
  * directory), so the sandbox is without a directory only between two renames.
  */
-async function swapFiles(deps: RollbackDeps, sandbox: HostedSandbox, checkpointId: string, signal?: AbortSignal): Promise<void> {
+async function swapFiles(deps: RollbackDeps, sandbox: HostedSandbox, checkpointId: string, signal?: AbortSignal): Promise<string> {
   const { store, storage, logger } = deps;
   const copy = await writableCopy(storage, store, checkpointId, signal);
   const old = join(store.tmpDir, `replaced-${randomId()}`);
@@ -98,7 +103,5 @@ async function swapFiles(deps: RollbackDeps, sandbox: HostedSandbox, checkpointI
     throw error;
   }
   await storage.applyQuota(sandbox.dir, sandbox.record.limits.diskMB);
-  await removeTree(old).catch((error: unknown) =>
-    logger.error({ sandboxId: sandbox.record.sandboxId, err: error }, "could not remove a rolled-back sandbox's old files; the next start removes them"),
-  );
+  return old;
 }

@@ -70,8 +70,9 @@ export class SandboxCheckpoints {
     const source = this.sourceOf(sandbox);
     if (quota) {
       // A new checkpoint holds nothing of its own yet (its files are the sandbox's); it grows as the sandbox moves
-      // on. So one is refused when the owner's snapshots and checkpoints, measured now, have reached the quota.
-      await this.deps.sizes.refresh(store.all().filter((r) => r.owner === quota.owner), signal);
+      // on. So one is refused when the owner's snapshots and checkpoints, as last measured (at most seconds ago),
+      // have reached the quota.
+      await this.deps.sizes.refreshIfStale(store.all(), signal);
       charges.release(charges.reserve(templates.list(), quota, 0));
     }
     const checkpointId = randomId();
@@ -91,6 +92,7 @@ export class SandboxCheckpoints {
         ...(source.runtime ? { runtime: source.runtime } : {}),
         limits: { ...sandbox.record.limits },
         allowInternetAccess: sandbox.record.allowInternetAccess,
+        ...(sandbox.record.egress ? { egress: sandbox.record.egress } : {}),
         ...(quota ? { owner: quota.owner } : {}),
         files: CHECKPOINT_FILES_DIR,
         memory: null,
