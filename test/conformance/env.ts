@@ -22,8 +22,8 @@ export const TEMPLATE = "base";
 /** Whether a global setup provided a server; without one (a plain `vitest run`) the suite is skipped. */
 export const hasBurrowEnv = (inject("burrow") as BurrowTestEnv | undefined) !== undefined;
 
-/** Creates further `base` sandboxes for one test; all of them are killed when the test ends. */
-export type Spawn = (opts?: Parameters<typeof Sandbox.create>[1]) => Promise<Sandbox>;
+/** Creates further sandboxes (of `base` unless a template is named) for one test; all are killed when it ends. */
+export type Spawn = (opts?: Parameters<typeof Sandbox.create>[1], template?: string) => Promise<Sandbox>;
 
 /**
  * A test with a fresh `base` sandbox that is killed afterwards, like the SDK suite's `sandboxTest`, and `spawn`
@@ -43,8 +43,8 @@ const withSandbox = test.extend<{ sandbox: Sandbox; spawn: Spawn }>({
   spawn: async ({}, use) => {
     const created: Sandbox[] = [];
     try {
-      await use(async (opts) => {
-        const sandbox = await Sandbox.create(TEMPLATE, { timeoutMs: 120_000, ...opts, ...sdkOpts() });
+      await use(async (opts, template = TEMPLATE) => {
+        const sandbox = await Sandbox.create(template, { timeoutMs: 120_000, ...opts, ...sdkOpts() });
         created.push(sandbox);
         return sandbox;
       });

@@ -1,12 +1,15 @@
 // E2B's network API with the official SDK: egress allowOut/denyOut by IP and CIDR (allow wins over deny,
 // ALL_TRAFFIC, allow_internet_access), updateNetwork replacing the rules live, GET showing the config, bad input;
 // ingress allowPublicTraffic (traffic token) and maskRequestHost; header names kept as the client wrote them.
+// Copies of a sandbox (forks, checkpoint children, sandboxes from its snapshot) are restricted as it is; the created
+// event carries the network; a paused sandbox's network cannot be changed (409, as E2B).
 // Egress goes only to a fake internet in a network namespace this file creates (test/helpers/fake-internet.ts).
 import { request } from "node:http";
 import { ALL_TRAFFIC, Sandbox } from "e2b";
+import { BusClient, Checkpoint, type SandboxEvent } from "@burrow/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
-import { burrowEnv, hasBurrowEnv, sandboxTest } from "./env.js";
+import { burrowEnv, hasBurrowEnv, sandboxTest, sdkOpts } from "./env.js";
 
 // .10 is outside 203.0.113.16/28, .20 inside it.
 const A = "203.0.113.10";
@@ -38,6 +41,17 @@ function viaGateway(sandboxId: string, port: number, headers: Record<string, str
     req.on("error", reject);
     req.end();
   });
+}
+
+/** A call to Burrow's or E2B's REST API with the test key. */
+async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  const res = await fetch(`${burrowEnv().apiUrl}${path}`, {
+    method,
+    headers: { "x-api-key": burrowEnv().apiKey, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await res.text();
+  return { status: res.status, body: text === "" ? undefined : JSON.parse(text) };
 }
 
 /** A server in the sandbox on 8080 that answers with the request's header lines as it received them. */
@@ -190,5 +204,117 @@ describe.skipIf(!hasBurrowEnv)("network rules (official SDK, fake internet)", ()
     expect(lines).toContain("Host: localhost:8080");
     expect(lines).toContain("X-Custom-Case: kept");
     expect((await sandbox.getInfo()).network).toMatchObject({ maskRequestHost: "localhost:${PORT}" });
+  });
+
+  sandboxTest("a fork of a sandbox with denyOut is restricted alike, keeps its ingress with a token of its own", async ({ spawn }) => {
+    const source = await spawn({ network: { denyOut: [B_BLOCK], allowPublicTraffic: false } });
+    const results = await Sandbox.fork(source.sandboxId, { ...sdkOpts(), timeoutMs: 120_000 });
+    const fork = results[0];
+    if (!(fork instanceof Sandbox)) throw fork ?? new Error("no fork");
+    try {
+      expect(await reach(fork, B)).toBe("blocked");
+      expect(await reach(fork, A)).toBe(`hello from ${A}`);
+      const info = await fork.getInfo();
+      expect(info.allowInternetAccess).toBe(true);
+      expect(info.network).toMatchObject({ allowOut: [], denyOut: [B_BLOCK], allowPublicTraffic: false });
+      // Its own traffic token: the source's does not open the fork's ports.
+      expect(fork.trafficAccessToken).toMatch(/^[0-9a-f]{48}$/);
+      expect(fork.trafficAccessToken).not.toBe(source.trafficAccessToken);
+      await startEcho(fork, { "e2b-traffic-access-token": fork.trafficAccessToken! });
+      expect((await viaGateway(fork.sandboxId, 8080)).status).toBe(403);
+      expect((await viaGateway(fork.sandboxId, 8080, { "e2b-traffic-access-token": source.trafficAccessToken! })).status).toBe(403);
+      expect((await viaGateway(fork.sandboxId, 8080, { "e2b-traffic-access-token": fork.trafficAccessToken! })).status).toBe(200);
+    } finally {
+      await fork.kill().catch(() => undefined);
+    }
+  });
+
+  sandboxTest("a fork of a sandbox without internet but with allowOut reaches only what is allowed", async ({ spawn }) => {
+    const source = await spawn({ allowInternetAccess: false, network: { allowOut: [A] } });
+    const [fork] = await Sandbox.fork(source.sandboxId, { ...sdkOpts(), timeoutMs: 120_000 });
+    if (!(fork instanceof Sandbox)) throw fork ?? new Error("no fork");
+    try {
+      expect(await reach(fork, A)).toBe(`hello from ${A}`);
+      expect(await reach(fork, B)).toBe("blocked");
+      expect((await fork.getInfo()).allowInternetAccess).toBe(false);
+    } finally {
+      await fork.kill().catch(() => undefined);
+    }
+  });
+
+  sandboxTest("children of a checkpoint keep the rules of its sandbox, even after the sandbox changed them", async ({ spawn }) => {
+    const source = await spawn({ network: { denyOut: [B] } });
+    const opts = sdkOpts();
+    const taken = await api("POST", `/burrow/v1/sandboxes/${source.sandboxId}/checkpoints`, { label: "restricted" });
+    expect(taken.status).toBe(201);
+    const checkpointId: string = taken.body.checkpointID;
+    // The source opens up after the checkpoint: its children still have the rules it had then.
+    await source.updateNetwork({});
+    const children = await Checkpoint.branch(checkpointId, 1, opts);
+    const child = children[0]?.sandbox;
+    if (!child) throw new Error(`branch failed: ${JSON.stringify(children[0]?.error)}`);
+    try {
+      expect(await reach(child, B)).toBe("blocked");
+      expect(await reach(child, A)).toBe(`hello from ${A}`);
+      // Rules copied from a checkpoint or snapshot are in the firewall's canonical CIDR form.
+      expect((await Sandbox.getInfo(child.sandboxId, opts)).network).toMatchObject({ denyOut: [`${B}/32`] });
+      // A create naming the checkpoint as its template is a child too.
+      const named = await Sandbox.create(checkpointId, { ...opts, timeoutMs: 120_000 });
+      try {
+        expect(await reach(named, B)).toBe("blocked");
+        expect(await reach(named, A)).toBe(`hello from ${A}`);
+      } finally {
+        await named.kill().catch(() => undefined);
+      }
+    } finally {
+      await Sandbox.kill(child.sandboxId, opts).catch(() => undefined);
+      await api("DELETE", `/burrow/v1/checkpoints/${checkpointId}?cascade=true`);
+    }
+  });
+
+  sandboxTest("a sandbox from a snapshot keeps the rules unless its create sets its own", async ({ spawn }) => {
+    const source = await spawn({ network: { denyOut: [B] } });
+    const snapshot = await source.createSnapshot();
+    try {
+      const inherited = await spawn({}, snapshot.snapshotId);
+      expect(await reach(inherited, B)).toBe("blocked");
+      expect(await reach(inherited, A)).toBe(`hello from ${A}`);
+      expect((await inherited.getInfo()).network).toMatchObject({ denyOut: [`${B}/32`] });
+      const own = await spawn({ network: { denyOut: [A] } }, snapshot.snapshotId);
+      expect(await reach(own, B)).toBe(`hello from ${B}`);
+      expect(await reach(own, A)).toBe("blocked");
+    } finally {
+      await api("DELETE", `/templates/${snapshot.snapshotId}`);
+    }
+  });
+
+  sandboxTest("the created event carries the enforced internet switch and rules", async ({ spawn }) => {
+    const bus = new BusClient({ baseUrl: burrowEnv().apiUrl, apiKey: burrowEnv().apiKey });
+    const events = await bus.events.subscribe({ category: "lifecycle" });
+    const iterator = events[Symbol.asyncIterator]();
+    try {
+      const sandbox = await spawn({ allowInternetAccess: false, network: { allowOut: [A], denyOut: [B_BLOCK] } });
+      let created: SandboxEvent | undefined;
+      while (!created) {
+        const next = await iterator.next();
+        if (next.done) throw new Error("event stream ended");
+        if (next.value.sandboxId === sandbox.sandboxId && next.value.type === "created") created = next.value;
+      }
+      expect(created.network).toEqual({ allowInternetAccess: false, allowOut: [A], denyOut: [B_BLOCK], allowPublicTraffic: true });
+    } finally {
+      await iterator.return?.();
+    }
+  });
+
+  sandboxTest("a paused sandbox's network cannot be changed (409), and resumes with the rules it had", async ({ spawn }) => {
+    const sandbox = await spawn({ network: { denyOut: [B] } });
+    expect(await sandbox.pause()).toBe(true);
+    const put = await api("PUT", `/sandboxes/${sandbox.sandboxId}/network`, { denyOut: [A] });
+    expect(put.status).toBe(409);
+    expect(put.body).toMatchObject({ code: 409, message: expect.stringContaining("paused") });
+    await sandbox.connect();
+    expect(await reach(sandbox, B)).toBe("blocked");
+    expect(await reach(sandbox, A)).toBe(`hello from ${A}`);
+    expect((await sandbox.getInfo()).network).toMatchObject({ denyOut: [B] });
   });
 });

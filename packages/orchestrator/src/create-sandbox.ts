@@ -5,7 +5,9 @@
 import { BurrowError, Code } from "@burrow/protocol";
 import { envdAt, initEnvd } from "./envd-client/index.js";
 import { toRecord, type LiveSandboxes } from "./live-sandboxes.js";
-import type { CreateSandboxOptions, SandboxRecord } from "./orchestrator-api.js";
+import { hasEgressRules, type EgressRules } from "./network/egress-rules.js";
+import type { CreateSandboxOptions, EgressRuleLists, SandboxRecord } from "./orchestrator-api.js";
+import { egressRulesOf } from "./sandbox-egress.js";
 import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
 import { sameLimits, sandboxLimits } from "./sandbox-limits.js";
 import type { SandboxPools } from "./sandbox-pools.js";
@@ -79,7 +81,11 @@ export async function claim(
   const { record } = sandbox;
   if (!sameLimits(record.limits, limits)) await sandbox.cgroup.setLimits(limits);
   if (record.limits.diskMB !== limits.diskMB) await deps.host.setDiskLimit(sandbox, limits.diskMB);
-  if (record.allowInternetAccess !== opts.allowInternetAccess) {
+  // Rules are in place before envd gets the caller's env vars and before the template's start command runs.
+  const egress = claimEgress(opts.egress);
+  if (egress) {
+    await sandbox.network.setEgress(opts.allowInternetAccess, egress, opts.signal);
+  } else if (record.allowInternetAccess !== opts.allowInternetAccess) {
     await sandbox.network.setInternetAccess(opts.allowInternetAccess);
   }
   await initEnvd(
@@ -99,10 +105,17 @@ export async function claim(
     ...record,
     limits,
     allowInternetAccess: opts.allowInternetAccess,
+    egress,
     startedAt: new Date().toISOString(),
     pooled: false,
     // What a cold boot needs to do this claim's /init and start command again (cold-boot.ts).
     boot: { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars }, accessToken: opts.envdAccessToken },
   };
   await writeRecord(sandbox.dir, sandbox.record);
+}
+
+/** A create's allowOut/denyOut in canonical form, undefined when it names none. */
+function claimEgress(lists: EgressRuleLists | undefined): EgressRules | undefined {
+  const rules = lists && egressRulesOf(lists);
+  return hasEgressRules(rules) ? rules : undefined;
 }

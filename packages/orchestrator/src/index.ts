@@ -22,7 +22,7 @@ export type {
   DeleteCheckpointOptions,
 } from "./orchestrator-api.js";
 export type { SandboxLimits } from "./types.js";
-export type { SandboxEgress } from "./orchestrator-api.js";
+export type { EgressRuleLists, SandboxEgress } from "./orchestrator-api.js";
 export { ALL_TRAFFIC, parseEgressTarget, type EgressTarget } from "./network/egress-rules.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";
 export {

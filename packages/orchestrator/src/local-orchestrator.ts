@@ -52,7 +52,7 @@ import { SandboxSnapshots } from "./snapshots/sandbox-snapshots.js";
 import { SnapshotCharges } from "./snapshots/snapshot-charges.js";
 import { removeStaleSnapshotCopies } from "./snapshots/snapshot-layer.js";
 import { TemplateBuilder } from "./templates/builder/template-builder.js";
-import { templateInfo } from "./templates/template-store.js";
+import { templateInfoWithEgress } from "./snapshots/snapshot-layer.js";
 
 export interface LocalOrchestratorOptions {
   config?: Partial<OrchestratorConfig>;
@@ -286,11 +286,11 @@ export class LocalOrchestrator implements Orchestrator {
 
   resolveTemplate(ref: string): TemplateInfo | undefined {
     const manifest = this.parts.templates.resolve(ref);
-    return manifest ? templateInfo(manifest) : undefined;
+    return manifest ? templateInfoWithEgress(manifest) : undefined;
   }
 
   listTemplates(): TemplateInfo[] {
-    return this.parts.templates.list().map(templateInfo);
+    return this.parts.templates.list().map(templateInfoWithEgress);
   }
 
   onSandboxExit(listener: (sandboxId: string, reason: SandboxExitReason) => void): () => void {

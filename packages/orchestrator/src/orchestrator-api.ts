@@ -31,6 +31,11 @@ export interface TemplateInfo {
   aliases: string[];
   defaults: SandboxLimits;
   createdAt: Date;
+  /**
+   * A snapshot's: the egress of its sandbox when it was taken. A control plane starts sandboxes of the snapshot with
+   * it unless their create sets egress of its own, so that a copy of a restricted sandbox is restricted too.
+   */
+  egress?: SandboxEgress;
 }
 
 /** A live sandbox as the orchestrator knows it. */
@@ -60,7 +65,18 @@ export interface CreateSandboxOptions {
   envVars: Record<string, string>;
   /** Token envd requires in `X-Access-Token` and uses for signed URLs. */
   envdAccessToken: string;
+  /**
+   * allowOut/denyOut (IPv4 addresses and CIDRs) enforced, with allowInternetAccess, before the sandbox is handed out
+   * (malformed entries are InvalidArgument). Absent: none, except that a checkpoint's child keeps its checkpoint's.
+   */
+  egress?: EgressRuleLists;
   signal?: AbortSignal;
+}
+
+/** A sandbox's allowOut/denyOut lists (IPv4 addresses and CIDRs), without its internet switch. */
+export interface EgressRuleLists {
+  allowOut: string[];
+  denyOut: string[];
 }
 
 export interface SandboxMetricSample {
@@ -125,7 +141,7 @@ export interface SnapshotSandboxOptions {
 }
 
 /** How each fork is created: like CreateSandboxOptions, with the template being the fork's snapshot. */
-export type ForkSandboxCreateOptions = Omit<CreateSandboxOptions, "template" | "signal" | "limits" | "allowInternetAccess">;
+export type ForkSandboxCreateOptions = Omit<CreateSandboxOptions, "template" | "signal" | "limits" | "allowInternetAccess" | "egress">;
 
 export interface ForkSandboxOptions {
   /** Number of forks (1 or more). */
@@ -212,6 +228,8 @@ export interface CheckpointInfo {
   owner?: string;
   /** Network setting of the sandbox when it was taken; children get the same. */
   allowInternetAccess: boolean;
+  /** allowOut/denyOut of the sandbox when it was taken (absent: none); children get the same. */
+  egress?: EgressRuleLists;
   /** What it holds: files only, today. */
   contents: "files";
 }

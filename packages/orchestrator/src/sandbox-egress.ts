@@ -4,7 +4,7 @@
 import { BurrowError, Code } from "@burrow/protocol";
 import { normalizeEgressRules, type EgressRules } from "./network/egress-rules.js";
 import { NetworkError } from "./network/network-error.js";
-import type { SandboxEgress, SandboxRecord } from "./orchestrator-api.js";
+import type { EgressRuleLists, SandboxEgress, SandboxRecord } from "./orchestrator-api.js";
 import type { SandboxOpQueue } from "./sandbox-op-queue.js";
 import { writeRecord } from "./sandbox-record.js";
 
@@ -14,15 +14,7 @@ export function setSandboxEgress(
   egress: SandboxEgress,
   signal?: AbortSignal,
 ): Promise<SandboxRecord | undefined> {
-  let rules: EgressRules;
-  try {
-    rules = normalizeEgressRules(egress);
-  } catch (err) {
-    if (err instanceof NetworkError && err.code === "invalid_argument") {
-      throw new BurrowError(Code.InvalidArgument, err.message.replace(/^\[invalid_argument\] /, ""), { reason: "invalid_egress_rule" });
-    }
-    throw err;
-  }
+  const rules = egressRulesOf(egress);
   // In the sandbox's operation queue: a pause or cold boot under way finishes first and sees the new record.
   return ops.run(sandboxId, async (sandbox) => {
     await sandbox.network.setEgress(egress.allowInternetAccess, rules, signal);
@@ -33,4 +25,16 @@ export function setSandboxEgress(
     };
     await writeRecord(sandbox.dir, sandbox.record);
   });
+}
+
+/** allowOut/denyOut in canonical form; malformed entries are InvalidArgument naming them. */
+export function egressRulesOf(lists: EgressRuleLists): EgressRules {
+  try {
+    return normalizeEgressRules(lists);
+  } catch (err) {
+    if (err instanceof NetworkError && err.code === "invalid_argument") {
+      throw new BurrowError(Code.InvalidArgument, err.message.replace(/^\[invalid_argument\] /, ""), { reason: "invalid_egress_rule" });
+    }
+    throw err;
+  }
 }

@@ -116,6 +116,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       metrics,
       sandboxMetrics,
       logger,
+      networks: store.networks,
     });
     cleanups.push(() => sandboxes.close());
     await sandboxes.reconcile();

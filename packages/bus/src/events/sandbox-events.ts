@@ -50,6 +50,17 @@ export interface LifecycleEvent extends EventBase {
   reason?: string;
   /** paused, pause_converted: how the sandbox is paused now (`memory`: frozen; `filesystem`: only its files kept). */
   pauseKind?: "memory" | "filesystem";
+  /**
+   * created: the network enforced from its start, E2B's names: the internet switch, allowOut/denyOut (empty: no
+   * rules) and, when it has a network config, allowPublicTraffic and maskRequestHost.
+   */
+  network?: {
+    allowInternetAccess: boolean;
+    allowOut: string[];
+    denyOut: string[];
+    allowPublicTraffic?: boolean;
+    maskRequestHost?: string;
+  };
 }
 
 export interface ProcessEvent extends EventBase {

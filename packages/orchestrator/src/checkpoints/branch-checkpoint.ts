@@ -80,7 +80,9 @@ export async function startChild(deps: BranchDeps, checkpoint: CheckpointRecordF
     await removeTree(copy).catch(() => undefined);
   }
   try {
-    await claim(create, sandbox, template, limits, opts);
+    // Without rules of its own a child is restricted as its checkpoint's sandbox was.
+    const egress = opts.egress ?? checkpoint.egress;
+    await claim(create, sandbox, template, limits, egress ? { ...opts, egress: { allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : opts);
   } catch (error) {
     await create.host.destroy(sandbox).catch(() => undefined);
     throw error;

@@ -5,6 +5,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CheckpointInfo } from "../orchestrator-api.js";
+import type { EgressRules } from "../network/egress-rules.js";
 import type { TemplateRuntime } from "../templates/template-store.js";
 import type { SandboxLimits } from "../types.js";
 
@@ -26,6 +27,8 @@ export interface CheckpointRecordFile {
   runtime?: TemplateRuntime;
   limits: SandboxLimits;
   allowInternetAccess: boolean;
+  /** allowOut/denyOut of the sandbox when it was taken (absent: none); children are restricted alike. */
+  egress?: EgressRules;
   owner?: string;
   /** The files layer, relative to the checkpoint's directory; the overlay upper is `<files>/upper`. */
   files: string;
@@ -96,6 +99,7 @@ export function checkpointInfo(record: CheckpointRecordFile, sizeBytes: number):
     templateId: record.templateId,
     ...(record.owner !== undefined ? { owner: record.owner } : {}),
     allowInternetAccess: record.allowInternetAccess,
+    ...(record.egress ? { egress: { allowOut: [...record.egress.allowOut], denyOut: [...record.egress.denyOut] } } : {}),
     contents: "files",
   };
 }

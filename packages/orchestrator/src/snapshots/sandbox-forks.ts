@@ -1,5 +1,5 @@
 // Forks: a sandbox is snapshotted once (a hidden snapshot, no template of its own) and `count` sandboxes start from
-// it with the source's files, limits, network setting and env vars. The snapshot's layer stays while its forks run,
+// it with the source's files, limits, network setting (internet switch and allowOut/denyOut) and env vars. The snapshot's layer stays while its forks run,
 // and so does its charge to the owner, until the last of them ends.
 import { BurrowError, Code } from "@burrow/protocol";
 import type { LiveSandboxes } from "../live-sandboxes.js";
@@ -39,6 +39,8 @@ export class SandboxForks {
     const source = live.get(sandboxId);
     const envVars = live.source(sandboxId)?.envVars ?? {};
     const allowInternetAccess = source?.record.allowInternetAccess ?? true;
+    // A fork of a restricted sandbox is restricted alike: its rules are in place before it is handed out.
+    const egress = source?.record.egress;
     try {
       const settled = await Promise.allSettled(
         Array.from({ length: count }, async (_, index) => {
@@ -46,6 +48,7 @@ export class SandboxForks {
           return this.deps.createSandbox({
             template: manifest.templateId,
             allowInternetAccess,
+            ...(egress ? { egress: { allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : {}),
             envVars: { ...envVars, ...fork.envVars },
             envdAccessToken: fork.envdAccessToken,
             ...(opts.signal ? { signal: opts.signal } : {}),

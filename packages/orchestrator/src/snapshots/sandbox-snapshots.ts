@@ -129,6 +129,11 @@ export class SandboxSnapshots {
       createdAt: new Date().toISOString(),
       ...(source.runtime ? { runtime: source.runtime } : {}),
       snapshotOf: sandboxId,
+      egress: {
+        allowInternetAccess: sandbox.record.allowInternetAccess,
+        allowOut: [...(sandbox.record.egress?.allowOut ?? [])],
+        denyOut: [...(sandbox.record.egress?.denyOut ?? [])],
+      },
       ...(forkOf !== undefined ? { forkOf } : {}),
       ...(charge ? { owner: charge.quota.owner, sizeBytes } : {}),
     };

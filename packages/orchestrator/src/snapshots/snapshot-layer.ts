@@ -10,9 +10,9 @@ import { randomBytes } from "node:crypto";
 import { mkdir, readdir, realpath, rename } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
-import type { SnapshotInfo } from "../orchestrator-api.js";
+import type { SandboxEgress, SnapshotInfo, TemplateInfo } from "../orchestrator-api.js";
 import { removeTree } from "../storage/remove-tree.js";
-import type { TemplateManifest } from "../templates/template-store.js";
+import { templateInfo, type TemplateManifest } from "../templates/template-store.js";
 
 const run = promisify(execFile);
 
@@ -29,10 +29,19 @@ export interface SnapshotManifest extends TemplateManifest {
   owner?: string;
   /** Bytes its layer holds, as charged (du of the copy). */
   sizeBytes?: number;
+  /** Its sandbox's egress when taken (TemplateInfo.egress). */
+  egress?: SandboxEgress;
 }
 
 export function isSnapshotManifest(manifest: TemplateManifest): manifest is SnapshotManifest {
   return typeof (manifest as Partial<SnapshotManifest>).snapshotOf === "string";
+}
+
+/** TemplateInfo of a template, with its sandbox's egress when it is a snapshot. */
+export function templateInfoWithEgress(manifest: TemplateManifest): TemplateInfo {
+  const info = templateInfo(manifest);
+  const egress = isSnapshotManifest(manifest) ? manifest.egress : undefined;
+  return egress ? { ...info, egress: { allowInternetAccess: egress.allowInternetAccess, allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : info;
 }
 
 export function snapshotInfo(manifest: SnapshotManifest): SnapshotInfo {

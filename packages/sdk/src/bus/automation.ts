@@ -107,4 +107,6 @@ export interface SandboxEvent {
   traceback?: string;
   ok?: boolean;
   executionCount?: number;
+  /** lifecycle `created`: the network enforced from the start (E2B's allowInternetAccess, allowOut, denyOut…). */
+  network?: { allowInternetAccess: boolean; allowOut: string[]; denyOut: string[]; allowPublicTraffic?: boolean; maskRequestHost?: string };
 }

@@ -2,7 +2,7 @@
 // and into its durable event stream, so triggers and agents that were down still see them. Every lifecycle type the
 // control plane emits (created, paused, resumed, killed, timed_out, pause_converted) is one of the bus's lifecycle
 // types. Why it happened (`reason`: an auto-pause at the timeout, an auto-resume by traffic…) and how a paused
-// sandbox is paused (`pauseKind`) travel in the payload.
+// sandbox is paused (`pauseKind`) travel in the payload, and so does a created sandbox's network (`network`).
 import { publishSandboxEvent, type Bus } from "@burrow/bus";
 import type { Logger } from "pino";
 import type { LifecycleEventType } from "@burrow/bus";
@@ -31,6 +31,7 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
         atMs: event.timestamp.getTime(),
         ...(event.reason ? { reason: event.reason } : {}),
         ...(event.pauseKind ? { pauseKind: event.pauseKind } : {}),
+        ...(event.network ? { network: event.network } : {}),
       },
       { durable: true },
     ).catch((error: unknown) => logger.warn({ err: error, sandboxId: event.sandboxId }, "could not publish a lifecycle event"));

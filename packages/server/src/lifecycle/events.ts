@@ -28,6 +28,17 @@ export interface SandboxLifecycleEvent {
   reason?: SandboxEndReason | SandboxPauseReason | SandboxResumeReason | PauseConversionReason;
   /** `paused` and `pause_converted`: how the sandbox is paused now. */
   pauseKind?: PauseKind;
+  /** `created`: its network as enforced from its start (empty lists: no rules; ingress only with a network config). */
+  network?: SandboxEventNetwork;
+}
+
+/** A sandbox's network in its `created` event: the internet switch and E2B's allowOut/denyOut, ingress when set. */
+export interface SandboxEventNetwork {
+  allowInternetAccess: boolean;
+  allowOut: string[];
+  denyOut: string[];
+  allowPublicTraffic?: boolean;
+  maskRequestHost?: string;
 }
 
 export type SandboxEventListener = (event: SandboxLifecycleEvent) => void;

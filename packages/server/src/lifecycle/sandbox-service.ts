@@ -20,6 +20,8 @@ import type { ServerConfig } from "../config.js";
 import { toE2bError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
+import { copiedNetwork, egressListsOf, networkView, type SandboxNetworkConfig } from "../network/network-config.js";
+import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
 import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
 import type { SandboxEndReason, SandboxEvents, SandboxLifecycleEvent, SandboxPauseReason, SandboxResumeReason } from "./events.js";
 import { DEFAULT_LIFECYCLE, autoResumable, type SandboxLifecycle } from "./sandbox-lifecycle.js";
@@ -39,6 +41,8 @@ export interface CreateSandboxInput {
   mcpServers?: string[];
   /** What its timeout does and whether traffic resumes it. @default DEFAULT_LIFECYCLE (killed at its timeout) */
   lifecycle?: SandboxLifecycle;
+  /** E2B's network config: its allowOut/denyOut are enforced before the sandbox is handed out; kept with its row. */
+  network?: SandboxNetworkConfig;
   signal?: AbortSignal;
 }
 
@@ -78,6 +82,8 @@ export interface SandboxServiceDeps {
   logger: Logger;
   /** What the host has left, for admission. @default the running host, with the state directory's disk */
   host?: HostCapacity;
+  /** Network configs (E2B's `network`) of sandboxes: created with their rows, copied to forks. */
+  networks?: SandboxNetworkStore;
 }
 
 /** An error of a dependency as E2B's `{code, message}` (the HTTP status and its message). */
@@ -203,6 +209,7 @@ export class SandboxService {
       record = await orchestrator.createSandbox({
         template: input.template,
         allowInternetAccess: input.allowInternetAccess ?? true,
+        ...this.#egressOption(input.network),
         envVars: input.envVars ?? {},
         envdAccessToken,
         ...(input.signal ? { signal: input.signal } : {}),
@@ -237,6 +244,7 @@ export class SandboxService {
     try {
       if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during create");
       this.#d.store.insert(row);
+      if (input.network) this.#d.networks?.put(row.sandboxId, input.network, row.allowInternetAccess);
     } catch (err) {
       // Nobody will ever learn this sandbox's id: do not leave it running.
       stopTimer({ result: "error" });
@@ -251,7 +259,7 @@ export class SandboxService {
     this.#scheduler.arm(row.sandboxId, row.endAt);
     this.#d.sandboxMetrics.track(row.sandboxId);
     this.#d.logger.info({ sandboxId: row.sandboxId, templateId: row.templateId, endAt: row.endAt }, "sandbox created");
-    this.#emit("created", row);
+    this.#emit("created", row, { network: this.#eventNetwork(row, input.network) });
     return row;
   }
 
@@ -309,6 +317,8 @@ export class SandboxService {
     const { sandboxId } = source;
     if (!orchestrator.forkSandbox) throw new BurrowError(Code.Unimplemented, "forking sandboxes is not supported by this orchestrator");
     const tokens: string[] = [];
+    // Forks are restricted as their source (the orchestrator copies its firewall rules) and keep its ingress.
+    const sourceNetwork = this.#d.networks?.get(sandboxId);
     let results: Awaited<ReturnType<NonNullable<Orchestrator["forkSandbox"]>>>;
     try {
       results = await orchestrator.forkSandbox(sandboxId, {
@@ -358,9 +368,11 @@ export class SandboxService {
         timeoutSec,
         pauseKind: null,
       };
+      const network = copiedNetwork(sourceNetwork);
       try {
         if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during fork");
         this.#d.store.insert(row);
+        if (network) this.#d.networks?.put(row.sandboxId, network, row.allowInternetAccess);
       } catch (err) {
         metrics.sandboxCreates.inc({ result: "error" });
         await orchestrator.killSandbox(record.sandboxId).catch((killErr: unknown) => {
@@ -376,7 +388,7 @@ export class SandboxService {
       this.#d.logger.info({ sandboxId: row.sandboxId, forkOf: sandboxId, endAt: row.endAt }, "sandbox forked");
       // The bus has a `forked` type, but the control plane's event types map one to one onto it in bus/; until
       // that mapping knows `forked`, a fork is announced as the creation it is.
-      this.#emit("created", row);
+      this.#emit("created", row, { network: this.#eventNetwork(row, network) });
       outcomes.push({ row });
     }
     return outcomes;
@@ -729,7 +741,22 @@ export class SandboxService {
     return row;
   }
 
-  #emit(type: SandboxLifecycleEvent["type"], row: SandboxRow, extra: Pick<SandboxLifecycleEvent, "reason" | "pauseKind"> = {}): void {
+  /** The orchestrator's create option for a config's allowOut/denyOut (none without rules). */
+  #egressOption(network: SandboxNetworkConfig | undefined): { egress?: { allowOut: string[]; denyOut: string[] } } {
+    const egress = egressListsOf(network);
+    return egress ? { egress } : {};
+  }
+
+  /** A created sandbox's network for its event: what the firewall enforces (the record's switch) and the config. */
+  #eventNetwork(row: SandboxRow, network: SandboxNetworkConfig | undefined): NonNullable<SandboxLifecycleEvent["network"]> {
+    return { allowInternetAccess: row.allowInternetAccess, allowOut: [], denyOut: [], ...(network ? networkView(network) : {}) };
+  }
+
+  #emit(
+    type: SandboxLifecycleEvent["type"],
+    row: SandboxRow,
+    extra: Pick<SandboxLifecycleEvent, "reason" | "pauseKind" | "network"> = {},
+  ): void {
     this.#d.events.emit({
       type,
       sandboxId: row.sandboxId,
@@ -738,6 +765,7 @@ export class SandboxService {
       timestamp: new Date(),
       ...(extra.reason ? { reason: extra.reason } : {}),
       ...(extra.pauseKind ? { pauseKind: extra.pauseKind } : {}),
+      ...(extra.network ? { network: extra.network } : {}),
     });
   }
 }

@@ -55,7 +55,7 @@ export function networkFromCreate(body: NetworkBody | undefined): SandboxNetwork
     allowPublicTraffic: body.allowPublicTraffic ?? true,
   };
   if (body.maskRequestHost !== undefined) config.maskRequestHost = maskRequestHost(body.maskRequestHost);
-  if (!config.allowPublicTraffic) config.trafficAccessToken = randomBytes(24).toString("hex");
+  if (!config.allowPublicTraffic) config.trafficAccessToken = newTrafficToken();
   return config;
 }
 
@@ -76,6 +76,41 @@ export function networkFromUpdate(current: SandboxNetworkConfig | undefined, bod
   return next;
 }
 
+/**
+ * The config of a sandbox that copies another (a fork, a checkpoint's child): the source's egress rules (or, for a
+ * checkpoint's child, those recorded with the checkpoint) and ingress, with a traffic token of its own when public
+ * traffic is off, as E2B gives every fork. Undefined when there is nothing to copy.
+ */
+export function copiedNetwork(
+  source: SandboxNetworkConfig | undefined,
+  egress: { allowOut: readonly string[]; denyOut: readonly string[] } | undefined = source,
+): SandboxNetworkConfig | undefined {
+  if (source === undefined && (egress === undefined || (egress.allowOut.length === 0 && egress.denyOut.length === 0))) return undefined;
+  const copy: SandboxNetworkConfig = {
+    allowOut: [...(egress?.allowOut ?? [])],
+    denyOut: [...(egress?.denyOut ?? [])],
+    allowPublicTraffic: source?.allowPublicTraffic ?? true,
+  };
+  if (source?.maskRequestHost !== undefined) copy.maskRequestHost = source.maskRequestHost;
+  if (!copy.allowPublicTraffic) copy.trafficAccessToken = newTrafficToken();
+  return copy;
+}
+
+/**
+ * A create's config with the egress a snapshot or checkpoint carries (its sandbox's when taken), for a create that
+ * sets no egress of its own (no allowOut/denyOut, no allow_internet_access): a copy of a restricted sandbox stays
+ * restricted. Ingress stays as the create asked.
+ */
+export function withInheritedEgress(config: SandboxNetworkConfig | undefined, inherited: SandboxEgress): SandboxNetworkConfig | undefined {
+  if (inherited.allowOut.length === 0 && inherited.denyOut.length === 0) return config;
+  return { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: [...inherited.denyOut] };
+}
+
+/** allowOut/denyOut for the orchestrator's create, undefined when the config has none. */
+export function egressListsOf(config: SandboxNetworkConfig | undefined): { allowOut: string[]; denyOut: string[] } | undefined {
+  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: [...config.denyOut] } : undefined;
+}
+
 /** What the firewall enforces for a config. */
 export function egressOf(config: SandboxNetworkConfig | undefined, allowInternetAccess: boolean): SandboxEgress {
   return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: [...(config?.denyOut ?? [])] };
@@ -94,6 +129,10 @@ export function networkView(config: SandboxNetworkConfig) {
     allowPublicTraffic: config.allowPublicTraffic,
     ...(config.maskRequestHost !== undefined ? { maskRequestHost: config.maskRequestHost } : {}),
   };
+}
+
+function newTrafficToken(): string {
+  return randomBytes(24).toString("hex");
 }
 
 function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProxy?: unknown; httpsPorts?: number[] }): void {

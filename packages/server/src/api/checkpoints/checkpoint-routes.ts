@@ -68,7 +68,7 @@ export function registerCheckpointRoutes(app: FastifyInstance, ctx: ApiContext, 
         apiKeyId: request.apiKeyId ?? null,
         signal: clientGoneSignal(reply),
       });
-      return reply.code(201).send(outcomes.map((o) => (o.row ? { sandbox: toSandbox(o.row, ctx.config) } : { error: o.error })));
+      return reply.code(201).send(outcomes.map((o) => (o.row ? { sandbox: toSandbox(o.row, ctx.config, ctx.networks.get(o.row.sandboxId)) } : { error: o.error })));
     },
   );
 

@@ -10,6 +10,8 @@ import type { ServerConfig } from "../../config.js";
 import { publishCheckpointEvent, type CheckpointBusEvent } from "../../bus/lifecycle-publisher.js";
 import { toE2bError } from "../../errors.js";
 import type { SandboxService } from "../../lifecycle/sandbox-service.js";
+import { copiedNetwork, type SandboxNetworkConfig } from "../../network/network-config.js";
+import type { SandboxNetworkStore } from "../../store/sandbox-networks.js";
 import type { SandboxRow } from "../../store/sandboxes.js";
 
 /** Most children one branch request may ask for (as many as a fork). */
@@ -21,10 +23,16 @@ export interface CheckpointServiceDeps {
   sandboxes: SandboxService;
   bus?: Bus | undefined;
   logger: Logger;
+  /** Network configs: a child copies its checkpoint's sandbox's (the rules as they were when it was taken). */
+  networks?: SandboxNetworkStore;
 }
 
 /** One child's outcome, as a fork's: the registered sandbox, or why it did not start. */
 export type BranchOutcome = { row: SandboxRow; error?: undefined } | { row?: undefined; error: { code: number; message: string } };
+
+function networkOption(network: SandboxNetworkConfig | undefined): { network?: SandboxNetworkConfig } {
+  return network ? { network } : {};
+}
 
 function unsupported(): never {
   throw new BurrowError(Code.Unimplemented, "checkpoints are not supported by this orchestrator");
@@ -92,6 +100,8 @@ export class CheckpointService {
     if (!orchestrator.branchCheckpoint) unsupported();
     const checkpoint = await this.get(checkpointId);
     const source = sandboxes.get(checkpoint.sandboxId);
+    // Children are restricted as the sandbox was when checkpointed, and keep its ingress while it is known.
+    const sourceNetwork = this.deps.networks?.get(checkpoint.sandboxId);
     const settled = await Promise.allSettled(
       Array.from({ length: input.count }, () =>
         sandboxes.create({
@@ -99,6 +109,7 @@ export class CheckpointService {
           ...(input.timeoutSec !== undefined ? { timeoutSec: input.timeoutSec } : {}),
           metadata: { ...source?.metadata },
           allowInternetAccess: checkpoint.allowInternetAccess,
+          ...networkOption(copiedNetwork(sourceNetwork, checkpoint.egress ?? { allowOut: [], denyOut: [] })),
           apiKeyId: input.apiKeyId,
           ...(input.signal ? { signal: input.signal } : {}),
         }),

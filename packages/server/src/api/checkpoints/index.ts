@@ -10,7 +10,7 @@ import { registerSandboxCheckpointRoutes } from "./sandbox-routes.js";
 
 export function registerCheckpointApi(app: FastifyInstance, ctx: ApiContext, opts: { bus?: Bus | undefined; logger: Logger; prefix?: string }): void {
   const prefix = opts.prefix ?? "/burrow/v1";
-  const service = new CheckpointService({ config: ctx.config, orchestrator: ctx.orchestrator, sandboxes: ctx.sandboxes, bus: opts.bus, logger: opts.logger });
+  const service = new CheckpointService({ config: ctx.config, orchestrator: ctx.orchestrator, sandboxes: ctx.sandboxes, bus: opts.bus, logger: opts.logger, networks: ctx.networks });
   registerSandboxCheckpointRoutes(app, service, prefix);
   registerCheckpointRoutes(app, ctx, service, prefix);
 }

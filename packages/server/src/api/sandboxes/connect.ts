@@ -40,7 +40,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
       },
       async (request, reply) => {
         const { row, resumed } = await ctx.sandboxes.connect(request.params.sandboxID, request.body?.timeout, { memory: request.body?.memory });
-        return reply.code(resumed ? 201 : 200).send(toSandbox(row, ctx.config));
+        return reply.code(resumed ? 201 : 200).send(toSandbox(row, ctx.config, ctx.networks.get(row.sandboxId)));
       },
     );
   }
@@ -60,7 +60,7 @@ export function registerConnectRoutes(app: FastifyInstance, ctx: ApiContext): vo
       const row = ctx.sandboxes.require(request.params.sandboxID);
       if (row.state === "running") throw new BurrowError(Code.AlreadyExists, `sandbox ${row.sandboxId} is already running`);
       const result = await ctx.sandboxes.connect(row.sandboxId, request.body?.timeout);
-      return reply.code(201).send(toSandbox(result.row, ctx.config));
+      return reply.code(201).send(toSandbox(result.row, ctx.config, ctx.networks.get(result.row.sandboxId)));
     },
   );
 }

@@ -5,8 +5,8 @@ import { lifecycleFromCreate } from "../../lifecycle/sandbox-lifecycle.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
-import { hasEgressRules, networkFromCreate, type NetworkBody } from "../../network/network-config.js";
-import { applyCreateNetwork } from "./network.js";
+import { hasEgressRules, networkFromCreate, withInheritedEgress, type NetworkBody } from "../../network/network-config.js";
+import { inheritedEgress } from "./network.js";
 import { toSandbox } from "./serialize.js";
 
 interface NewSandboxBody {
@@ -21,6 +21,11 @@ interface NewSandboxBody {
   autoPauseMemory?: boolean;
   autoResume?: { enabled?: boolean };
   volumeMounts?: unknown[];
+}
+
+/** Whether a create sets egress of its own (the internet switch or allowOut/denyOut entries). */
+function setsEgress(body: NewSandboxBody): boolean {
+  return body.allow_internet_access !== undefined || (body.network?.allowOut?.length ?? 0) > 0 || (body.network?.denyOut?.length ?? 0) > 0;
 }
 
 /**
@@ -58,11 +63,16 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
         const unsupported = unsupportedFeature(body);
         if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
         // Validated before anything starts: a bad entry is a 400 and nothing was created.
-        const network = networkFromCreate(body.network);
-        const allowInternetAccess = body.allow_internet_access ?? true;
-        // With rules of its own the sandbox starts cut off and gets its rules before it is handed out.
-        const withRules = hasEgressRules(network);
-        if (withRules && !ctx.orchestrator.setSandboxEgress) {
+        let network = networkFromCreate(body.network);
+        let allowInternetAccess = body.allow_internet_access;
+        // A snapshot or checkpoint keeps its sandbox's egress for creates that set none of their own.
+        const inherited = setsEgress(body) ? undefined : await inheritedEgress(ctx, body.templateID);
+        if (inherited) {
+          network = withInheritedEgress(network, inherited);
+          allowInternetAccess = inherited.allowInternetAccess;
+        }
+        // The orchestrator enforces the rules before the sandbox is handed out (one that cannot must refuse them).
+        if (hasEgressRules(network) && !ctx.orchestrator.setSandboxEgress) {
           throw new BurrowError(Code.Unimplemented, "egress rules are not supported by this orchestrator", { reason: "egress_unsupported" });
         }
         const lifecycle = lifecycleFromCreate(body);
@@ -71,23 +81,15 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
           ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),
           metadata: body.metadata ?? {},
           envVars: body.envVars ?? {},
-          ...(withRules ? { allowInternetAccess: false } : body.allow_internet_access !== undefined ? { allowInternetAccess } : {}),
+          ...(allowInternetAccess !== undefined ? { allowInternetAccess } : {}),
+          ...(network ? { network } : {}),
           apiKeyId: request.apiKeyId,
           // E2B keeps the `mcp` field and the SDK itself starts the gateway in the sandbox (`mcp-gateway --config`).
           ...(body.mcp ? { mcpServers: Object.keys(body.mcp) } : {}),
           lifecycle,
           signal: clientGoneSignal(reply),
         });
-        if (network) {
-          try {
-            await applyCreateNetwork(ctx, row, network, allowInternetAccess, withRules);
-          } catch (err) {
-            await ctx.sandboxes.kill(row.sandboxId).catch(() => undefined);
-            throw err;
-          }
-        }
-        const sandbox = toSandbox(row, ctx.config);
-        return reply.code(201).send({ ...sandbox, trafficAccessToken: network?.trafficAccessToken ?? null });
+        return reply.code(201).send(toSandbox(row, ctx.config, network));
       },
     );
   }

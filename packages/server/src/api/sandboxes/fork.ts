@@ -62,7 +62,7 @@ export function registerForkRoute(app: FastifyInstance, ctx: ApiContext): void {
       });
       return reply
         .code(201)
-        .send(outcomes.map((o) => (o.row ? { sandbox: toSandbox(o.row, ctx.config) } : { error: o.error })));
+        .send(outcomes.map((o) => (o.row ? { sandbox: toSandbox(o.row, ctx.config, ctx.networks.get(o.row.sandboxId)) } : { error: o.error })));
     },
   );
 }

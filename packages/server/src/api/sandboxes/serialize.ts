@@ -4,7 +4,8 @@ import type { ServerConfig } from "../../config.js";
 import { lifecycleView } from "../../lifecycle/sandbox-lifecycle.js";
 import type { SandboxRow } from "../../store/sandboxes.js";
 
-export function toSandbox(row: SandboxRow, config: ServerConfig) {
+/** `network`: the sandbox's network config, whose traffic token (allowPublicTraffic false) the answer carries. */
+export function toSandbox(row: SandboxRow, config: ServerConfig, network?: { trafficAccessToken?: string | undefined }) {
   return {
     sandboxID: row.sandboxId,
     templateID: row.templateId,
@@ -13,7 +14,7 @@ export function toSandbox(row: SandboxRow, config: ServerConfig) {
     envdVersion: row.envdVersion,
     // Always issued: signed file URLs are routed by recomputing signatures with it.
     envdAccessToken: row.envdAccessToken,
-    trafficAccessToken: null,
+    trafficAccessToken: network?.trafficAccessToken ?? null,
     domain: config.domain,
   };
 }
