@@ -25,10 +25,10 @@
  *
  * One client never holds up another: connections are non-blocking and served from one poll loop, each request
  * is collected as its bytes arrive, and a connection that has not sent a whole request within
- * REQUEST_TIMEOUT_S is answered with an error and closed. A client that connects and sends nothing (or half a
+ * the request timeout is answered with an error and closed. A client that connects and sends nothing (or half a
  * request) therefore costs one slot for a while, never the reaper's attention.
  *
- * Usage: burrow-reaper --socket PATH --pidfile PATH --launcher PATH
+ * Usage: burrow-reaper --socket PATH --pidfile PATH --launcher PATH [--request-timeout-ms N]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -55,11 +55,11 @@
 #define MAX_CLIENTS 64
 /* Launches watched for cancellation at once; beyond that a launch still runs, it just cannot be cancelled. */
 #define MAX_RUNNING 512
-/* A legitimate client writes its whole request right after connecting; this is long enough for a loaded host. */
-#define REQUEST_TIMEOUT_S 10
-#define REQUEST_TIMEOUT_MS (REQUEST_TIMEOUT_S * 1000)
-#define STRINGIFY_(x) #x
-#define STRINGIFY(x) STRINGIFY_(x)
+/* A legitimate client writes its whole request right after connecting, but "right after" is when its event loop
+ * runs the connect callback: a Node server on a host with hundreds of sandboxes starting can stall for seconds.
+ * A client refused before it wrote sees EPIPE, so the default leaves a wide margin (--request-timeout-ms). */
+#define DEFAULT_REQUEST_TIMEOUT_MS 60000
+static long long request_timeout_ms = DEFAULT_REQUEST_TIMEOUT_MS;
 
 static const char *socket_path, *pidfile_path, *launcher_path;
 
@@ -240,7 +240,7 @@ static void accept_clients(int listener) {
     if (fd < 0) return; /* EAGAIN: none left; anything else (EMFILE, ECONNABORTED): try again at the next poll */
     for (int i = 0; i < MAX_CLIENTS; i++) {
       if (clients[i].fd >= 0) continue;
-      clients[i] = (struct client){.fd = fd, .deadline_ms = now_ms() + REQUEST_TIMEOUT_MS};
+      clients[i] = (struct client){.fd = fd, .deadline_ms = now_ms() + request_timeout_ms};
       n_clients++;
       break;
     }
@@ -252,9 +252,19 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[i], "--socket")) socket_path = argv[i + 1];
     else if (!strcmp(argv[i], "--pidfile")) pidfile_path = argv[i + 1];
     else if (!strcmp(argv[i], "--launcher")) launcher_path = argv[i + 1];
+    else if (!strcmp(argv[i], "--request-timeout-ms")) {
+      char *end;
+      request_timeout_ms = strtoll(argv[i + 1], &end, 10);
+      if (*end || end == argv[i + 1] || request_timeout_ms < 100 || request_timeout_ms > 3600000) {
+        fprintf(stderr, "burrow-reaper: bad --request-timeout-ms %s (100-3600000)\n", argv[i + 1]);
+        return 2;
+      }
+    }
   }
+  char incomplete[80];
+  snprintf(incomplete, sizeof incomplete, "launch request incomplete after %lld ms", request_timeout_ms);
   if (!socket_path || !pidfile_path || !launcher_path) {
-    fprintf(stderr, "usage: burrow-reaper --socket PATH --pidfile PATH --launcher PATH\n");
+    fprintf(stderr, "usage: burrow-reaper --socket PATH --pidfile PATH --launcher PATH [--request-timeout-ms N]\n");
     return 2;
   }
 
@@ -361,7 +371,7 @@ int main(int argc, char **argv) {
     }
     long long now = now_ms();
     for (int i = 0; i < MAX_CLIENTS; i++) {
-      if (clients[i].fd >= 0 && clients[i].deadline_ms <= now) refuse(&clients[i], "launch request incomplete after " STRINGIFY(REQUEST_TIMEOUT_S) " s");
+      if (clients[i].fd >= 0 && clients[i].deadline_ms <= now) refuse(&clients[i], incomplete);
     }
     if (fds[1].revents & POLLIN) accept_clients(listener);
     reap_all();

@@ -31,13 +31,18 @@ function reaperPid(paths: ReaperPaths): number | undefined {
   }
 }
 
-/** Start the reaper of this state directory unless it already runs. */
-export async function ensureReaper(paths: ReaperPaths, binaries: { reaper: string; launcher: string }): Promise<number> {
+/**
+ * Start the reaper of this state directory unless it already runs. `requestTimeoutMs`: how long a connection may
+ * take to send its whole request (the reaper's default, 60 s, when left out).
+ */
+export async function ensureReaper(paths: ReaperPaths, binaries: { reaper: string; launcher: string; requestTimeoutMs?: number }): Promise<number> {
   const running = reaperPid(paths);
   if (running && existsSync(paths.socket)) return running;
   rmSync(paths.pidfile, { force: true });
+  const args = ["--socket", paths.socket, "--pidfile", paths.pidfile, "--launcher", binaries.launcher];
+  if (binaries.requestTimeoutMs !== undefined) args.push("--request-timeout-ms", String(binaries.requestTimeoutMs));
   // The reaper stays our child (and is reaped by Node when it exits); unref so it never keeps Node alive.
-  const child = spawn(binaries.reaper, ["--socket", paths.socket, "--pidfile", paths.pidfile, "--launcher", binaries.launcher], {
+  const child = spawn(binaries.reaper, args, {
     stdio: ["ignore", "ignore", "pipe"],
   });
   child.unref();
