@@ -317,4 +317,21 @@ describe.skipIf(!hasBurrowEnv)("network rules (official SDK, fake internet)", ()
     expect(await reach(sandbox, A)).toBe(`hello from ${A}`);
     expect((await sandbox.getInfo()).network).toMatchObject({ denyOut: [B] });
   });
+
+  sandboxTest("a request without the traffic token gets 403 and does not wake a paused sandbox with autoResume", async ({ spawn }) => {
+    const sandbox = await spawn({ network: { allowPublicTraffic: false }, lifecycle: { onTimeout: "pause", autoResume: true } });
+    const token = sandbox.trafficAccessToken!;
+    await startEcho(sandbox, { "e2b-traffic-access-token": token });
+    expect(await sandbox.pause()).toBe(true);
+    const without = await viaGateway(sandbox.sandboxId, 8080);
+    expect(without.status).toBe(403);
+    expect(JSON.parse(without.body)).toMatchObject({ sandboxId: sandbox.sandboxId, code: 403 });
+    const wrong = await viaGateway(sandbox.sandboxId, 8080, { "e2b-traffic-access-token": "0".repeat(48) });
+    expect(wrong.status).toBe(403);
+    expect((await Sandbox.getInfo(sandbox.sandboxId, sdkOpts())).state).toBe("paused");
+    // With the token the request wakes it and is served.
+    const right = await viaGateway(sandbox.sandboxId, 8080, { "e2b-traffic-access-token": token });
+    expect(right.status).toBe(200);
+    expect((await Sandbox.getInfo(sandbox.sandboxId, sdkOpts())).state).toBe("running");
+  });
 });
