@@ -1,6 +1,6 @@
 // Host-side facts about a sandbox, read from the orchestrator's record, so that tests can check isolation
 // and clean-up from outside.
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, realpathSync } from "node:fs";
 import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 
@@ -37,10 +37,18 @@ export function linkExists(name: string): boolean {
 
 /** Cgroup directories of a sandbox that still exist on any hierarchy. */
 export function leftoverCgroups(instance: string, sandboxId: string): string[] {
-  const out = execFileSync("find", ["/sys/fs/cgroup", "-maxdepth", "6", "-type", "d", "-name", sandboxId], {
-    encoding: "utf8",
+  // Only this instance's parents are looked at: a walk of the whole tree fails when another test's sandbox
+  // directory vanishes under it. Hierarchies sit at the root (cgroup2 only) or one level down (v1, hybrid).
+  const root = "/sys/fs/cgroup";
+  const candidates = [root, ...readdirSync(root).map((h) => join(root, h))].map((h) => join(h, `burrow-${instance}`, sandboxId));
+  const present = candidates.flatMap((dir) => {
+    try {
+      return [realpathSync(dir)]; // co-mounted controllers (cpu, cpuacct) are one directory under two names
+    } catch {
+      return [];
+    }
   });
-  return out.split("\n").filter((line) => line.includes(`burrow-${instance}`));
+  return [...new Set(present)];
 }
 
 /** Whether the firewall ruleset names this address (as a whole address, not a prefix of another). */
