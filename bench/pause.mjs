@@ -1,6 +1,7 @@
 // Pause benchmarks through the official e2b SDK against a real in-process Burrow: a filesystem pause and its cold
 // resume beside a memory pause and its resume in the same run, and the memory N sandboxes hold running, memory-paused
 // and filesystem-paused (target ≈ 0 for the last).
+import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Sandbox } from "e2b";
@@ -13,6 +14,8 @@ const SANDBOXES = Number(process.env.BENCH_PAUSED_SANDBOXES ?? 1000);
 const CONCURRENCY = 16;
 /** Creation stops early below this much MemAvailable: the machine is shared. */
 const MEM_FLOOR_BYTES = 4 * 2 ** 30;
+/** How long the kernel gets to free what ended (network namespaces are torn down in the background). */
+const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 15_000);
 
 function memAvailableBytes() {
   const line = readFileSync("/proc/meminfo", "utf8").split("\n").find((l) => l.startsWith("MemAvailable:"));
@@ -38,12 +41,14 @@ async function bounded(items, limit, fn) {
  * MemAvailable is shared with everything else on the machine. cgroup v1 memory hierarchy, or v2.
  */
 function sandboxAnonBytes(instance) {
-  for (const [file, key] of [
-    [`/sys/fs/cgroup/memory/burrow-${instance}/memory.stat`, "total_rss"],
-    [`/sys/fs/cgroup/burrow-${instance}/memory.stat`, "anon"],
+  // The instance's parent cgroup sits below the cgroup this process runs in, wherever that is.
+  for (const [root, key] of [
+    ["/sys/fs/cgroup/memory", "total_rss"],
+    ["/sys/fs/cgroup", "anon"],
   ]) {
     try {
-      const line = readFileSync(file, "utf8").split("\n").find((l) => l.startsWith(`${key} `));
+      const dir = execFileSync("find", [root, "-maxdepth", "5", "-type", "d", "-name", `burrow-${instance}`], { encoding: "utf8" }).split("\n")[0];
+      const line = dir && readFileSync(`${dir}/memory.stat`, "utf8").split("\n").find((l) => l.startsWith(`${key} `));
       if (line) return Number(line.split(" ")[1]);
     } catch {
       // Not this layout.
@@ -54,7 +59,7 @@ function sandboxAnonBytes(instance) {
 
 /** MemAvailable once the kernel has settled (freed pages are counted back after a moment). */
 async function settledMemAvailable() {
-  await new Promise((resolve) => setTimeout(resolve, 5000));
+  await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
   return memAvailableBytes();
 }
 
@@ -98,10 +103,19 @@ export async function runPauseBenchmarks() {
     if (sandboxes.length < SANDBOXES) process.stdout.write(`  stopped at ${sandboxes.length} sandboxes: MemAvailable under the floor\n`);
     const running = await settledMemAvailable();
     const runningAnon = sandboxAnonBytes(instance);
-    const memErrors = await bounded(sandboxes, CONCURRENCY, (s) => s.pause());
+    // pause() answers false (409) for a sandbox that is paused already: count it as a failure, not a pause.
+    const paused = (s, pauseOpts) =>
+      Sandbox.pause(s.sandboxId, { ...opts, ...pauseOpts }).then((done) => {
+        if (!done) throw new Error(`${s.sandboxId} was not paused`);
+      });
+    const memErrors = await bounded(sandboxes, CONCURRENCY, (s) => paused(s, {}));
     const memPaused = await settledMemAvailable();
     const memPausedAnon = sandboxAnonBytes(instance);
-    const fsErrors = await bounded(sandboxes, CONCURRENCY, (s) => Sandbox.pause(s.sandboxId, { ...opts, keepMemory: false }));
+    // The API pauses running sandboxes only: back to running, then paused without memory.
+    const fsErrors = await bounded(sandboxes, CONCURRENCY, async (s) => {
+      await Sandbox.connect(s.sandboxId, opts);
+      await paused(s, { keepMemory: false });
+    });
     const fsPaused = await settledMemAvailable();
     const fsPausedAnon = sandboxAnonBytes(instance);
     const n = sandboxes.length;
