@@ -23,7 +23,7 @@ function newInstance() {
   const taken = new Set([...routes.matchAll(/^10\.(\d+)\./gm)].map((m) => Number(m[1])));
   const octet = [...Array(50).keys()].map((i) => 200 + ((i + Number.parseInt(tag, 16)) % 50)).find((o) => !taken.has(o));
   if (octet === undefined) throw new Error("no free subnet");
-  return { stateDir: execFileSync("mktemp", ["-d", "/var/tmp/burrow-fspause-XXXXXX"], { encoding: "utf8" }).trim(), instance: `f${tag}`, subnet: `10.${octet}.0.0/16` };
+  return { stateDir: execFileSync("mktemp", ["-d", "/var/tmp/burrow-fspause-XXXXXX"], { encoding: "utf8" }).trim(), instance: `fp${tag}`, subnet: `10.${octet}.0.0/16` };
 }
 
 const test = newInstance();
