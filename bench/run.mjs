@@ -21,4 +21,6 @@ if (!only || only === "load") await (await import("./load.mjs")).runLoadBenchmar
 if (!only || only === "pause") await (await import("./pause.mjs")).runPauseBenchmarks();
 if (!only || only === "lifecycle") await (await import("./lifecycle.mjs")).runLifecycleBenchmarks();
 if (!only || only === "checkpoints") await (await import("./checkpoints.mjs")).runCheckpointBenchmarks();
+if (!only || only === "kill") await (await import("./kill.mjs")).runKillBenchmarks();
+if (!only || only === "forks") await (await import("./forks.mjs")).runForkBenchmarks();
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();

@@ -267,31 +267,37 @@ export class SandboxHost {
     pid?: number | undefined;
   }): Promise<void> {
     const failures: unknown[] = [];
-    const attempt = async (step: () => Promise<void>) => {
+    // Milliseconds per step, logged at debug level: what a slow kill spends its time on (bench/kill.mjs reads them).
+    const ms: Record<string, number> = {};
+    const attempt = async (name: string, step: () => Promise<void>) => {
+      const started = performance.now();
       try {
         await step();
       } catch (error) {
         failures.push(error);
+      } finally {
+        ms[name] = Math.round((performance.now() - started) * 10) / 10;
       }
     };
     if (parts.cgroup) {
       const cgroup = parts.cgroup;
-      await attempt(() => cgroup.killAll(AbortSignal.timeout(10_000)));
+      await attempt("killAll", () => cgroup.killAll(AbortSignal.timeout(10_000)));
     } else if (parts.pid) {
       const pid = parts.pid;
-      await attempt(async () => void process.kill(pid, "SIGKILL"));
+      await attempt("killAll", async () => void process.kill(pid, "SIGKILL"));
     }
     if (parts.network) {
       const net = parts.network;
-      await attempt(() => net.release());
+      await attempt("networkRelease", () => net.release());
     }
     if (parts.cgroup) {
       const cgroup = parts.cgroup;
-      await attempt(() => cgroup.destroy());
+      await attempt("cgroupDestroy", () => cgroup.destroy());
     }
     // Once its processes, network and cgroups are gone the sandbox has ended, whatever its directory holds: a
     // removal that fails is logged and retried later, not reported as a failed kill.
-    await this.removeDir(parts.sandboxId, parts.dir);
+    await attempt("removeDir", () => this.removeDir(parts.sandboxId, parts.dir));
+    this.deps.logger.debug({ sandboxId: parts.sandboxId, teardownMs: ms }, "sandbox torn down");
     if (failures.length > 0) {
       throw new AggregateError(failures, `teardown of sandbox ${parts.sandboxId} was incomplete`);
     }

@@ -298,6 +298,31 @@ describe("network manager (real kernel)", () => {
     expect(links().filter((l) => l.startsWith(`b${instance}-`))).toEqual([]);
   });
 
+  it("releases sandboxes released together, with their egress chains, and frees their addresses", async () => {
+    const pids = await Promise.all(Array.from({ length: 6 }, () => spawnSandbox()));
+    const nets = await Promise.all(pids.map((pid, i) => nm.attach(`together-${i}`, pid, { allowInternetAccess: i % 2 === 0 })));
+    await nets[1]?.setEgress(false, { allowOut: ["198.51.100.0/28"], denyOut: [] });
+    const chains = () => sh("nft", ["list", "table", "inet", `burrow_${instance}`]);
+    expect(chains()).toMatch(/chain egress_/);
+    // Half of them killed first, as a sandbox's netns dies with it and takes the veth along.
+    for (const pid of pids.slice(0, 3)) process.kill(pid, "SIGKILL");
+
+    await Promise.all(nets.map((n) => n.release()));
+
+    for (const n of nets) {
+      expect(existsSync(`/sys/class/net/${n.hostVeth}`)).toBe(false);
+      expect(setMembers("inet", "internet")).not.toMatch(new RegExp(`\\b${n.ip.replaceAll(".", "\\.")}\\b`));
+      expect(setMembers("bridge", "bound")).not.toContain(n.hostVeth);
+      expect(setMembers("bridge", "macs")).not.toContain(n.hostVeth);
+    }
+    expect(chains()).not.toMatch(/chain egress_/);
+    // Each address can be leased again by another sandbox (reserving a leased one is refused).
+    const again = nets.map((n, i) => nm.reserve(`again-${i}`, { allowInternetAccess: false, ip: n.ip }));
+    await Promise.all(again.map((r) => r.firewall));
+    await Promise.all(again.map((r) => r.network.release()));
+    expect(links().filter((l) => l.startsWith(`b${instance}-`))).toEqual([]);
+  });
+
   it("tears down everything and restores ip_forward", async () => {
     const pid = await spawnSandbox();
     await nm.attach("last", pid, { allowInternetAccess: true });

@@ -134,6 +134,24 @@ describe("removeTree", () => {
       expect(qgroups).not.toMatch(new RegExp(`^0/${id}\\s`, "m"));
     });
 
+    it("deletes subvolumes removed at the same time, also when btrfs refuses one of them", async () => {
+      const subvolumes = Array.from({ length: 6 }, (_, i) => join(data, `sandbox-${i}`));
+      for (const subvolume of subvolumes) {
+        execFileSync("/usr/bin/btrfs", ["subvolume", "create", subvolume], { stdio: "ignore" });
+        writeFileSync(join(subvolume, "file"), "x");
+      }
+      // btrfs refuses to delete a subvolume holding another one: the shared delete fails, each path is tried alone,
+      // and that one goes file by file.
+      execFileSync("/usr/bin/btrfs", ["subvolume", "create", join(subvolumes[2] as string, "nested")], { stdio: "ignore" });
+
+      const results = await Promise.allSettled(subvolumes.map((subvolume) => removeTree(subvolume)));
+
+      expect(results.map((r) => r.status)).toEqual(subvolumes.map(() => "fulfilled"));
+      for (const subvolume of subvolumes) expect(existsSync(subvolume)).toBe(false);
+      const left = execFileSync("/usr/bin/btrfs", ["subvolume", "list", data], { encoding: "utf8" });
+      expect(left).not.toMatch(/sandbox-/);
+    });
+
     it("removes a deep plain directory inside a subvolume file by file", async () => {
       const subvolume = join(data, "sandbox");
       execFileSync("/usr/bin/btrfs", ["subvolume", "create", subvolume], { stdio: "ignore" });

@@ -4,6 +4,7 @@
 import { existsSync } from "node:fs";
 import { readdir, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
+import { BatchQueue } from "../batch-queue.js";
 import { launcherBinaryPath } from "../launcher/launcher-binary.js";
 import type { NetworkManager, NetworkReservation, SandboxNetwork } from "../types.js";
 import type { CommandRunner } from "../reaper/run-command.js";
@@ -98,6 +99,14 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   readonly #attachments = new Map<string, Attachment>();
   #mtu: number | undefined;
   readonly #exec: Exec;
+  /**
+   * Releases of sandboxes killed together share one `ip -batch` and one nft transaction: each such command
+   * serialises on the kernel's locks, so a release apiece made a mass kill about one sandbox per command pair.
+   */
+  readonly #releases = new BatchQueue<Attachment>({
+    runBatch: (attachments) => this.#releaseAll(attachments),
+    runOne: (a) => this.#release(a),
+  });
 
   constructor(names: NetworkNames, subnet: Ipv4Prefix, deny: readonly string[], opts: NetworkManagerOptions) {
     this.#names = names;
@@ -277,7 +286,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
         a.internet = allowed;
       },
       setEgress: (allowed, rules, signal) => this.#setEgress(a, allowed, rules, signal),
-      release: () => this.#release(a),
+      release: () => (a.released ? Promise.resolve() : this.#releases.submit(a)),
       unplug: () => this.#unplug(a),
     };
   }
@@ -306,6 +315,20 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     a.released = true;
     this.#attachments.delete(a.sandboxId);
     this.#pool.free(a.lease);
+  }
+
+  /** #release for many attachments in two commands; any failure fails them all (BatchQueue then retries each alone). */
+  async #releaseAll(attachments: readonly Attachment[]): Promise<void> {
+    const pending = [...new Set(attachments)].filter((a) => !a.released);
+    if (pending.length === 0) return;
+    const neighbours = pending.map((a) => `neigh del ${a.binding.ip} dev ${this.#names.bridge}`);
+    await deleteLinks(this.#exec, pending.map((a) => a.binding.hostVeth), undefined, neighbours);
+    await this.#exec("nft", ["-f", "-"], { input: pending.map((a) => unbindScript(this.#names, a.binding)).join("") });
+    for (const a of pending) {
+      a.released = true;
+      this.#attachments.delete(a.sandboxId);
+      this.#pool.free(a.lease);
+    }
   }
 
   /** Remove @internet, @bound and @macs elements whose address nobody leases (left over from a crash). */
