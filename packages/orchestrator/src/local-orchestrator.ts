@@ -113,7 +113,7 @@ export class LocalOrchestrator implements Orchestrator {
       memoryPauseMaxAgeMs: config.memoryPauseMaxAgeMs,
       logger,
     });
-    this.snapshots = new SandboxSnapshots({ live, ops: this.ops, templates, charges: this.charges, metrics: this.metrics, logger });
+    this.snapshots = new SandboxSnapshots({ live, ops: this.ops, templates, charges: this.charges, metrics: this.metrics, storage: parts.storage, logger });
     this.forks = new SandboxForks({
       live,
       snapshots: this.snapshots,

@@ -77,6 +77,16 @@ export async function copyUpper(upper: string, layersRoot: string, signal?: Abor
   return dir;
 }
 
+/**
+ * A path, beside the copies, for a read-only snapshot of a sandbox's directory to copy its upper from; it must not
+ * exist yet. Removed with removeTree once copied (at start-up with the stale copies when a crash left it).
+ */
+export async function snapshotViewPath(layersRoot: string): Promise<string> {
+  const root = await tmpRoot(layersRoot);
+  await mkdir(root, { recursive: true });
+  return join(root, `view-${randomBytes(8).toString("hex")}`);
+}
+
 /** Move a finished copy into place as layer `layerId` (same filesystem: one rename). */
 export async function commitSnapshotLayer(layersRoot: string, layerId: string, dir: string): Promise<void> {
   await rename(dir, join(await realpath(layersRoot), layerId));
