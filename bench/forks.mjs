@@ -4,12 +4,15 @@
 //    reads too) during the fork request, beside the same ticker's longest gap while 10 plain creates load the
 //    machine alike and while nothing happens; the longest gap between answers of an SDK loop reading a file from
 //    it is reported the same way (what a client of the source sees);
+//  - how long the orchestrator kept the source frozen (its log), beside a reflink copy of the source's writable
+//    layer on the host (what a fork froze it for before: `cp -a --reflink` of its upper);
 //  - the time from the fork request until all 10 children answer a command, beside 10 plain creates (started
 //    together) answering one.
 // Targets (issue 9): stall ≤ 50 ms, 10 children ≤ 300 ms; they are meant for bigger hosts than a 2-core VM.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, report } from "./lib/stats.mjs";
@@ -100,7 +103,17 @@ function freeSubnet() {
 export async function runForkBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-forks-");
   const instance = `f${randomBytes(2).toString("hex")}`;
-  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 } }).catch((error) => {
+  const frozenMs = [];
+  const noop = () => {};
+  const orchestratorLogger = {
+    info: noop,
+    warn: noop,
+    error: (obj, msg) => process.stderr.write(`[orchestrator] ${msg ?? ""} ${JSON.stringify(obj)}\n`),
+    debug: (obj, msg) => {
+      if (msg === "sandbox frozen for a snapshot") frozenMs.push(obj.frozenMs);
+    },
+  };
+  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 }, orchestratorLogger }).catch((error) => {
     rmSync(stateDir, { recursive: true, force: true });
     throw error;
   });
@@ -110,7 +123,8 @@ export async function runForkBenchmarks() {
     process.stdout.write("\n== forks (official e2b SDK → Burrow) ==\n");
     process.stdout.write(`load average at start: ${readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ")}\n`);
     const source = await Sandbox.create("base", sandboxOpts);
-    await source.commands.run(`head -c ${WRITTEN_MB}M /dev/urandom > /home/user/written.bin && sync`, { timeoutMs: 120_000 });
+    // Not synced: a fork right after a big write finds it dirty.
+    await source.commands.run(`head -c ${WRITTEN_MB}M /dev/urandom > /home/user/written.bin`, { timeoutMs: 120_000 });
     await source.files.write("/home/user/ticker.py", TICKER);
     await source.commands.run("python3 /home/user/ticker.py", { background: true, timeoutMs: 0 });
     const loop = sdkLoop(source);
@@ -119,6 +133,7 @@ export async function runForkBenchmarks() {
     const childrenMs = [];
     const createsMs = [];
     const forkAnswerMs = [];
+    const copyMs = [];
     for (let round = 0; round < ROUNDS; round++) {
       // Forks: the request, then every child answering a command.
       const forkStart = nowNs();
@@ -135,6 +150,13 @@ export async function runForkBenchmarks() {
       forkAnswerMs.push(ms(forkAnswered - forkStart));
       childrenMs.push(ms(childrenAnswered - forkStart));
       await Promise.all(children.map((child) => child.kill()));
+
+      // Baseline: what a fork froze the source for before, a reflink copy of its writable layer.
+      const copyTo = join(stateDir, "data", `bench-copy-${round}`);
+      const copyStart = nowNs();
+      execFileSync("cp", ["-a", "--reflink=auto", join(stateDir, "sandboxes", source.sandboxId, "upper"), copyTo]);
+      copyMs.push(ms(nowNs() - copyStart));
+      rmSync(copyTo, { recursive: true, force: true });
 
       // Baseline: 10 plain creates started together, each answering a command.
       const createStart = nowNs();
@@ -162,6 +184,7 @@ export async function runForkBenchmarks() {
 
     report("source stall during fork ×10 (ticker), p50", tickerStall("fork"), "ms", tickerStall("creates"), "same, 10 creates", "≤ 50 ms");
     report("  same, ticker with nothing going on", tickerStall("idle"), "ms");
+    report("source frozen by the orchestrator per fork, p50", median(frozenMs), "ms", median(copyMs), "cp -a --reflink of its upper");
     report("source stall during fork ×10 (SDK reads), p50", sdkStall("fork"), "ms", sdkStall("creates"), "same, 10 creates");
     report("  same, SDK reads with nothing going on", sdkStall("idle"), "ms");
     report("fork ×10 request answered, p50", median(forkAnswerMs), "ms", median(createsMs), "10 creates answering");

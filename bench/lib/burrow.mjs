@@ -9,11 +9,13 @@ import { startServer } from "@burrow/server";
 import { pino } from "pino";
 
 /**
- * @param {{ stateDir: string, instance: string, subnet: string, pool: object, programs?: object[], mounts?: object[] }} options
+ * @param {{ stateDir: string, instance: string, subnet: string, pool: object, programs?: object[], mounts?: object[], orchestratorLogger?: object }} options
+ *   `orchestratorLogger` receives the orchestrator's log (a benchmark reading figures it logs); silent when absent.
  */
-export async function startBurrow({ stateDir, instance, subnet, pool, programs, mounts }) {
+export async function startBurrow({ stateDir, instance, subnet, pool, programs, mounts, orchestratorLogger }) {
   const orchestrator = await LocalOrchestrator.create({
     config: { stateDir, instance, subnet, pool },
+    ...(orchestratorLogger ? { logger: orchestratorLogger } : {}),
     envd: programs ? { ...envdRuntimeFiles(), programs } : envdRuntimeFiles(),
     onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
   });
