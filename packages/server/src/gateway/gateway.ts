@@ -27,6 +27,9 @@ import { UpstreamFailureLog } from "./upstream-log.js";
  */
 export type UpstreamResolver = (record: SandboxRecord, port: number) => Upstream;
 
+/** Longest a request waits for a sandbox held by a rollback (sandbox-holds.ts); one takes 1–3 s, more under load. */
+const HOLD_WAIT_MS = 60_000;
+
 /** Ended sandboxes remembered for the log (oldest forgotten first). */
 const MAX_REMEMBERED_ENDS = 10_000;
 
@@ -78,6 +81,8 @@ export class Gateway {
         this.#rememberEnded(id);
       }),
       deps.sandboxes.onPaused((id) => this.#connections.drop(id)),
+      // Its processes are about to end: exchanges under way cannot finish, kept-alive connections lead nowhere.
+      deps.sandboxes.holds.onHold((id) => this.#connections.drop(id)),
     ];
   }
 
@@ -116,6 +121,8 @@ export class Gateway {
       } else if (route.kind === "unmatched") {
         this.#count("upgrade", route.via, "not_found");
         sendRawJson(socket, 502, goneBody(""));
+      } else if (this.#d.sandboxes.holds.pending(route.sandboxId)) {
+        void this.#afterHold(route, () => this.handleUpgrade(req, socket, head), () => socket.destroyed, (answer) => sendRawAnswer(socket, answer), req);
       } else {
         const live = this.#d.sandboxes.live(route.sandboxId);
         if (live) {
@@ -165,6 +172,14 @@ export class Gateway {
       sendJson(res, 502, goneBody(""));
       return;
     }
+    if (this.#d.sandboxes.holds.pending(route.sandboxId)) {
+      const answer = (a: GatewayAnswer) => {
+        req.resume();
+        sendAnswer(res, a);
+      };
+      void this.#afterHold(route, () => this.#serve(req, res, route), () => req.destroyed || res.destroyed, answer, req);
+      return;
+    }
     const live = this.#d.sandboxes.live(route.sandboxId);
     if (live) {
       this.#count("http", route.via, "proxied");
@@ -187,6 +202,35 @@ export class Gateway {
     req.resume();
     this.#logEnded(route.sandboxId, req);
     sendJson(res, 502, goneBody(route.sandboxId, this.#isPaused(route.sandboxId)));
+  }
+
+  /**
+   * Wait (at most HOLD_WAIT_MS) until the sandbox is no longer held, then handle the request as it stands then:
+   * proxied when the sandbox runs again, the usual answers otherwise. The request's body waits unread meanwhile.
+   * A hold that outlasts the bound is answered "try again" (retry-answer.ts), never a 502.
+   */
+  async #afterHold(route: SandboxRoute, serve: () => void, gone: () => boolean, answer: (a: GatewayAnswer) => void, req: IncomingMessage): Promise<void> {
+    const hold = this.#d.sandboxes.holds.pending(route.sandboxId);
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      const ended = await Promise.race([
+        hold?.then(() => true),
+        new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), HOLD_WAIT_MS))),
+      ]);
+      if (gone()) return;
+      if (ended) {
+        serve();
+        return;
+      }
+      this.#count(req.headers.upgrade ? "upgrade" : "http", route.via, "held_too_long");
+      const message = `The sandbox ${route.sandboxId} is being restored from a checkpoint and is not back yet; retry`;
+      answer(retryAnswer(req.headers, route.sandboxId, route.port, message));
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url, sandboxId: route.sandboxId }, "gateway request after a hold failed");
+      req.destroy();
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   /** Resume the paused sandbox, then proxy; the request's body waits unread in its socket meanwhile. */

@@ -24,6 +24,7 @@ import { copiedNetwork, egressListsOf, networkView, type SandboxNetworkConfig } 
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
 import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
 import type { SandboxEndReason, SandboxEvents, SandboxLifecycleEvent, SandboxPauseReason, SandboxResumeReason } from "./events.js";
+import { SandboxHolds } from "./sandbox-holds.js";
 import { DEFAULT_LIFECYCLE, autoResumable, type SandboxLifecycle } from "./sandbox-lifecycle.js";
 import { TimeoutScheduler } from "./timeout-scheduler.js";
 
@@ -108,6 +109,8 @@ export class SandboxService {
   readonly #unsubscribeOrchestratorEvents: () => void;
   /** Auto-resumes under way: concurrent requests to one paused sandbox share one. */
   readonly #autoResumes = new Map<string, Promise<{ row: SandboxRow; record: SandboxRecord }>>();
+  /** Running sandboxes briefly down for an operation that brings them back (a rollback): the gateway waits for it. */
+  readonly holds = new SandboxHolds();
   readonly #admission: SandboxAdmission;
   readonly #admissionMetrics: AdmissionMetrics;
   /** Build admission for the template routes: template limits against the host, builds at once. */

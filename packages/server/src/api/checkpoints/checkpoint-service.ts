@@ -83,7 +83,8 @@ export class CheckpointService {
     if (row.state !== "running") {
       throw new BurrowError(Code.FailedPrecondition, `sandbox "${sandboxId}" is paused; resume it before rolling it back`, { reason: "sandbox_paused" });
     }
-    const record = await orchestrator.rollbackSandbox(sandboxId, checkpointId);
+    // Requests routed to it meanwhile wait for it to run again rather than finding nobody there (sandbox-holds.ts).
+    const record = await sandboxes.holds.run(sandboxId, () => orchestrator.rollbackSandbox!(sandboxId, checkpointId));
     if (!record) throw sandboxNotFound(sandboxId);
     this.deps.logger.info({ sandboxId, checkpointId }, "sandbox rolled back");
     this.publish({ type: "rolled_back", sandboxId, templateId: row.templateId, metadata: row.metadata, checkpointId });
