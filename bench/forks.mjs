@@ -104,6 +104,8 @@ export async function runForkBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-forks-");
   const instance = `f${randomBytes(2).toString("hex")}`;
   const frozenMs = [];
+  /** The orchestrator's timings of each launch (prepareMs, launchMs, envdReadyMs), forks' and creates' alike. */
+  const launches = [];
   const noop = () => {};
   const orchestratorLogger = {
     info: noop,
@@ -111,6 +113,7 @@ export async function runForkBenchmarks() {
     error: (obj, msg) => process.stderr.write(`[orchestrator] ${msg ?? ""} ${JSON.stringify(obj)}\n`),
     debug: (obj, msg) => {
       if (msg === "sandbox frozen for a snapshot") frozenMs.push(obj.frozenMs);
+      if (msg === "sandbox launched") launches.push(obj);
     },
   };
   const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 }, orchestratorLogger }).catch((error) => {
@@ -187,6 +190,10 @@ export async function runForkBenchmarks() {
     report("source frozen by the orchestrator per fork, p50", median(frozenMs), "ms", median(copyMs), "cp -a --reflink of its upper");
     report("source stall during fork ×10 (SDK reads), p50", sdkStall("fork"), "ms", sdkStall("creates"), "same, 10 creates");
     report("  same, SDK reads with nothing going on", sdkStall("idle"), "ms");
+    const phase = (key) => median(launches.map((l) => l[key]));
+    process.stdout.write(
+      `  where a launch goes (all launches, p50): prepare ${phase("prepareMs")} ms, launcher ${phase("launchMs")} ms, envd ready ${phase("envdReadyMs")} ms\n`,
+    );
     report("fork ×10 request answered, p50", median(forkAnswerMs), "ms", median(createsMs), "10 creates answering");
     report("fork ×10 until all children answer, p50", median(childrenMs), "ms", median(createsMs), "10 creates answering", "≤ 300 ms");
     await source.kill();
