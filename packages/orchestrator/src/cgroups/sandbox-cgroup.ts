@@ -56,6 +56,8 @@ export class SandboxCgroupImpl implements SandboxCgroup {
   async killAll(signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) throw new BurrowError(Code.Canceled, `killAll of ${this.sandboxId} aborted`, { cause: signal.reason });
     await this.#control.kill(signal, this.#timeouts.operationMs);
+    // The control directory empties first (notified, not polled); the check below then usually finds nobody at once.
+    await this.#control.waitEmpty?.(signal, this.#timeouts.operationMs);
     // Stragglers: processes that joined some hierarchies but not the control one. Each is signalled once,
     // while it is still listed as a member, so a recycled pid is never hit later.
     const signalled = new Set<number>();
