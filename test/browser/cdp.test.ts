@@ -191,5 +191,6 @@ describe("desktop Chromium with CDP", () => {
     } finally {
       await desktop.kill();
     }
-  }, 300_000);
+    // The first desktop of a run builds its template (Debian packages): minutes on a busy machine.
+  }, 600_000);
 });
