@@ -8,6 +8,7 @@ import { claim, type CreateSandboxDeps } from "../create-sandbox.js";
 import { toRecord } from "../live-sandboxes.js";
 import type { BranchCheckpointOptions, CreateSandboxOptions, ForkResult, SandboxRecord } from "../orchestrator-api.js";
 import { sandboxLimits } from "../sandbox-limits.js";
+import { shareSignal } from "../shared-signal.js";
 import type { SandboxStorage } from "../storage/disk-storage.js";
 import { removeTree } from "../storage/remove-tree.js";
 import type { TemplateManifest } from "../templates/template-store.js";
@@ -34,6 +35,7 @@ export async function branchCheckpoint(deps: BranchDeps, checkpointId: string, o
   }
   const checkpoint = deps.store.get(checkpointId);
   if (!checkpoint) return undefined;
+  const shared = shareSignal(opts.signal);
   const settled = await Promise.allSettled(
     Array.from({ length: count }, (_, index) => {
       const child = opts.forkOptions(index);
@@ -42,10 +44,10 @@ export async function branchCheckpoint(deps: BranchDeps, checkpointId: string, o
         allowInternetAccess: checkpoint.allowInternetAccess,
         envVars: child.envVars,
         envdAccessToken: child.envdAccessToken,
-        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(shared.signal ? { signal: shared.signal } : {}),
       });
     }),
-  );
+  ).finally(() => shared.release());
   return settled.map((result): ForkResult =>
     result.status === "fulfilled"
       ? { sandbox: result.value }

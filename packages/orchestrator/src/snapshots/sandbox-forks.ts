@@ -5,6 +5,7 @@ import { BurrowError, Code } from "@burrow/protocol";
 import type { LiveSandboxes } from "../live-sandboxes.js";
 import type { Logger } from "../logger.js";
 import type { CreateSandboxOptions, ForkResult, ForkSandboxOptions, SandboxRecord } from "../orchestrator-api.js";
+import { shareSignal } from "../shared-signal.js";
 import type { SnapshotCharges } from "./snapshot-charges.js";
 import type { SandboxSnapshots } from "./sandbox-snapshots.js";
 
@@ -41,6 +42,7 @@ export class SandboxForks {
     const allowInternetAccess = source?.record.allowInternetAccess ?? true;
     // A fork of a restricted sandbox is restricted alike: its rules are in place before it is handed out.
     const egress = source?.record.egress;
+    const shared = shareSignal(opts.signal);
     try {
       const settled = await Promise.allSettled(
         Array.from({ length: count }, async (_, index) => {
@@ -51,7 +53,7 @@ export class SandboxForks {
             ...(egress ? { egress: { allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : {}),
             envVars: { ...envVars, ...fork.envVars },
             envdAccessToken: fork.envdAccessToken,
-            ...(opts.signal ? { signal: opts.signal } : {}),
+            ...(shared.signal ? { signal: shared.signal } : {}),
           });
         }),
       );
@@ -62,6 +64,7 @@ export class SandboxForks {
           : { error: result.reason instanceof Error ? result.reason : new Error(String(result.reason)) },
       );
     } finally {
+      shared.release();
       // Its layer stays while forks run: so does its charge, until the last of them ends.
       if (started && manifest.owner !== undefined && manifest.sizeBytes !== undefined) {
         await this.deps.charges
