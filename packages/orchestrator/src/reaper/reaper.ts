@@ -21,7 +21,7 @@ export function reaperPaths(stateDir: string): ReaperPaths {
   return { socket: join(stateDir, "reaper.sock"), pidfile: join(stateDir, "reaper.pid") };
 }
 
-function reaperPid(paths: ReaperPaths): number | undefined {
+export function reaperPid(paths: ReaperPaths): number | undefined {
   try {
     const pid = Number.parseInt(readFileSync(paths.pidfile, "utf8"), 10);
     const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
