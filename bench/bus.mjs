@@ -6,11 +6,12 @@
 // Starts its own nats-server (JetStream, loopback, temp store) and stops it and removes the store at the end.
 import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
-import { createServer, connect as netConnect } from "node:net";
+import { connect as netConnect } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { connect } from "@nats-io/transport-node";
 import { EmbeddedBus, NatsBus } from "../packages/bus/dist/index.js";
+import { freePort } from "./lib/host.mjs";
 
 const args = process.argv.slice(2);
 const arg = (name, dflt) => {
@@ -25,17 +26,6 @@ const N_LAT = arg("n-latency", 3_000);
 const SIZE = 1024;
 const payload = new Uint8Array(SIZE).fill(97);
 const yieldNow = () => new Promise((r) => setImmediate(r));
-
-async function freePort() {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once("error", reject);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 async function startNats() {
   const dir = mkdtempSync(join(tmpdir(), "burrow-bench-nats-"));

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { Sandbox } from "@burrow/sdk";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, report, timeMs } from "./lib/stats.mjs";
+import { freeSubnet } from "./lib/host.mjs";
 
 const DEPTH = 50;
 const CHECKPOINT_RUNS = Number(process.env.BENCH_CHECKPOINT_RUNS ?? 15);
@@ -26,8 +27,7 @@ function usedBytes(dataDir) {
 export async function runCheckpointBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-ckpt-");
   const instance = `c${randomBytes(2).toString("hex")}`;
-  // 10.218/16: a subnet of its own beside the other benchmarks' (10.219-10.223).
-  const burrow = await startBurrow({ stateDir, instance, subnet: "10.218.0.0/16", pool: { template: "base", size: 0 } });
+  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 } });
   const { opts } = burrow;
   const dataDir = join(stateDir, "data");
   try {

@@ -24,6 +24,7 @@ const PLOT_RUNS = Number(process.env.BENCH_CI_PLOT_RUNS ?? 20);
 
 const PLOT = `
 import matplotlib.pyplot as plt
+import { freeSubnet } from "./lib/host.mjs";
 plt.figure(figsize=(6, 4))
 plt.plot([1, 2, 3, 4], [1, 4, 9, 16], label='squares')
 plt.xlabel('x (m)')
@@ -57,7 +58,7 @@ async function localKernelBaselines() {
 
 /** 10.221/16: away from the test instances (10.200-249), the sandbox (10.222) and template (10.250-254) benchmarks. */
 function startBurrow(stateDir, instance, pool) {
-  return startBenchBurrow({ stateDir, instance, subnet: "10.221.0.0/16", pool, programs: [codeInterpreterRuntimeFiles()] });
+  return startBenchBurrow({ stateDir, instance, subnet: freeSubnet(), pool, programs: [codeInterpreterRuntimeFiles()] });
 }
 
 /**

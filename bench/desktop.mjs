@@ -12,9 +12,7 @@ import { Sandbox } from "@e2b/desktop";
 import { Sandbox as BaseSandbox } from "e2b";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, report, sample, timeMs } from "./lib/stats.mjs";
-
-// 10.220/16: away from the test instances (10.200-249) and the other benchmarks (10.221, 10.222, 10.250-254).
-const DESKTOP_SUBNET = "10.220.0.0/16";
+import { freeSubnet } from "./lib/host.mjs";
 
 const CREATE_RUNS = Number(process.env.BENCH_DESKTOP_CREATE_RUNS ?? 5);
 const SHOT_RUNS = Number(process.env.BENCH_DESKTOP_SHOT_RUNS ?? 30);
@@ -66,10 +64,12 @@ async function idleMemoryMiB(sandbox) {
 export async function runDesktopBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-desktop-");
   const instance = `d${randomBytes(2).toString("hex")}`;
+  // One subnet for both starts: the second reuses the first's state directory.
+  const subnet = freeSubnet();
   process.stdout.write("\n== desktop (official @e2b/desktop SDK → Burrow) ==\n");
   try {
     // Cold: no pool at all.
-    let burrow = await startBurrow({ stateDir, instance, subnet: DESKTOP_SUBNET, pool: { template: "base", size: 0 } });
+    let burrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: 0 } });
     try {
       process.stderr.write("[bench] building the desktop template (first use; minutes)\n");
       const build = await timeMs(async () => {
@@ -116,7 +116,7 @@ export async function runDesktopBenchmarks() {
     }
 
     // From the pool: the same state directory, now with the warm pool on (base sandboxes and one desktop).
-    burrow = await startBurrow({ stateDir, instance, subnet: DESKTOP_SUBNET, pool: { template: "base", size: 1 } });
+    burrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: 1 } });
     try {
       await (await Sandbox.create(burrow.opts)).kill(); // puts the desktop template in use: its pool starts
       const basePooled = [];

@@ -5,7 +5,6 @@
 //   node scripts/build.mjs && node bench/event-flood.mjs [--files 10000] [--only limited|unlimited] [--json]
 //
 // Runs its own server (state dir under /var/tmp, own instance tag and subnet) and removes everything at the end.
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -18,17 +17,11 @@ import { resolveServerConfig, startServer } from "@burrow/server";
 import { BusClient } from "@burrow/sdk";
 import { Registry } from "prom-client";
 import { pino } from "pino";
+import { freeSubnet } from "./lib/host.mjs";
 
 const args = process.argv.slice(2);
 const FILES = Number(args[args.indexOf("--files") + 1] || 10_000) || 10_000;
 const JSON_OUT = args.includes("--json");
-
-function freeSubnet() {
-  const routes = execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" });
-  const taken = new Set([...routes.matchAll(/^10\.(\d+)\./gm)].map((m) => Number(m[1])));
-  for (let o = 230; o < 250; o++) if (!taken.has(o)) return `10.${o}.0.0/16`;
-  throw new Error("no free subnet");
-}
 
 async function publishedTotal(url) {
   const text = await (await fetch(`${url}/metrics`)).text();

@@ -27,6 +27,7 @@ const RECORDED_GAP_MS = 2;
 // Records every gap between two ticks longer than RECORDED_GAP_MS as "from to" (CLOCK_MONOTONIC ns), flushed at once.
 const TICKER = `
 import time
+import { freeSubnet } from "./lib/host.mjs";
 out = open(${JSON.stringify(TICKS)}, "w", buffering=1)
 last = time.monotonic_ns()
 while True:
@@ -86,18 +87,6 @@ function sdkLoop(sandbox) {
       await done;
     },
   };
-}
-
-/** A /16 in 10.200–249 that no host route uses yet (the e2e tests' rule: fixed benchmark subnets are taken too). */
-function freeSubnet() {
-  const routes = execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" });
-  const taken = new Set([...routes.matchAll(/^10\.(\d+)\./gm)].map((m) => Number(m[1])));
-  const start = randomBytes(1)[0] % 50;
-  for (let i = 0; i < 50; i++) {
-    const octet = 200 + ((start + i) % 50);
-    if (!taken.has(octet)) return `10.${octet}.0.0/16`;
-  }
-  throw new Error("no free 10.200-249.0.0/16 subnet");
 }
 
 export async function runForkBenchmarks() {

@@ -3,7 +3,6 @@
 // p95) and kills per second, beside create throughput of the same sandboxes in the same run. The orchestrator's
 // debug lines "sandbox torn down" give each teardown's steps (killAll, networkRelease, cgroupDestroy, removeDir),
 // whose medians are printed so that a slow kill shows where its time went.
-import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -14,33 +13,12 @@ import { LocalOrchestrator } from "@burrow/orchestrator";
 import { startServer } from "@burrow/server";
 import { pino } from "pino";
 import { median, percentile, report } from "./lib/stats.mjs";
+import { bounded, freeSubnet } from "./lib/host.mjs";
 
 const COUNTS = (process.env.BENCH_KILL_COUNTS ?? "50,200").split(",").map(Number);
 /** Creates in flight at once: a 2-core machine starts sandboxes one or two at a time anyway. */
 const CREATE_CONCURRENCY = Number(process.env.BENCH_KILL_CREATE_CONCURRENCY ?? 8);
 const CALL_TIMEOUT_MS = 15 * 60_000;
-
-/** A 10.x/16 no host route uses yet, 10.250-254 first (the e2e tests' instances take 10.200-249). */
-function freeSubnet() {
-  const routes = execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" });
-  const taken = new Set([...routes.matchAll(/^10\.(\d+)\./gm)].map((m) => Number(m[1])));
-  const octet = [250, 251, 252, 253, 254, ...Array.from({ length: 50 }, (_, i) => 200 + i)].find((o) => !taken.has(o));
-  if (octet === undefined) throw new Error("no free 10.200-254.0.0/16 subnet");
-  return `10.${octet}.0.0/16`;
-}
-
-/** Run `fn` over `items` with at most `limit` in flight. */
-async function bounded(items, limit, fn) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        await fn(items[index], index);
-      }
-    }),
-  );
-}
 
 async function createMany(count, opts) {
   const started = performance.now();

@@ -6,6 +6,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Sandbox } from "e2b";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, percentile, report, timeMs } from "./lib/stats.mjs";
+import { freeSubnet } from "./lib/host.mjs";
 
 const RUNS = Number(process.env.BENCH_LIFECYCLE_RUNS ?? 30);
 const FILE = "/home/user/wake.txt";
@@ -13,7 +14,7 @@ const FILE = "/home/user/wake.txt";
 export async function runLifecycleBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-lifecycle-");
   const instance = `c${randomBytes(2).toString("hex")}`;
-  const burrow = await startBurrow({ stateDir, instance, subnet: "10.224.0.0/16", pool: { template: "base", size: 0 } });
+  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 } });
   const { opts } = burrow;
   try {
     process.stdout.write("\n== lifecycle: auto-resume (official e2b SDK → Burrow) ==\n");

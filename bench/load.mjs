@@ -1,13 +1,13 @@
 // Load through the gateway: many idle sandboxes, then one `commands.run('echo ok')` on each of them at once, with
 // the official e2b SDK against a real Burrow server in its own process (`burrow up`, default settings). The
 // 1,000-sandbox figures are printed beside the same commands against 100 sandboxes in the same run.
-import { execFileSync, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { median, percentile, report } from "./lib/stats.mjs";
+import { bounded, freePort, freeSubnet } from "./lib/host.mjs";
 
 const SANDBOXES = Number(process.env.BENCH_LOAD_SANDBOXES ?? 1000);
 const BASELINE_SANDBOXES = Number(process.env.BENCH_LOAD_BASELINE ?? 100);
@@ -21,26 +21,6 @@ const CALL_TIMEOUT_MS = 15 * 60_000;
 function memAvailableBytes() {
   const line = readFileSync("/proc/meminfo", "utf8").split("\n").find((l) => l.startsWith("MemAvailable:"));
   return Number(line.split(/\s+/)[1]) * 1024;
-}
-
-async function freePort() {
-  const server = createServer();
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
-/** A /16 in 10.200–249 that no host route uses yet (the same rule as the e2e tests' instances). */
-function freeSubnet() {
-  const routes = execFileSync("ip", ["-4", "route", "show"], { encoding: "utf8" });
-  const taken = new Set([...routes.matchAll(/^10\.(\d+)\./gm)].map((m) => Number(m[1])));
-  const start = randomBytes(1)[0] % 50;
-  for (let i = 0; i < 50; i++) {
-    const octet = 200 + ((start + i) % 50);
-    if (!taken.has(octet)) return `10.${octet}.0.0/16`;
-  }
-  throw new Error("no free 10.200-249.0.0/16 subnet");
 }
 
 async function startBurrow() {
@@ -82,19 +62,6 @@ async function startBurrow() {
       rmSync(instance.stateDir, { recursive: true, force: true });
     },
   };
-}
-
-/** Run `fn` over `items` with at most `limit` in flight. */
-async function bounded(items, limit, fn) {
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        await fn(items[index], index);
-      }
-    }),
-  );
 }
 
 async function createSandboxes(count, opts) {

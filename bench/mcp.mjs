@@ -15,6 +15,7 @@ import { LocalOrchestrator } from "@burrow/orchestrator";
 import { startServer } from "@burrow/server";
 import { pino } from "pino";
 import { median, report, sample } from "./lib/stats.mjs";
+import { freeSubnet } from "./lib/host.mjs";
 
 const RUNS = Number(process.env.BENCH_MCP_RUNS ?? 200);
 const WARMUP = 10;
@@ -24,7 +25,7 @@ export async function runMcpBenchmarks() {
   const instance = `m${randomBytes(2).toString("hex")}`;
   // 10.219/16: away from the test instances (10.200-249) and the other benchmarks' subnets.
   const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance, subnet: "10.219.0.0/16", pool: { template: "base", size: 1 } },
+    config: { stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 1 } },
     envd: envdRuntimeFiles(),
     onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),
   });

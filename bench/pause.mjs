@@ -7,6 +7,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { Sandbox } from "e2b";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, percentile, report, timeMs } from "./lib/stats.mjs";
+import { boundedErrors, freeSubnet } from "./lib/host.mjs";
 
 const RUNS = Number(process.env.BENCH_PAUSE_RUNS ?? 20);
 /** Sandboxes for the memory figures (default 1,000; the server admits 2,000 live). */
@@ -20,20 +21,6 @@ const SETTLE_MS = Number(process.env.BENCH_SETTLE_MS ?? 15_000);
 function memAvailableBytes() {
   const line = readFileSync("/proc/meminfo", "utf8").split("\n").find((l) => l.startsWith("MemAvailable:"));
   return Number(line.split(/\s+/)[1]) * 1024;
-}
-
-async function bounded(items, limit, fn) {
-  let next = 0;
-  const errors = [];
-  await Promise.all(
-    Array.from({ length: Math.min(limit, items.length) }, async () => {
-      while (next < items.length) {
-        const index = next++;
-        await fn(items[index], index).catch((error) => errors.push(error));
-      }
-    }),
-  );
-  return errors;
 }
 
 /**
@@ -66,7 +53,7 @@ async function settledMemAvailable() {
 export async function runPauseBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-pause-");
   const instance = `p${randomBytes(2).toString("hex")}`;
-  const burrow = await startBurrow({ stateDir, instance, subnet: "10.223.0.0/16", pool: { template: "base", size: 0 } });
+  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 } });
   const { opts } = burrow;
   try {
     process.stdout.write("\n== pause: memory vs filesystem (official e2b SDK → Burrow) ==\n");
@@ -96,7 +83,7 @@ export async function runPauseBenchmarks() {
     // Memory held: MemAvailable before any sandbox, with N running, N memory-paused, N filesystem-paused.
     const base = await settledMemAvailable();
     const sandboxes = [];
-    const createErrors = await bounded(Array.from({ length: SANDBOXES }), CONCURRENCY, async () => {
+    const createErrors = await boundedErrors(Array.from({ length: SANDBOXES }), CONCURRENCY, async () => {
       if (memAvailableBytes() < MEM_FLOOR_BYTES) return;
       sandboxes.push(await Sandbox.create("base", { ...opts, timeoutMs: 3_600_000 }));
     });
@@ -108,11 +95,11 @@ export async function runPauseBenchmarks() {
       Sandbox.pause(s.sandboxId, { ...opts, ...pauseOpts }).then((done) => {
         if (!done) throw new Error(`${s.sandboxId} was not paused`);
       });
-    const memErrors = await bounded(sandboxes, CONCURRENCY, (s) => paused(s, {}));
+    const memErrors = await boundedErrors(sandboxes, CONCURRENCY, (s) => paused(s, {}));
     const memPaused = await settledMemAvailable();
     const memPausedAnon = sandboxAnonBytes(instance);
     // The API pauses running sandboxes only: back to running, then paused without memory.
-    const fsErrors = await bounded(sandboxes, CONCURRENCY, async (s) => {
+    const fsErrors = await boundedErrors(sandboxes, CONCURRENCY, async (s) => {
       await Sandbox.connect(s.sandboxId, opts);
       await paused(s, { keepMemory: false });
     });
@@ -133,7 +120,7 @@ export async function runPauseBenchmarks() {
     for (const [what, errors] of [["create", createErrors], ["memory pause", memErrors], ["fs pause", fsErrors]]) {
       if (errors.length > 0) process.stdout.write(`  first ${what} error: ${errors[0]?.message}\n`);
     }
-    await bounded(sandboxes, CONCURRENCY, (s) => Sandbox.kill(s.sandboxId, opts));
+    await boundedErrors(sandboxes, CONCURRENCY, (s) => Sandbox.kill(s.sandboxId, opts));
   } finally {
     await stopBurrow(burrow);
     rmSync(stateDir, { recursive: true, force: true });

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
 import { median, percentile, report, sample, timeMs } from "./lib/stats.mjs";
+import { freeSubnet } from "./lib/host.mjs";
 
 const COLD_RUNS = Number(process.env.BENCH_COLD_RUNS ?? 20);
 const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 20);
@@ -36,7 +37,9 @@ function memAvailableBytes() {
 export async function runSandboxBenchmarks() {
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-");
   const instance = `b${randomBytes(2).toString("hex")}`;
-  const burrow = await startBurrow({ stateDir, instance, subnet: "10.222.0.0/16", pool: { template: "base", size: 0 } });
+  // One subnet for both starts: the warm-pool start reuses the cold start's state directory.
+  const subnet = freeSubnet();
+  const burrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: 0 } });
   const { opts } = burrow;
   try {
     process.stdout.write("\n== sandboxes (official e2b SDK → Burrow) ==\n");
@@ -127,7 +130,7 @@ export async function runSandboxBenchmarks() {
   }
 
   // Warm pool: a fresh server with a pool; each create claims a ready sandbox.
-  const warmBurrow = await startBurrow({ stateDir, instance, subnet: "10.222.0.0/16", pool: { template: "base", size: POOL_SIZE } });
+  const warmBurrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: POOL_SIZE } });
   try {
     await warmBurrow.orchestrator.warmPoolReady();
     const warm = [];
