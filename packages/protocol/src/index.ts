@@ -37,3 +37,4 @@ export type {
   TemplateWithBuilds,
   TemplateTag,
 } from "./template-builds.js";
+export type { CheckpointWire, CheckpointTreeWire } from "./checkpoints.js";

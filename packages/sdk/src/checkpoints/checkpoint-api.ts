@@ -1,5 +1,6 @@
 // Burrow's checkpoint endpoints (/burrow/v1) over HTTP, as the SDK's Sandbox and Checkpoint call them. Answers in
 // the server's wire names (checkpointID, parentID…) become camelCase objects with Dates.
+import type { CheckpointTreeWire, CheckpointWire } from "@burrow/protocol";
 import { Http, type CallOptions } from "../bus/http.js";
 
 /**
@@ -36,23 +37,12 @@ export interface CheckpointConnection {
   requestTimeoutMs?: number;
 }
 
-interface WireCheckpoint {
-  checkpointID: string;
-  sandboxID: string;
-  parentID: string | null;
-  label?: string;
-  createdAt: string;
-  sizeBytes: number;
-  contents: "files";
-  current?: boolean;
-}
-
 export interface WireBranchOutcome {
   sandbox?: { sandboxID: string; envdAccessToken?: string };
   error?: { code: number; message: string };
 }
 
-function fromWire(c: WireCheckpoint): CheckpointInfo {
+function fromWire(c: CheckpointWire): CheckpointInfo {
   return {
     checkpointId: c.checkpointID,
     sandboxId: c.sandboxID,
@@ -80,12 +70,12 @@ export class CheckpointApi {
   }
 
   async create(sandboxId: string, label?: string, opts: CallOptions = {}): Promise<CheckpointInfo> {
-    const r = await this.http.json<WireCheckpoint>(`/sandboxes/${path(sandboxId)}/checkpoints`, "POST", label === undefined ? {} : { label }, opts);
+    const r = await this.http.json<CheckpointWire>(`/sandboxes/${path(sandboxId)}/checkpoints`, "POST", label === undefined ? {} : { label }, opts);
     return fromWire(r.body!);
   }
 
   async tree(sandboxId: string, opts: CallOptions = {}): Promise<CheckpointTree> {
-    const r = await this.http.json<{ sandboxID: string; currentID: string | null; checkpoints: WireCheckpoint[] }>(
+    const r = await this.http.json<CheckpointTreeWire>(
       `/sandboxes/${path(sandboxId)}/checkpoints`,
       "GET",
       undefined,
@@ -100,7 +90,7 @@ export class CheckpointApi {
   }
 
   async get(checkpointId: string, opts: CallOptions = {}): Promise<CheckpointInfo> {
-    const r = await this.http.json<WireCheckpoint>(`/checkpoints/${path(checkpointId)}`, "GET", undefined, opts);
+    const r = await this.http.json<CheckpointWire>(`/checkpoints/${path(checkpointId)}`, "GET", undefined, opts);
     return fromWire(r.body!);
   }
 

@@ -1,22 +1,12 @@
 // Checkpoint trees from the command line: `burrow sandbox checkpoint|tree|rollback|branch` over /burrow/v1 (plain
 // REST, like pause and kill). Checkpoints keep files only: processes restart on rollback and in branches.
-import { Code } from "@burrow/protocol";
+import { Code, type CheckpointTreeWire, type CheckpointWire } from "@burrow/protocol";
 import { apiRequest } from "../../api.js";
 import { CliError } from "../../cli-error.js";
 import { defineCommand } from "../../command.js";
 import { clientConnection } from "../../connection.js";
 import { parseInteger } from "../../numbers.js";
 import { printJson, printRows } from "../../output.js";
-
-interface WireCheckpoint {
-  checkpointID: string;
-  sandboxID: string;
-  parentID: string | null;
-  label?: string;
-  createdAt: string;
-  sizeBytes: number;
-  current?: boolean;
-}
 
 const enc = encodeURIComponent;
 
@@ -36,7 +26,7 @@ export const sandboxCheckpoint = defineCommand({
       expect: [404],
     });
     if (res.status === 404) throw new CliError(Code.NotFound, `sandbox ${sandboxId} not found`);
-    const checkpoint = res.body as WireCheckpoint;
+    const checkpoint = res.body as CheckpointWire;
     if (values.json) printJson(checkpoint);
     else process.stdout.write(`${checkpoint.checkpointID}\n`);
   },
@@ -52,7 +42,7 @@ export const sandboxTree = defineCommand({
     const [sandboxId] = positionals as [string];
     const res = await apiRequest(clientConnection(env), "GET", `/burrow/v1/sandboxes/${enc(sandboxId)}/checkpoints`, { expect: [404] });
     if (res.status === 404) throw new CliError(Code.NotFound, `sandbox ${sandboxId} not found`);
-    const tree = res.body as { sandboxID: string; currentID: string | null; checkpoints: WireCheckpoint[] };
+    const tree = res.body as CheckpointTreeWire;
     if (values.json) {
       printJson(tree);
       return;

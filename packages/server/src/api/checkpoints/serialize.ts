@@ -1,6 +1,7 @@
 // Checkpoints → the wire. Field names follow E2B's style (`checkpointID`, `sandboxID`); every checkpoint says what
 // it carries: files, not process memory.
 import type { CheckpointInfo, CheckpointTree } from "@burrow/orchestrator";
+import type { CheckpointTreeWire, CheckpointWire } from "@burrow/protocol";
 
 /** What every checkpoint answer says it holds (CRIU, which could add memory, does not work on these kernels). */
 export const CHECKPOINT_CONTENTS_NOTE = "files only: running processes and memory are not kept; they restart on rollback and in branches";
@@ -31,7 +32,7 @@ export const checkpointTreeSchema = {
   },
 } as const;
 
-export function toCheckpoint(info: CheckpointInfo, currentId?: string | null) {
+export function toCheckpoint(info: CheckpointInfo, currentId?: string | null): CheckpointWire {
   return {
     checkpointID: info.checkpointId,
     sandboxID: info.sandboxId,
@@ -44,7 +45,7 @@ export function toCheckpoint(info: CheckpointInfo, currentId?: string | null) {
   };
 }
 
-export function toCheckpointTree(tree: CheckpointTree) {
+export function toCheckpointTree(tree: CheckpointTree): CheckpointTreeWire {
   return {
     sandboxID: tree.sandboxId,
     currentID: tree.currentId,
