@@ -2,9 +2,15 @@
 // only environment variables read are the ones documented on each field, from the environment the process's entry
 // point passes in (this package never reads process.env for its settings).
 import { isAbsolute, resolve } from "node:path";
+import { DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, DEFAULT_SANDBOX_EVENT_MAX_BYTES, type SandboxEventStreamLimits } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
 import { resolveFsEventLimits, type FsEventLimits } from "./bus/fs-event-limits.js";
 import { resolveOutputEventLimits, type OutputEventLimits } from "./bus/output-event-throttle.js";
+import { resolvePositiveLimits } from "./positive-limits.js";
+
+type EventStreamLimits = Required<SandboxEventStreamLimits>;
+const EVENT_STREAM_DEFAULTS: EventStreamLimits = { maxAgeMs: DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, maxBytes: DEFAULT_SANDBOX_EVENT_MAX_BYTES };
+const EVENT_STREAM_ENV = { maxAgeMs: "BURROW_EVENT_STREAM_MAX_AGE_MS", maxBytes: "BURROW_EVENT_STREAM_MAX_BYTES" } as const;
 
 /** Loopback by default: the API key is the only guard, so exposing the port must be a conscious choice. */
 export const DEFAULT_HOST = "127.0.0.1";
@@ -103,6 +109,8 @@ export interface ServerConfig {
   readonly fsEvents: Readonly<FsEventLimits>;
   /** How process output published on the bus is merged and cut to a byte budget (env BURROW_OUTPUT_EVENT_*, see the fields). */
   readonly outputEvents: Readonly<OutputEventLimits>;
+  /** How long and how much of the sandbox event stream is kept (env BURROW_EVENT_STREAM_MAX_AGE_MS, _MAX_BYTES; 24 h, 1 GiB). */
+  readonly eventStream: Readonly<EventStreamLimits>;
 }
 
 export interface AdmissionConfig {
@@ -172,10 +180,11 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
   return Object.freeze(out as unknown as AdmissionConfig);
 }
 
-export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents">> & {
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream">> & {
   admission?: Partial<AdmissionConfig>;
   fsEvents?: Partial<FsEventLimits>;
   outputEvents?: Partial<OutputEventLimits>;
+  eventStream?: Partial<EventStreamLimits>;
 };
 
 /** A numeric setting with the name a message about it uses: its field's when given as input, else its variable's. */
@@ -257,6 +266,7 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     admission: resolveAdmission(input.admission, env),
     fsEvents: Object.freeze(resolveFsEventLimits(input.fsEvents, env)),
     outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),
+    eventStream: Object.freeze(resolvePositiveLimits(EVENT_STREAM_DEFAULTS, EVENT_STREAM_ENV, input.eventStream, env)),
   });
 }
 

@@ -98,7 +98,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
 
     const events = new SandboxEvents(logger);
     if (deps.bus) {
-      await ensureSandboxEventStream(deps.bus);
+      await ensureSandboxEventStream(deps.bus, cfg.eventStream);
       cleanups.push(publishLifecycleEvents(events, deps.bus, logger));
     }
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
@@ -128,7 +128,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       const runner = new ServerSandboxRunner({ sandboxes, upstream, bus: deps.bus, logger, outputLimits: cfg.outputEvents });
       const watches = new WatchBridge({ bus: deps.bus, sandboxes, upstream, events, logger, limits: cfg.fsEvents });
       cleanups.push(() => watches.close());
-      const triggers = await TriggerService.open({ bus: deps.bus, runner, logger });
+      const triggers = await TriggerService.open({ bus: deps.bus, runner, logger, eventStream: cfg.eventStream });
       cleanups.push(() => triggers.close());
       busServices = { watches, triggers, runner };
     }

@@ -40,6 +40,14 @@ describe("resolveServerConfig", () => {
     expect(() => resolveServerConfig({}, { BURROW_FS_EVENT_BURST: "many" })).toThrow('BURROW_FS_EVENT_BURST ("many") must be a positive integer');
   });
 
+  it("resolves the sandbox event stream's limits from its environment, for the server and every trigger engine alike", () => {
+    expect(resolveServerConfig({}, {}).eventStream).toEqual({ maxAgeMs: 86_400_000, maxBytes: 1024 ** 3 });
+    const cfg = resolveServerConfig({ eventStream: { maxBytes: 7 } }, { BURROW_EVENT_STREAM_MAX_AGE_MS: "60000", BURROW_EVENT_STREAM_MAX_BYTES: "5000" });
+    expect(cfg.eventStream).toEqual({ maxAgeMs: 60_000, maxBytes: 7 });
+    expect(Object.isFrozen(cfg.eventStream)).toBe(true);
+    expect(() => resolveServerConfig({}, { BURROW_EVENT_STREAM_MAX_BYTES: "1GB" })).toThrow('BURROW_EVENT_STREAM_MAX_BYTES ("1GB") must be a positive integer');
+  });
+
   it("reads BURROW_TLS as a boolean", () => {
     expect(resolveServerConfig({}, { BURROW_TLS: "false" }).tls).toBe(false);
     expect(resolveServerConfig({}, { BURROW_TLS: "1" }).tls).toBe(true);

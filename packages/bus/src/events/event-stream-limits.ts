@@ -8,27 +8,26 @@ export const DEFAULT_SANDBOX_EVENT_MAX_AGE_MS = 86_400_000;
 export const DEFAULT_SANDBOX_EVENT_MAX_BYTES = 1024 ** 3;
 
 export interface SandboxEventStreamLimits {
-  /** Events older than this are discarded. @default 24 h (env BURROW_EVENT_STREAM_MAX_AGE_MS) */
+  /** Events older than this are discarded. @default 24 h */
   maxAgeMs?: number;
-  /** Past this many stored bytes the oldest events are discarded. @default 1 GiB (env BURROW_EVENT_STREAM_MAX_BYTES) */
+  /** Past this many stored bytes the oldest events are discarded. @default 1 GiB */
   maxBytes?: number;
 }
 
 /**
- * The limits to apply: given values, then the environment, then the defaults. The server and the trigger engine both
- * ensure the stream, each without options; reading the environment here keeps the two from resetting each other.
+ * The limits to apply: the given values, else the defaults. Every party that ensures the stream (the server, each
+ * trigger engine) must pass the same limits, or the last one to start resets the others'; the server resolves them
+ * once from its configuration and hands them to both.
  */
-export function sandboxEventStreamLimits(opts: SandboxEventStreamLimits = {}, env: NodeJS.ProcessEnv = process.env): Required<SandboxEventStreamLimits> {
+export function sandboxEventStreamLimits(opts: SandboxEventStreamLimits = {}): Required<SandboxEventStreamLimits> {
   return {
-    maxAgeMs: opts.maxAgeMs ?? positive(env, "BURROW_EVENT_STREAM_MAX_AGE_MS") ?? DEFAULT_SANDBOX_EVENT_MAX_AGE_MS,
-    maxBytes: opts.maxBytes ?? positive(env, "BURROW_EVENT_STREAM_MAX_BYTES") ?? DEFAULT_SANDBOX_EVENT_MAX_BYTES,
+    maxAgeMs: positive("maxAgeMs", opts.maxAgeMs) ?? DEFAULT_SANDBOX_EVENT_MAX_AGE_MS,
+    maxBytes: positive("maxBytes", opts.maxBytes) ?? DEFAULT_SANDBOX_EVENT_MAX_BYTES,
   };
 }
 
-function positive(env: NodeJS.ProcessEnv, name: string): number | undefined {
-  const raw = env[name];
-  if (raw === undefined || raw === "") return undefined;
-  const n = Number(raw);
-  if (!Number.isSafeInteger(n) || n <= 0) throw new BurrowError(Code.InvalidArgument, `${name} must be a positive integer, got "${raw}"`);
-  return n;
+function positive(name: string, value: number | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  if (!Number.isSafeInteger(value) || value <= 0) throw new BurrowError(Code.InvalidArgument, `${name} must be a positive integer, got ${value}`);
+  return value;
 }

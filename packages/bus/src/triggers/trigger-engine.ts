@@ -7,6 +7,7 @@ import { durableName } from "../envelope/routes.js";
 import type { Bus, Consumer } from "../types.js";
 import { shellQuote, type CodeSpec, type ProcessSettings, type RunTarget, type TerminalSettings } from "./sandbox-runner.js";
 import type { TaskService } from "./task-service.js";
+import type { SandboxEventStreamLimits } from "../events/event-stream-limits.js";
 
 export interface TriggerRule {
   /** Stable id; the rule's durable consumer is named after it, so a restarted engine resumes where it stopped. */
@@ -34,6 +35,8 @@ export interface TriggerEngineOptions {
   rules: TriggerRule[];
   /** "new": only events after the rule was first started. @default "new" */
   deliverPolicy?: "all" | "new";
+  /** Limits of the sandbox event stream, which the engine ensures: pass the ones the rest of the process uses. */
+  eventStream?: SandboxEventStreamLimits;
 }
 
 export function renderCommand(template: string, e: SandboxEvent): string {
@@ -81,7 +84,7 @@ export class TriggerEngine {
       ids.add(r.id);
       if ((r.cmd === undefined) === (r.code === undefined)) throw new BurrowError(Code.InvalidArgument, `rule ${r.id} needs exactly one of cmd and code`);
     }
-    await ensureSandboxEventStream(o.bus);
+    await ensureSandboxEventStream(o.bus, o.eventStream);
     const eng = new TriggerEngine(o);
     for (const r of o.rules) {
       const c = await o.bus.consumer(SANDBOX_EVENT_STREAM, {

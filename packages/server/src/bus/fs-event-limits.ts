@@ -1,4 +1,4 @@
-import { BurrowError, Code } from "@burrow/protocol";
+import { resolvePositiveLimits } from "../positive-limits.js";
 // How many filesystem events one sandbox may put on the bus. A loop writing files in a watched directory makes
 // envd report tens of thousands of changes a second; each published event is a durable write on the server's only
 // thread and a stored message for a day, so changes are merged per window and rate-limited per sandbox.
@@ -22,22 +22,7 @@ const ENV: Partial<Record<keyof FsEventLimits, string>> = {
   burst: "BURROW_FS_EVENT_BURST",
 };
 
-/**
- * Given values, then the environment, then the defaults; a bad value is an InvalidArgument naming it. `env` is the one
- * the process's entry point passed to the server's config resolver, which resolves these once.
- */
+/** Given values, then the environment, then the defaults (positive-limits.ts). */
 export function resolveFsEventLimits(input: Partial<FsEventLimits> = {}, env: NodeJS.ProcessEnv = {}): FsEventLimits {
-  const out = { ...DEFAULTS };
-  for (const key of Object.keys(DEFAULTS) as Array<keyof FsEventLimits>) {
-    const name = ENV[key];
-    const fromEnv = name !== undefined && env[name] !== undefined && env[name] !== "";
-    const value = input[key] ?? (fromEnv ? Number(env[name!]) : undefined);
-    if (value === undefined) continue;
-    if (!Number.isSafeInteger(value) || value <= 0) {
-      const what = input[key] === undefined ? `${name} ("${env[name!]}")` : `${key} (${value})`;
-      throw new BurrowError(Code.InvalidArgument, `${what} must be a positive integer`);
-    }
-    out[key] = value;
-  }
-  return out;
+  return resolvePositiveLimits(DEFAULTS, ENV, input, env);
 }

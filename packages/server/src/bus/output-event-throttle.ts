@@ -1,4 +1,4 @@
-import { BurrowError, Code } from "@burrow/protocol";
+import { resolvePositiveLimits } from "../positive-limits.js";
 // Process output on its way to the bus (`proc.output`, asked for per run): chunks of one stream are merged per window
 // and cut to a byte budget, so a command printing as fast as it can costs a few events a second instead of one
 // stored message per chunk. What the budget cannot take is dropped, newest kept, and the event says how much.
@@ -19,23 +19,9 @@ const ENV: Record<keyof OutputEventLimits, string> = {
   burstBytes: "BURROW_OUTPUT_EVENT_BURST_BYTES",
 };
 
-/**
- * Given values, then the environment, then the defaults; a bad value is an InvalidArgument naming it. `env` is the one
- * the process's entry point passed to the server's config resolver, which resolves these once.
- */
+/** Given values, then the environment, then the defaults (positive-limits.ts). */
 export function resolveOutputEventLimits(input: Partial<OutputEventLimits> = {}, env: NodeJS.ProcessEnv = {}): OutputEventLimits {
-  const out = { ...DEFAULTS };
-  for (const key of Object.keys(DEFAULTS) as Array<keyof OutputEventLimits>) {
-    const fromEnv = env[ENV[key]] !== undefined && env[ENV[key]] !== "";
-    const value = input[key] ?? (fromEnv ? Number(env[ENV[key]]) : undefined);
-    if (value === undefined) continue;
-    if (!Number.isSafeInteger(value) || value <= 0) {
-      const what = input[key] === undefined ? `${ENV[key]} ("${env[ENV[key]]}")` : `${key} (${value})`;
-      throw new BurrowError(Code.InvalidArgument, `${what} must be a positive integer`);
-    }
-    out[key] = value;
-  }
-  return out;
+  return resolvePositiveLimits(DEFAULTS, ENV, input, env);
 }
 
 export type OutputStream = "stdout" | "stderr" | "pty";

@@ -4,7 +4,7 @@
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   TaskService, TriggerEngine,
-  type Bus, type CodeSpec, type KV, type ProcessSettings, type RunTarget, type SandboxEventFilter, type TaskSpec, type TaskStatus, type TaskWorker, type TerminalSettings, type TriggerRule,
+  type Bus, type CodeSpec, type KV, type ProcessSettings, type RunTarget, type SandboxEventFilter, type SandboxEventStreamLimits, type TaskSpec, type TaskStatus, type TaskWorker, type TerminalSettings, type TriggerRule,
 } from "@burrow/bus";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
@@ -46,6 +46,8 @@ export interface TriggerServiceOptions {
   /** Task queue settings. */
   maxAttempts?: number;
   backoffMs?: number[];
+  /** Limits of the sandbox event stream every rule's engine ensures; the server's own (config `eventStream`). */
+  eventStream?: SandboxEventStreamLimits;
 }
 
 export const TRIGGER_BUCKET = "burrow_triggers";
@@ -98,7 +100,7 @@ export class TriggerService {
     const svc = new TriggerService(o, tasks, worker, kv);
     for (const t of await svc.list()) {
       try {
-        svc.#engines.set(t.id, await TriggerEngine.start({ bus: o.bus, tasks, rules: [toEngineRule(t)] }));
+        svc.#engines.set(t.id, await TriggerEngine.start({ bus: o.bus, tasks, rules: [toEngineRule(t)], eventStream: o.eventStream }));
       } catch (err) {
         o.logger.error({ err, triggerId: t.id }, "could not restart a persisted trigger");
       }
@@ -116,7 +118,7 @@ export class TriggerService {
       throw err;
     }
     try {
-      this.#engines.set(t.id, await TriggerEngine.start({ bus: this.o.bus, tasks: this.tasks, rules: [toEngineRule(t)] }));
+      this.#engines.set(t.id, await TriggerEngine.start({ bus: this.o.bus, tasks: this.tasks, rules: [toEngineRule(t)], eventStream: this.o.eventStream }));
     } catch (err) {
       await this.kv.delete(t.id).catch(() => undefined);
       throw err;
