@@ -15,6 +15,7 @@ import { SandboxService } from "./lifecycle/sandbox-service.js";
 import { createServerMetrics } from "./metrics/prometheus.js";
 import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
 import { openStore, type Store } from "./store/store.js";
+import { openSecrets } from "./secrets/index.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
@@ -184,7 +185,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       if (tls) acceptTlsOnSamePort(server, { ...tls, admit });
       return server;
     };
-    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, registry };
+    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets: openSecrets(cfg.stateDir, store.secrets), registry };
     const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.

@@ -25,6 +25,7 @@ import { registerTemplateAliasRoute } from "./templates/aliases.js";
 import type { Bus } from "@burrow/bus";
 import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 import { registerCheckpointApi } from "./checkpoints/index.js";
+import { registerSecretRoutes } from "./secrets/index.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -80,6 +81,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerSnapshotRoutes(app, ctx);
   registerForkRoute(app, ctx);
   registerNetworkRoutes(app, ctx);
+  registerSecretRoutes(app, ctx.secrets);
   registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger });
   if (opts.templates) {
     registerTemplateApi(app, {

@@ -6,6 +6,7 @@ import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { ApiKeyStore } from "../store/api-keys.js";
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
+import type { SecretService } from "../secrets/index.js";
 
 export interface ApiContext {
   config: ServerConfig;
@@ -15,5 +16,7 @@ export interface ApiContext {
   apiKeys: ApiKeyStore;
   /** Sandboxes' network configs (E2B's `network`). */
   networks: SandboxNetworkStore;
+  /** E2B's secrets (write-only values, encrypted at rest). */
+  secrets: SecretService;
   registry: Registry;
 }

@@ -44,4 +44,18 @@ export const MIGRATIONS: readonly string[] = [
      sandbox_id  TEXT PRIMARY KEY REFERENCES sandboxes(sandbox_id) ON DELETE CASCADE,
      config      TEXT NOT NULL
    );`,
+  // Secrets (E2B's /secrets): values sealed with AES-256-GCM under <stateDir>/secrets.key (secrets/secret-cipher.ts),
+  // never stored in plaintext; names are unique per owner (the API key that created them).
+  `CREATE TABLE secrets (
+     seq           INTEGER PRIMARY KEY,     -- insertion order, the list's cursor
+     secret_id     TEXT NOT NULL UNIQUE,    -- sec_<random>
+     owner_key_id  INTEGER NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
+     name          TEXT NOT NULL,           -- lower-cased
+     metadata      TEXT NOT NULL,           -- JSON object of strings
+     version       INTEGER NOT NULL,
+     sealed_value  BLOB NOT NULL,           -- format byte, nonce, tag, ciphertext
+     created_at    INTEGER NOT NULL,        -- unix ms
+     updated_at    INTEGER NOT NULL
+   );
+   CREATE UNIQUE INDEX secrets_owner_name ON secrets (owner_key_id, name);`,
 ];

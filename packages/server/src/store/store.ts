@@ -3,11 +3,13 @@ import { openDatabase, type Db } from "./database.js";
 import { ApiKeyStore } from "./api-keys.js";
 import { SandboxNetworkStore } from "./sandbox-networks.js";
 import { SandboxStore } from "./sandboxes.js";
+import { SecretStore } from "../secrets/secret-store.js";
 
 export interface Store {
   readonly apiKeys: ApiKeyStore;
   readonly sandboxes: SandboxStore;
   readonly networks: SandboxNetworkStore;
+  readonly secrets: SecretStore;
   close(): void;
 }
 
@@ -17,6 +19,7 @@ export function openStore(stateDir: string): Store {
     apiKeys: new ApiKeyStore(db),
     sandboxes: new SandboxStore(db),
     networks: new SandboxNetworkStore(db),
+    secrets: new SecretStore(db),
     close: () => {
       if (db.open) db.close();
     },

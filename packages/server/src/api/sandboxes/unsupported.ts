@@ -15,8 +15,6 @@ const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
 const GLOBAL: ReadonlyArray<[HTTPMethods, string, string]> = [
   ["GET", "/volumes", "volumes"],
   ["POST", "/volumes", "volumes"],
-  ["GET", "/secrets", "secrets"],
-  ["POST", "/secrets", "secrets"],
 ];
 
 /** Answered by templates-api/ when the server has a template builder; 501 otherwise. */
