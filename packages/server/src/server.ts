@@ -26,6 +26,8 @@ import { createMountDispatcher, type HttpMount } from "./http-mounts.js";
 import type { ApiContext } from "./api/context.js";
 import { resolveDomain } from "./local-domain.js";
 import { acceptTlsOnSamePort, prepareServerTls } from "./tls/index.js";
+import { openTeamServices } from "./teams/team-services.js";
+import { resolveQuotaDefaults, type TeamQuotaOverrides } from "./teams/team-quotas.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -46,6 +48,8 @@ export interface ServerDeps {
   bus?: Bus;
   /** Endpoints other packages serve on this port behind the API key (Burrow's MCP server at /mcp). */
   mounts?: readonly HttpMount[];
+  /** Quotas every team gets unless overridden per team; unset ones come from BURROW_TEAM_* (unlimited without). */
+  teamQuotas?: TeamQuotaOverrides;
 }
 
 export interface RunningServer {
@@ -185,7 +189,19 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       if (tls) acceptTlsOnSamePort(server, { ...tls, admit });
       return server;
     };
-    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets: openSecrets(cfg.stateDir, store.secrets), registry };
+    const teams = openTeamServices({
+      db: store.db,
+      sandboxStore: store.sandboxes,
+      resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
+      quotaDefaults: resolveQuotaDefaults(deps.teamQuotas, process.env),
+      bus: deps.bus,
+      logger,
+      configuredKey: cfg.apiKey,
+      createdKey: apiKey.created,
+      buildStatus: deps.templates ? (templateId, buildId) => buildStatusOf(deps.templates!, templateId, buildId) : undefined,
+    });
+    cleanups.push(() => teams.close());
+    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets: openSecrets(cfg.stateDir, store.secrets), registry, teams };
     const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
@@ -230,5 +246,14 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
   } catch (err) {
     await runCleanups();
     throw err;
+  }
+}
+
+/** A build's status, or undefined when the builder no longer knows it (it ended long ago). */
+function buildStatusOf(templates: TemplateBuildService, templateId: string, buildId: string): string | undefined {
+  try {
+    return templates.status(templateId, buildId, 0).status;
+  } catch {
+    return undefined;
   }
 }

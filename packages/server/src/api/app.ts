@@ -5,6 +5,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import type { Logger } from "pino";
 import { toE2bError } from "../errors.js";
 import { registerAuth } from "./auth.js";
+import { registerTeams } from "../teams/team-services.js";
 import type { ApiContext } from "./context.js";
 import { registerHealthRoutes } from "./health.js";
 import { registerConnectRoutes } from "./sandboxes/connect.js";
@@ -69,6 +70,11 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   );
 
   registerAuth(app, ctx);
+  registerTeams(app, ctx.teams, {
+    sandboxes: ctx.sandboxes,
+    config: () => ctx.config,
+    templateSize: (ref) => ctx.orchestrator.resolveTemplate(ref)?.defaults,
+  });
   registerHealthRoutes(app, ctx);
   registerCreateRoutes(app, ctx);
   registerListRoutes(app, ctx);

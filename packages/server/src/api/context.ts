@@ -6,6 +6,7 @@ import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { ApiKeyStore } from "../store/api-keys.js";
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
+import type { TeamServices } from "../teams/team-services.js";
 import type { SecretService } from "../secrets/index.js";
 
 export interface ApiContext {
@@ -19,4 +20,6 @@ export interface ApiContext {
   /** E2B's secrets (write-only values, encrypted at rest). */
   secrets: SecretService;
   registry: Registry;
+  /** Teams, keys, ownership, quotas and audit (teams/). */
+  teams: TeamServices;
 }

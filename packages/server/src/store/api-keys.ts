@@ -26,7 +26,7 @@ export class ApiKeyStore {
       "INSERT INTO api_keys (hash, prefix, created_at) VALUES (?, ?, ?) ON CONFLICT (hash) DO NOTHING",
     );
     this.#byHash = db.prepare<[string], { id: number; prefix: string; created_at: number }>(
-      "SELECT id, prefix, created_at FROM api_keys WHERE hash = ?",
+      "SELECT id, prefix, created_at FROM api_keys WHERE hash = ? AND revoked_at IS NULL",
     );
     this.#count = db.prepare<[], { n: number }>("SELECT count(*) AS n FROM api_keys");
     this.#all = db.prepare<[], { id: number; prefix: string; created_at: number }>(

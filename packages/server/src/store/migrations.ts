@@ -58,4 +58,43 @@ export const MIGRATIONS: readonly string[] = [
      updated_at    INTEGER NOT NULL
    );
    CREATE UNIQUE INDEX secrets_owner_name ON secrets (owner_key_id, name);`,
+  // Teams (teams/): every key belongs to one; sandboxes belong to their key's team, other resources (templates,
+  // snapshots, checkpoints) to the team recorded in resource_owners. Keys get a public id (E2B's uuid), a name and a
+  // role, and are revoked by marking them (revoked_at), so that what they created keeps its team. The default team
+  // and the instance admin key are set at start (teams/team-services.ts), not here.
+  `CREATE TABLE teams (
+     team_id     TEXT PRIMARY KEY,          -- uuid
+     name        TEXT NOT NULL UNIQUE,
+     quotas      TEXT NOT NULL DEFAULT '{}', -- JSON: per-team overrides of the configured quota defaults
+     created_at  INTEGER NOT NULL           -- unix ms
+   );
+   ALTER TABLE api_keys ADD COLUMN team_id TEXT REFERENCES teams(team_id);
+   ALTER TABLE api_keys ADD COLUMN public_id TEXT;
+   ALTER TABLE api_keys ADD COLUMN name TEXT NOT NULL DEFAULT '';
+   ALTER TABLE api_keys ADD COLUMN role TEXT NOT NULL DEFAULT 'member';  -- member | admin | instance_admin
+   ALTER TABLE api_keys ADD COLUMN value_length INTEGER;
+   ALTER TABLE api_keys ADD COLUMN suffix TEXT;                            -- last characters, for E2B's mask
+   ALTER TABLE api_keys ADD COLUMN revoked_at INTEGER;
+   ALTER TABLE api_keys ADD COLUMN last_used INTEGER;
+   UPDATE api_keys SET public_id = lower(hex(randomblob(4)) || '-' || hex(randomblob(2)) || '-4' || substr(hex(randomblob(2)), 2)
+     || '-a' || substr(hex(randomblob(2)), 2) || '-' || hex(randomblob(6)));
+   CREATE UNIQUE INDEX api_keys_public_id ON api_keys (public_id);
+   CREATE TABLE resource_owners (
+     kind         TEXT NOT NULL,            -- template | snapshot | checkpoint
+     resource_id  TEXT NOT NULL,
+     team_id      TEXT NOT NULL REFERENCES teams(team_id),
+     created_at   INTEGER NOT NULL,
+     PRIMARY KEY (kind, resource_id)
+   );
+   CREATE TABLE audit_log (
+     seq            INTEGER PRIMARY KEY,
+     at             INTEGER NOT NULL,       -- unix ms
+     team_id        TEXT,
+     key_id         TEXT,                   -- the key's public id
+     action         TEXT NOT NULL,          -- create | kill | pause | resume | build | delete | …
+     resource_kind  TEXT NOT NULL,
+     resource_id    TEXT NOT NULL,
+     detail         TEXT                    -- JSON, optional
+   );
+   CREATE INDEX audit_log_team ON audit_log (team_id, seq);`,
 ];

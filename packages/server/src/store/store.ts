@@ -6,6 +6,8 @@ import { SandboxStore } from "./sandboxes.js";
 import { SecretStore } from "../secrets/secret-store.js";
 
 export interface Store {
+  /** The database itself, for modules that keep their own tables (teams/). */
+  readonly db: Db;
   readonly apiKeys: ApiKeyStore;
   readonly sandboxes: SandboxStore;
   readonly networks: SandboxNetworkStore;
@@ -16,6 +18,7 @@ export interface Store {
 export function openStore(stateDir: string): Store {
   const db: Db = openDatabase(stateDir);
   return {
+    db,
     apiKeys: new ApiKeyStore(db),
     sandboxes: new SandboxStore(db),
     networks: new SandboxNetworkStore(db),

@@ -62,7 +62,7 @@ export function registerListRoutes(app: FastifyInstance, ctx: ApiContext): void 
       };
       const order = q.order ?? "desc";
       const limit = q.limit ?? LIST_LIMIT_MAX;
-      const matching = sortRows(ctx.sandboxes.list().filter((row) => matches(row, filter)), order);
+      const matching = sortRows(ctx.teams.visibleSandboxes(request.caller, ctx.sandboxes.list()).filter((row) => matches(row, filter)), order);
       const remaining = q.nextToken ? afterCursor(matching, decodeCursor(q.nextToken), order) : matching;
       const page = remaining.slice(0, limit);
       if (remaining.length > limit) reply.header("X-Next-Token", encodeCursor(page[page.length - 1]!));
@@ -85,7 +85,7 @@ export function registerListRoutes(app: FastifyInstance, ctx: ApiContext): void 
     },
     async (request) => {
       const filter: SandboxFilter = { metadata: parseMetadataFilter(request.query.metadata), states: ["running"] };
-      return sortRows(ctx.sandboxes.list().filter((row) => matches(row, filter)), "desc").map(toListedSandbox);
+      return sortRows(ctx.teams.visibleSandboxes(request.caller, ctx.sandboxes.list()).filter((row) => matches(row, filter)), "desc").map(toListedSandbox);
     },
   );
 }

@@ -73,7 +73,7 @@ export function registerSnapshotRoutes(app: FastifyInstance, ctx: ApiContext): v
     },
     async (request, reply) => {
       const q = request.query;
-      let snapshots = ctx.sandboxes.listSnapshots({ sandboxId: q.sandboxID });
+      let snapshots = ctx.sandboxes.listSnapshots({ sandboxId: q.sandboxID }).filter((s) => request.caller === null || ctx.teams.ownership.canSee(request.caller, "snapshot", s.snapshotId));
       if (q.name !== undefined) {
         const wanted = q.name.replace(/:(default|latest)$/, "");
         snapshots = snapshots.filter((s) => s.snapshotId === wanted || s.names.includes(wanted));

@@ -1,0 +1,212 @@
+// Per-team quotas, on top of the host-wide floor in admission/ (which still decides whether the host can take a
+// sandbox): a team may be refused although the host has room, never the reverse. Usage is counted from the store
+// (running sandboxes of the team) plus admissions still in flight, so concurrent creates cannot both slip under a
+// limit. A refusal is 429 in E2B's shape, naming the quota, the usage and the limit. 0 means unlimited.
+import { BurrowError, Code } from "@burrow/protocol";
+
+export interface TeamQuotaValues {
+  /** Running sandboxes at once (paused ones do not count). */
+  maxRunningSandboxes: number;
+  /** Sum of running sandboxes' vCPUs. */
+  maxVcpu: number;
+  /** Sum of running sandboxes' memory, MiB. */
+  maxMemoryMB: number;
+  /** Disk of one sandbox, MiB. */
+  maxDiskMBPerSandbox: number;
+  /** Longest timeout (lifetime) a create, connect or setTimeout may ask for, seconds. */
+  maxTimeoutSec: number;
+  /** Template builds running at once. */
+  maxConcurrentBuilds: number;
+  /** Sandboxes started (created, forked, branched) per minute. */
+  createsPerMinute: number;
+}
+
+export type TeamQuotaOverrides = Partial<TeamQuotaValues>;
+
+export const QUOTA_NAMES = [
+  "maxRunningSandboxes", "maxVcpu", "maxMemoryMB", "maxDiskMBPerSandbox", "maxTimeoutSec", "maxConcurrentBuilds", "createsPerMinute",
+] as const satisfies readonly (keyof TeamQuotaValues)[];
+
+/** Environment variables of the defaults every team gets unless overridden (PATCH /burrow/v1/teams/{id}). */
+export const QUOTA_ENV: Readonly<Record<keyof TeamQuotaValues, string>> = {
+  maxRunningSandboxes: "BURROW_TEAM_MAX_RUNNING_SANDBOXES",
+  maxVcpu: "BURROW_TEAM_MAX_VCPU",
+  maxMemoryMB: "BURROW_TEAM_MAX_MEMORY_MB",
+  maxDiskMBPerSandbox: "BURROW_TEAM_MAX_DISK_MB_PER_SANDBOX",
+  maxTimeoutSec: "BURROW_TEAM_MAX_TIMEOUT_SEC",
+  maxConcurrentBuilds: "BURROW_TEAM_MAX_CONCURRENT_BUILDS",
+  createsPerMinute: "BURROW_TEAM_CREATES_PER_MINUTE",
+};
+
+export const UNLIMITED_QUOTAS: TeamQuotaValues = {
+  maxRunningSandboxes: 0, maxVcpu: 0, maxMemoryMB: 0, maxDiskMBPerSandbox: 0, maxTimeoutSec: 0, maxConcurrentBuilds: 0, createsPerMinute: 0,
+};
+
+/** The configured defaults: explicit values first, then BURROW_TEAM_* variables; unlimited when neither is set. */
+export function resolveQuotaDefaults(input: TeamQuotaOverrides = {}, env: NodeJS.ProcessEnv = {}): TeamQuotaValues {
+  const out = { ...UNLIMITED_QUOTAS };
+  for (const name of QUOTA_NAMES) {
+    const raw = input[name] ?? env[QUOTA_ENV[name]];
+    if (raw === undefined || raw === "") continue;
+    const value = typeof raw === "number" ? raw : Number(raw);
+    if (!Number.isInteger(value) || value < 0) {
+      throw new Error(`${input[name] !== undefined ? `teamQuotas.${name}` : QUOTA_ENV[name]} must be a non-negative integer (0 = unlimited), got "${raw}"`);
+    }
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Validate a PATCH body's quotas: known names, non-negative integers, or null to return to the default. */
+export function parseQuotaPatch(body: unknown, current: TeamQuotaOverrides): TeamQuotaOverrides {
+  if (typeof body !== "object" || body === null || Array.isArray(body)) throw new BurrowError(Code.InvalidArgument, "quotas must be an object");
+  const next: TeamQuotaOverrides = { ...current };
+  for (const [name, value] of Object.entries(body)) {
+    if (!(QUOTA_NAMES as readonly string[]).includes(name)) {
+      throw new BurrowError(Code.InvalidArgument, `unknown quota "${name}"; known: ${QUOTA_NAMES.join(", ")}`);
+    }
+    const key = name as keyof TeamQuotaValues;
+    if (value === null) delete next[key];
+    else if (Number.isInteger(value) && (value as number) >= 0) next[key] = value as number;
+    else throw new BurrowError(Code.InvalidArgument, `quota ${name} must be a non-negative integer (0 = unlimited) or null (the default), got ${JSON.stringify(value)}`);
+  }
+  return next;
+}
+
+export interface TeamUsage {
+  runningSandboxes: number;
+  vcpu: number;
+  memoryMB: number;
+}
+
+export interface SandboxAsk {
+  count: number;
+  cpuCount: number;
+  memoryMB: number;
+  diskMB: number;
+  /** Lifetime asked for, seconds (undefined: the server default, checked against the quota too). */
+  timeoutSec: number;
+  /** Whether these are new sandboxes (counted by the create rate) or resumed ones. */
+  kind: "new" | "resume";
+}
+
+export interface QuotaReservation {
+  release(): void;
+}
+
+export interface TeamQuotasDeps {
+  defaults: TeamQuotaValues;
+  overrides: (teamId: string) => TeamQuotaOverrides;
+  usage: (teamId: string) => TeamUsage;
+  /** Builds of the team still running. */
+  runningBuilds: (teamId: string) => number;
+  now?: () => number;
+}
+
+const RATE_WINDOW_MS = 60_000;
+
+export class TeamQuotas {
+  readonly #d: TeamQuotasDeps;
+  /** Admitted but not yet in the store, per team. */
+  readonly #inFlight = new Map<string, TeamUsage[]>();
+  /** Start times within the last minute, per team. */
+  readonly #starts = new Map<string, number[]>();
+
+  constructor(deps: TeamQuotasDeps) {
+    this.#d = deps;
+  }
+
+  effective(teamId: string): TeamQuotaValues {
+    return { ...this.#d.defaults, ...this.#d.overrides(teamId) };
+  }
+
+  /** Usage now: the store's running sandboxes plus admissions in flight. */
+  usage(teamId: string): TeamUsage {
+    const u = { ...this.#d.usage(teamId) };
+    for (const f of this.#inFlight.get(teamId) ?? []) {
+      u.runningSandboxes += f.runningSandboxes;
+      u.vcpu += f.vcpu;
+      u.memoryMB += f.memoryMB;
+    }
+    return u;
+  }
+
+  /** Starts in the last minute. */
+  startRate(teamId: string): number {
+    return this.#recentStarts(teamId).length;
+  }
+
+  /** Check the timeout alone (setTimeout, connect of a running sandbox). */
+  checkTimeout(teamId: string, timeoutSec: number): void {
+    const q = this.effective(teamId);
+    if (q.maxTimeoutSec > 0 && timeoutSec > q.maxTimeoutSec) {
+      refuse("maxTimeoutSec", `sandbox timeout ${timeoutSec} s exceeds your team's limit of ${q.maxTimeoutSec} s`);
+    }
+  }
+
+  /** Admit sandboxes for a team, holding their place until `release` (call it once they are in the store or failed). */
+  admit(teamId: string, ask: SandboxAsk): QuotaReservation {
+    const q = this.effective(teamId);
+    const u = this.usage(teamId);
+    this.checkTimeout(teamId, ask.timeoutSec);
+    if (q.maxDiskMBPerSandbox > 0 && ask.diskMB > q.maxDiskMBPerSandbox) {
+      refuse("maxDiskMBPerSandbox", `sandbox disk ${ask.diskMB} MiB exceeds your team's limit of ${q.maxDiskMBPerSandbox} MiB per sandbox`);
+    }
+    if (q.maxRunningSandboxes > 0 && u.runningSandboxes + ask.count > q.maxRunningSandboxes) {
+      refuse("maxRunningSandboxes", `your team has ${u.runningSandboxes} running sandboxes and may run ${q.maxRunningSandboxes} at once (asked for ${ask.count} more)`);
+    }
+    if (q.maxVcpu > 0 && u.vcpu + ask.count * ask.cpuCount > q.maxVcpu) {
+      refuse("maxVcpu", `your team's running sandboxes use ${u.vcpu} vCPUs of ${q.maxVcpu} (asked for ${ask.count * ask.cpuCount} more)`);
+    }
+    if (q.maxMemoryMB > 0 && u.memoryMB + ask.count * ask.memoryMB > q.maxMemoryMB) {
+      refuse("maxMemoryMB", `your team's running sandboxes use ${u.memoryMB} MiB of memory of ${q.maxMemoryMB} MiB (asked for ${ask.count * ask.memoryMB} MiB more)`);
+    }
+    const starts = this.#recentStarts(teamId);
+    if (ask.kind === "new" && q.createsPerMinute > 0 && starts.length + ask.count > q.createsPerMinute) {
+      refuse("createsPerMinute", `your team started ${starts.length} sandboxes in the last minute and may start ${q.createsPerMinute} per minute`);
+    }
+    if (ask.kind === "new") {
+      const now = this.#now();
+      for (let i = 0; i < ask.count; i++) starts.push(now);
+    }
+    const held: TeamUsage = { runningSandboxes: ask.count, vcpu: ask.count * ask.cpuCount, memoryMB: ask.count * ask.memoryMB };
+    const list = this.#inFlight.get(teamId) ?? [];
+    list.push(held);
+    this.#inFlight.set(teamId, list);
+    let released = false;
+    return {
+      release: () => {
+        if (released) return;
+        released = true;
+        const current = this.#inFlight.get(teamId) ?? [];
+        const i = current.indexOf(held);
+        if (i >= 0) current.splice(i, 1);
+        if (current.length === 0) this.#inFlight.delete(teamId);
+      },
+    };
+  }
+
+  /** A template build may start for the team. */
+  admitBuild(teamId: string): void {
+    const q = this.effective(teamId);
+    const running = this.#d.runningBuilds(teamId);
+    if (q.maxConcurrentBuilds > 0 && running >= q.maxConcurrentBuilds) {
+      refuse("maxConcurrentBuilds", `your team has ${running} template builds running and may run ${q.maxConcurrentBuilds} at once`);
+    }
+  }
+
+  #recentStarts(teamId: string): number[] {
+    const cutoff = this.#now() - RATE_WINDOW_MS;
+    const kept = (this.#starts.get(teamId) ?? []).filter((t) => t > cutoff);
+    this.#starts.set(teamId, kept);
+    return kept;
+  }
+
+  #now(): number {
+    return this.#d.now?.() ?? Date.now();
+  }
+}
+
+function refuse(quota: keyof TeamQuotaValues, message: string): never {
+  throw new BurrowError(Code.ResourceExhausted, `team quota ${quota} reached: ${message}`, { reason: `team_quota_${quota}` });
+}

@@ -1,0 +1,165 @@
+// Teams, keys, ownership, quotas, audit and team metrics assembled for one server, and the default team made on
+// first start: it holds every key that predates teams, and its oldest key (or BURROW_API_KEY) is the instance admin.
+import type { FastifyInstance } from "fastify";
+import type { Bus } from "@burrow/bus";
+import type { Logger } from "pino";
+import type { Db } from "../store/database.js";
+import type { SandboxStore } from "../store/sandboxes.js";
+import type { SandboxRow } from "../store/sandboxes.js";
+import type { SandboxService } from "../lifecycle/sandbox-service.js";
+import type { ServerConfig } from "../config.js";
+import { registerAccessHooks } from "./access-hooks.js";
+import { registerApiKeyRoutes } from "./api-key-routes.js";
+import { AuditLog } from "./audit-log.js";
+import { registerAuditRoutes } from "./audit-routes.js";
+import type { Caller } from "./caller.js";
+import { KeyStreams } from "./key-streams.js";
+import { Ownership } from "./ownership.js";
+import { TeamMetrics } from "./team-metrics.js";
+import { TeamQuotas, type TeamQuotaValues } from "./team-quotas.js";
+import { registerTeamRoutes } from "./team-routes.js";
+import { TeamStore } from "./team-store.js";
+
+export const DEFAULT_TEAM_NAME = "default";
+
+export interface TeamServices {
+  store: TeamStore;
+  ownership: Ownership;
+  quotas: TeamQuotas;
+  audit: AuditLog;
+  metrics: TeamMetrics;
+  streams: KeyStreams;
+  defaultTeamId: string;
+  /** Count a template build of a team as running until the builder says it ended (maxConcurrentBuilds). */
+  buildStarted(teamId: string, templateId: string, buildId: string): void;
+  /** The sandboxes a caller's team owns, of the rows given. */
+  visibleSandboxes(caller: Caller | null, rows: SandboxRow[]): SandboxRow[];
+  close(): void;
+}
+
+export interface TeamServicesDeps {
+  db: Db;
+  sandboxStore: SandboxStore;
+  resolveTemplate: (ref: string) => { templateId: string; aliases: string[] } | undefined;
+  quotaDefaults: TeamQuotaValues;
+  bus?: Bus | undefined;
+  logger: Logger;
+  /** The plaintext of BURROW_API_KEY, which is the instance admin's. */
+  configuredKey: string | null;
+  /** The plaintext of a key created at this start (completed with its mask). */
+  createdKey: string | null;
+  /** A build's status, to count a team's running builds. */
+  buildStatus?: ((templateId: string, buildId: string) => string | undefined) | undefined;
+}
+
+export function openTeamServices(d: TeamServicesDeps): TeamServices {
+  const store = new TeamStore(d.db);
+  const defaultTeamId = (store.teams().find((t) => t.name === DEFAULT_TEAM_NAME) ?? store.teams()[0] ?? store.createTeam(DEFAULT_TEAM_NAME)).teamId;
+  store.adoptKeys(defaultTeamId);
+  for (const key of [d.createdKey, d.configuredKey]) if (key) store.completeKey(key);
+  if (d.configuredKey) store.makeInstanceAdmin(d.configuredKey);
+
+  const ownership = new Ownership({
+    db: d.db,
+    defaultTeamId: () => defaultTeamId,
+    teamOfKey: (id) => store.teamOfKey(id),
+    sandbox: (id) => d.sandboxStore.get(id),
+    resolveTemplate: d.resolveTemplate,
+  });
+  const running = () => {
+    const byTeam = new Map<string, { runningSandboxes: number; vcpu: number; memoryMB: number }>();
+    for (const row of d.sandboxStore.list()) {
+      if (row.state !== "running") continue;
+      const team = ownership.teamOfSandbox(row);
+      const u = byTeam.get(team) ?? { runningSandboxes: 0, vcpu: 0, memoryMB: 0 };
+      u.runningSandboxes++;
+      u.vcpu += row.cpuCount;
+      u.memoryMB += row.memoryMB;
+      byTeam.set(team, u);
+    }
+    return byTeam;
+  };
+  const builds = new Map<string, Set<string>>();
+  const quotas = new TeamQuotas({
+    defaults: d.quotaDefaults,
+    overrides: (teamId) => store.team(teamId)?.quotas ?? {},
+    usage: (teamId) => running().get(teamId) ?? { runningSandboxes: 0, vcpu: 0, memoryMB: 0 },
+    runningBuilds: (teamId) => {
+      const set = builds.get(teamId);
+      if (!set) return 0;
+      for (const entry of [...set]) {
+        const [templateId, buildId] = entry.split("\n") as [string, string];
+        const status = d.buildStatus?.(templateId, buildId);
+        if (status !== "building" && status !== "waiting") set.delete(entry);
+      }
+      return set.size;
+    },
+  });
+  const metrics = new TeamMetrics({ running: () => new Map([...running()].map(([team, u]) => [team, u.runningSandboxes])) });
+  metrics.start();
+  const audit = new AuditLog({ db: d.db, bus: d.bus, logger: d.logger });
+  const streams = new KeyStreams();
+  const services: TeamServices = {
+    store,
+    ownership,
+    quotas,
+    audit,
+    metrics,
+    streams,
+    defaultTeamId,
+    buildStarted: (teamId, templateId, buildId) => {
+      const set = builds.get(teamId) ?? new Set<string>();
+      set.add(`${templateId}\n${buildId}`);
+      builds.set(teamId, set);
+    },
+    visibleSandboxes: (caller, rows) => (caller ? rows.filter((r) => ownership.teamOfSandbox(r) === caller.teamId) : rows),
+    close: () => metrics.close(),
+  };
+  return services;
+}
+
+/** Routes (teams, keys, audit) and the access hooks every other route passes through. */
+export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
+  sandboxes: SandboxService;
+  config: () => ServerConfig;
+  templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
+}): void {
+  registerAccessHooks(app, {
+    ownership: t.ownership,
+    quotas: t.quotas,
+    audit: t.audit,
+    metrics: t.metrics,
+    sandboxes: deps.sandboxes,
+    config: deps.config,
+    templateSize: deps.templateSize,
+    buildStarted: (teamId, templateId, buildId) => t.buildStarted(teamId, templateId, buildId),
+  });
+  registerListFilters(app, t);
+  registerTeamRoutes(app, t);
+  registerApiKeyRoutes(app, t);
+  registerAuditRoutes(app, t);
+}
+
+/** Unpaginated lists whose routes know nothing of teams: filtered on the way out. */
+function registerListFilters(app: FastifyInstance, t: TeamServices): void {
+  app.addHook("onSend", async (request, reply, payload) => {
+    const c = request.caller;
+    if (!c || request.method !== "GET" || reply.statusCode !== 200 || typeof payload !== "string") return payload;
+    const url = request.routeOptions.url;
+    if (url !== "/templates" && url !== "/burrow/v1/triggers") return payload;
+    let items: unknown;
+    try {
+      items = JSON.parse(payload);
+    } catch {
+      return payload;
+    }
+    if (!Array.isArray(items)) return payload;
+    const kept =
+      url === "/templates"
+        ? items.filter((i: { templateID?: string }) => typeof i.templateID === "string" && t.ownership.canSee(c, "template", i.templateID))
+        : items.filter((i: { id?: string }) => typeof i.id === "string" && (t.ownership.recordedOwner("trigger", i.id) ?? (c.instanceAdmin ? c.teamId : undefined)) === c.teamId);
+    const out = JSON.stringify(kept);
+    reply.header("content-length", Buffer.byteLength(out));
+    return out;
+  });
+}

@@ -1,0 +1,239 @@
+// Teams and their keys in burrow.db. Keys are stored as sha256 hashes (store/api-keys.ts); a revoked key keeps its
+// row (revoked_at) so that what it created keeps its team, and stops authenticating at once.
+import { randomUUID } from "node:crypto";
+import { BurrowError, Code } from "@burrow/protocol";
+import { hashApiKey } from "../store/api-keys.js";
+import type { Db } from "../store/database.js";
+import type { TeamQuotaOverrides } from "./team-quotas.js";
+
+export type KeyRole = "member" | "admin" | "instance_admin";
+
+export interface Team {
+  teamId: string;
+  name: string;
+  quotas: TeamQuotaOverrides;
+  createdAt: Date;
+}
+
+export interface TeamKey {
+  /** api_keys.id: what sandboxes and secrets reference. */
+  id: number;
+  /** E2B's key id (a uuid), used by the /api-keys endpoints. */
+  publicId: string;
+  teamId: string;
+  name: string;
+  role: KeyRole;
+  prefix: string;
+  suffix: string | null;
+  valueLength: number | null;
+  createdAt: Date;
+  lastUsed: Date | null;
+  revokedAt: Date | null;
+}
+
+interface KeyRow {
+  id: number;
+  public_id: string;
+  team_id: string | null;
+  name: string;
+  role: string;
+  prefix: string;
+  suffix: string | null;
+  value_length: number | null;
+  created_at: number;
+  last_used: number | null;
+  revoked_at: number | null;
+}
+
+interface TeamRow {
+  team_id: string;
+  name: string;
+  quotas: string;
+  created_at: number;
+}
+
+const PREFIX_LENGTH = 8;
+const SUFFIX_LENGTH = 4;
+/** lastUsed is written at most this often per key: a write per request would serialize every API call. */
+const LAST_USED_RESOLUTION_MS = 60_000;
+
+const KEY_COLUMNS = "id, public_id, team_id, name, role, prefix, suffix, value_length, created_at, last_used, revoked_at";
+
+function toKey(r: KeyRow): TeamKey {
+  return {
+    id: r.id,
+    publicId: r.public_id,
+    teamId: r.team_id ?? "",
+    name: r.name,
+    role: (r.role === "admin" || r.role === "instance_admin" ? r.role : "member") as KeyRole,
+    prefix: r.prefix,
+    suffix: r.suffix,
+    valueLength: r.value_length,
+    createdAt: new Date(r.created_at),
+    lastUsed: r.last_used === null ? null : new Date(r.last_used),
+    revokedAt: r.revoked_at === null ? null : new Date(r.revoked_at),
+  };
+}
+
+function toTeam(r: TeamRow): Team {
+  let quotas: TeamQuotaOverrides = {};
+  try {
+    quotas = JSON.parse(r.quotas) as TeamQuotaOverrides;
+  } catch {
+    // A hand-edited row: no overrides rather than a broken team.
+  }
+  return { teamId: r.team_id, name: r.name, quotas, createdAt: new Date(r.created_at) };
+}
+
+export class TeamStore {
+  readonly #db: Db;
+  /** Keys by hash: authentication runs on every request. Invalidated on every key write. */
+  readonly #byHash = new Map<string, TeamKey | null>();
+
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  // ---- teams
+
+  createTeam(name: string, now = new Date()): Team {
+    const teamId = randomUUID();
+    try {
+      this.#db.prepare("INSERT INTO teams (team_id, name, quotas, created_at) VALUES (?, ?, '{}', ?)").run(teamId, name, now.getTime());
+    } catch (err) {
+      if ((err as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
+        throw new BurrowError(Code.AlreadyExists, `a team named "${name}" already exists`);
+      }
+      throw err;
+    }
+    return this.team(teamId)!;
+  }
+
+  team(teamId: string): Team | undefined {
+    const row = this.#db.prepare<[string], TeamRow>("SELECT * FROM teams WHERE team_id = ?").get(teamId);
+    return row && toTeam(row);
+  }
+
+  teams(): Team[] {
+    return this.#db.prepare<[], TeamRow>("SELECT * FROM teams ORDER BY created_at, name").all().map(toTeam);
+  }
+
+  setQuotas(teamId: string, quotas: TeamQuotaOverrides): Team | undefined {
+    this.#db.prepare("UPDATE teams SET quotas = ? WHERE team_id = ?").run(JSON.stringify(quotas), teamId);
+    return this.team(teamId);
+  }
+
+  renameTeam(teamId: string, name: string): void {
+    try {
+      this.#db.prepare("UPDATE teams SET name = ? WHERE team_id = ?").run(name, teamId);
+    } catch (err) {
+      if ((err as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") {
+        throw new BurrowError(Code.AlreadyExists, `a team named "${name}" already exists`);
+      }
+      throw err;
+    }
+  }
+
+  // ---- keys
+
+  /** Register a new key's hash in a team. The plaintext is the caller's to show once. */
+  addKey(key: string, input: { teamId: string; name: string; role: KeyRole }, now = new Date()): TeamKey {
+    const publicId = randomUUID();
+    this.#db
+      .prepare(
+        `INSERT INTO api_keys (hash, prefix, created_at, team_id, public_id, name, role, value_length, suffix)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      )
+      .run(hashApiKey(key), key.slice(0, PREFIX_LENGTH), now.getTime(), input.teamId, publicId, input.name, input.role, key.length, key.slice(-SUFFIX_LENGTH));
+    this.#byHash.clear();
+    return this.keyByPublicId(publicId)!;
+  }
+
+  /** The live (not revoked) key a plaintext names, or undefined. */
+  verify(key: string): TeamKey | undefined {
+    const hash = hashApiKey(key);
+    let found = this.#byHash.get(hash);
+    if (found === undefined) {
+      const row = this.#db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE hash = ?`).get(hash);
+      found = row && row.revoked_at === null ? toKey(row) : null;
+      this.#byHash.set(hash, found);
+    }
+    return found ?? undefined;
+  }
+
+  /** Record a use (coarsely: at most once a minute per key). */
+  touch(key: TeamKey, now = Date.now()): void {
+    if (key.lastUsed && now - key.lastUsed.getTime() < LAST_USED_RESOLUTION_MS) return;
+    key.lastUsed = new Date(now);
+    this.#db.prepare("UPDATE api_keys SET last_used = ? WHERE id = ?").run(now, key.id);
+  }
+
+  keyById(id: number): TeamKey | undefined {
+    const row = this.#db.prepare<[number], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE id = ?`).get(id);
+    return row && toKey(row);
+  }
+
+  keyByPublicId(publicId: string): TeamKey | undefined {
+    const row = this.#db.prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE public_id = ?`).get(publicId);
+    return row && toKey(row);
+  }
+
+  /** Live keys of a team, oldest first. */
+  keysOf(teamId: string): TeamKey[] {
+    return this.#db
+      .prepare<[string], KeyRow>(`SELECT ${KEY_COLUMNS} FROM api_keys WHERE team_id = ? AND revoked_at IS NULL ORDER BY id`)
+      .all(teamId)
+      .map(toKey);
+  }
+
+  renameKey(id: number, name: string): void {
+    this.#db.prepare("UPDATE api_keys SET name = ? WHERE id = ?").run(name, id);
+    this.#byHash.clear();
+  }
+
+  /** Mark a key revoked; true when it was live. */
+  revokeKey(id: number, now = new Date()): boolean {
+    const changed = this.#db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now.getTime(), id).changes > 0;
+    this.#byHash.clear();
+    return changed;
+  }
+
+  /** The team a key (api_keys.id) belongs to, revoked or not. */
+  teamOfKey(id: number): string | undefined {
+    return this.keyById(id)?.teamId || undefined;
+  }
+
+  // ---- bootstrap (ensure-default-team.ts)
+
+  /** Keys that predate teams: put them in `teamId`; the oldest becomes the instance admin when there is none. */
+  adoptKeys(teamId: string): void {
+    this.#db.transaction(() => {
+      this.#db.prepare("UPDATE api_keys SET team_id = ? WHERE team_id IS NULL").run(teamId);
+      const unnamed = this.#db.prepare<[], { id: number }>("SELECT id FROM api_keys WHERE public_id IS NULL").all();
+      for (const { id } of unnamed) this.#db.prepare("UPDATE api_keys SET public_id = ? WHERE id = ?").run(randomUUID(), id);
+      const admin = this.#db.prepare<[], { n: number }>("SELECT count(*) AS n FROM api_keys WHERE role = 'instance_admin' AND revoked_at IS NULL").get()!;
+      if (admin.n === 0) {
+        this.#db
+          .prepare("UPDATE api_keys SET role = 'instance_admin' WHERE id = (SELECT min(id) FROM api_keys WHERE team_id = ? AND revoked_at IS NULL)")
+          .run(teamId);
+      }
+    })();
+    this.#byHash.clear();
+  }
+
+  /** Make the key with this plaintext the instance admin (BURROW_API_KEY names the operator's key). */
+  makeInstanceAdmin(key: string): void {
+    this.#db.prepare("UPDATE api_keys SET role = 'instance_admin' WHERE hash = ?").run(hashApiKey(key));
+    this.#byHash.clear();
+  }
+
+  /** Keys registered outside this class (ApiKeyStore.add at first start) lack a public id, length and suffix. */
+  completeKey(key: string): void {
+    this.#db
+      .prepare("UPDATE api_keys SET value_length = ?, suffix = ? WHERE hash = ? AND value_length IS NULL")
+      .run(key.length, key.slice(-SUFFIX_LENGTH), hashApiKey(key));
+    const row = this.#db.prepare<[string], { id: number; public_id: string | null }>("SELECT id, public_id FROM api_keys WHERE hash = ?").get(hashApiKey(key));
+    if (row && row.public_id === null) this.#db.prepare("UPDATE api_keys SET public_id = ? WHERE id = ?").run(randomUUID(), row.id);
+    this.#byHash.clear();
+  }
+}
