@@ -16,6 +16,7 @@ import { createServerMetrics } from "./metrics/prometheus.js";
 import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
 import { openStore, type Store } from "./store/store.js";
 import { openSecrets } from "./secrets/index.js";
+import { ModelGateway, type ModelGatewayListen } from "./models/index.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
@@ -48,6 +49,8 @@ export interface ServerDeps {
   bus?: Bus;
   /** Endpoints other packages serve on this port behind the API key (Burrow's MCP server at /mcp). */
   mounts?: readonly HttpMount[];
+  /** Where the model gateway listens (its own port). @default 127.0.0.1, a free port (GET /burrow/v1/models/gateway) */
+  modelGateway?: ModelGatewayListen;
   /** Quotas every team gets unless overridden per team; unset ones come from BURROW_TEAM_* (unlimited without). */
   teamQuotas?: TeamQuotaOverrides;
 }
@@ -147,6 +150,11 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     cleanups.push(() => gateway.close());
 
+    const secrets = openSecrets(cfg.stateDir, store.secrets);
+    const models = new ModelGateway({ store: store.models, secrets, apiKeys: store.apiKeys, sandboxes, orchestrator: deps.orchestrator, logger });
+    cleanups.push(() => models.close());
+    await models.listen(deps.modelGateway);
+
     const domainForPort = await resolveDomain(cfg, logger);
     const tls = await prepareServerTls(cfg, logger, deps.signal);
     let serverUrl = "";
@@ -201,7 +209,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       buildStatus: deps.templates ? (templateId, buildId) => buildStatusOf(deps.templates!, templateId, buildId) : undefined,
     });
     cleanups.push(() => teams.close());
-    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets: openSecrets(cfg.stateDir, store.secrets), registry, teams };
+    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams };
     const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.

@@ -27,6 +27,7 @@ import type { Bus } from "@burrow/bus";
 import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 import { registerCheckpointApi } from "./checkpoints/index.js";
 import { registerSecretRoutes } from "./secrets/index.js";
+import { registerModelRoutes } from "../models/index.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -88,6 +89,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerForkRoute(app, ctx);
   registerNetworkRoutes(app, ctx);
   registerSecretRoutes(app, ctx.secrets);
+  registerModelRoutes(app, ctx.models);
   registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger });
   if (opts.templates) {
     registerTemplateApi(app, {

@@ -8,6 +8,7 @@ import type { ApiKeyStore } from "../store/api-keys.js";
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
 import type { TeamServices } from "../teams/team-services.js";
 import type { SecretService } from "../secrets/index.js";
+import type { ModelGateway } from "../models/index.js";
 
 export interface ApiContext {
   config: ServerConfig;
@@ -19,6 +20,8 @@ export interface ApiContext {
   networks: SandboxNetworkStore;
   /** E2B's secrets (write-only values, encrypted at rest). */
   secrets: SecretService;
+  /** The model gateway (its configuration is served under /burrow/v1/models). */
+  models: ModelGateway;
   registry: Registry;
   /** Teams, keys, ownership, quotas and audit (teams/). */
   teams: TeamServices;

@@ -120,6 +120,18 @@ export class SecretService {
     return this.#cipher.open(row.sealedValue, row.secretId);
   }
 
+  /**
+   * Seal a credential held elsewhere (a model provider's literal key) under the secrets key, bound to `context` (the
+   * same context must open it).
+   */
+  sealCredential(plaintext: string, context: string): Buffer {
+    return this.#cipher.seal(plaintext, context);
+  }
+
+  openCredential(sealed: Buffer, context: string): string {
+    return this.#cipher.open(sealed, context);
+  }
+
   #require(owner: SecretOwner, ref: string): SecretRow {
     const row = ref.startsWith(SECRET_ID_PREFIX) ? this.#store.byId(owner, ref) : this.#store.byName(owner, ref.toLowerCase());
     if (!row) throw notFound(ref);

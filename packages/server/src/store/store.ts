@@ -4,6 +4,7 @@ import { ApiKeyStore } from "./api-keys.js";
 import { SandboxNetworkStore } from "./sandbox-networks.js";
 import { SandboxStore } from "./sandboxes.js";
 import { SecretStore } from "../secrets/secret-store.js";
+import { ModelStore } from "../models/model-store.js";
 
 export interface Store {
   /** The database itself, for modules that keep their own tables (teams/). */
@@ -12,6 +13,7 @@ export interface Store {
   readonly sandboxes: SandboxStore;
   readonly networks: SandboxNetworkStore;
   readonly secrets: SecretStore;
+  readonly models: ModelStore;
   close(): void;
 }
 
@@ -23,6 +25,7 @@ export function openStore(stateDir: string): Store {
     sandboxes: new SandboxStore(db),
     networks: new SandboxNetworkStore(db),
     secrets: new SecretStore(db),
+    models: new ModelStore(db),
     close: () => {
       if (db.open) db.close();
     },

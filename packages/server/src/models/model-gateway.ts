@@ -1,0 +1,138 @@
+// The model gateway: its own listener (so sandboxes can be sent to it alone, e.g. as the host service
+// `models.burrow`), callers identified by source address (a sandbox: no key needed, the key that created it is
+// charged) or by a Burrow API key (host clients: `Authorization: Bearer` or `x-api-key`, as the vendors' SDKs send).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { Orchestrator } from "@burrow/orchestrator";
+import type { Logger } from "pino";
+import { apiKeyFromHeaders } from "../auth/credentials.js";
+import type { SandboxService } from "../lifecycle/sandbox-service.js";
+import type { SecretService } from "../secrets/index.js";
+import type { ApiKeyStore } from "../store/api-keys.js";
+import { BudgetCounters } from "./budgets.js";
+import { CircuitBreakers } from "./circuit-breaker.js";
+import { checkGatewaySettings, type GatewaySettings } from "./gateway-settings.js";
+import { ModelProxy, type ModelCaller } from "./model-proxy.js";
+import type { ModelStore, UsageRow } from "./model-store.js";
+import { sendProviderError } from "./provider-errors.js";
+import { ProviderRegistry } from "./provider-registry.js";
+import { UpstreamAgents } from "./upstream-attempt.js";
+
+export interface ModelGatewayDeps {
+  store: ModelStore;
+  secrets: SecretService;
+  apiKeys: ApiKeyStore;
+  sandboxes: SandboxService;
+  orchestrator: Orchestrator;
+  logger: Logger;
+}
+
+export interface ModelGatewayListen {
+  /** @default "127.0.0.1" */
+  host?: string;
+  /** 0 picks a free port. @default 0 */
+  port?: number;
+}
+
+export class ModelGateway {
+  readonly providers: ProviderRegistry;
+  readonly #store: ModelStore;
+  readonly #budgets = new BudgetCounters();
+  readonly #agents = new UpstreamAgents();
+  readonly #proxy: ModelProxy;
+  readonly #d: ModelGatewayDeps;
+  #settings: GatewaySettings;
+  #server: Server | undefined;
+  #url: string | null = null;
+
+  constructor(deps: ModelGatewayDeps) {
+    this.#d = deps;
+    this.#store = deps.store;
+    this.#settings = this.#store.settings();
+    const breakers = new CircuitBreakers(() => this.#settings);
+    this.providers = new ProviderRegistry(this.#store, deps.secrets, breakers);
+    this.#proxy = new ModelProxy({
+      providers: this.providers,
+      store: this.#store,
+      breakers,
+      budgets: this.#budgets,
+      agents: this.#agents,
+      settings: () => this.#settings,
+      logger: deps.logger,
+    });
+  }
+
+  /** Where the gateway listens (http://host:port), null before listen(). */
+  get url(): string | null {
+    return this.#url;
+  }
+
+  settings(): GatewaySettings {
+    return this.#settings;
+  }
+
+  /** Replace the settings; budgets' windows restart. */
+  setSettings(next: GatewaySettings): GatewaySettings {
+    checkGatewaySettings(next);
+    this.#store.putSettings(next);
+    this.#settings = next;
+    this.#budgets.clear();
+    return next;
+  }
+
+  usage(sandboxId?: string): UsageRow[] {
+    return this.#store.usage(sandboxId);
+  }
+
+  async listen(opts: ModelGatewayListen = {}): Promise<void> {
+    const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.#handle(req, res));
+    this.#server = server;
+    const host = opts.host ?? "127.0.0.1";
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(opts.port ?? 0, host, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    const address = server.address();
+    const port = typeof address === "object" && address ? address.port : 0;
+    this.#url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
+    this.#d.logger.info({ url: this.#url }, "model gateway listening");
+  }
+
+  async close(): Promise<void> {
+    const server = this.#server;
+    this.#server = undefined;
+    if (server) {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+    this.#agents.close();
+  }
+
+  #handle(req: IncomingMessage, res: ServerResponse): void {
+    const caller = this.#identify(req);
+    const kind = (req.url ?? "").split("?")[0]!.endsWith("/messages") ? "anthropic" : "openai";
+    if (!caller) {
+      req.resume();
+      return sendProviderError(res, kind, 401, "unknown caller: send a Burrow API key (Authorization: Bearer or x-api-key) or call from a sandbox", { code: "invalid_api_key" });
+    }
+    this.#proxy.handle(req, res, caller).catch((err: unknown) => {
+      this.#d.logger.error({ err }, "model gateway request failed");
+      sendProviderError(res, kind, 502, "model gateway error");
+    });
+  }
+
+  /** A sandbox by its source address, else a host client by its API key; undefined when neither. */
+  #identify(req: IncomingMessage): ModelCaller | undefined {
+    const remote = (req.socket.remoteAddress ?? "").replace(/^::ffff:/, "");
+    const record = this.#d.orchestrator.listSandboxes().find((r) => r.address === remote);
+    if (record) {
+      const live = this.#d.sandboxes.live(record.sandboxId);
+      if (live) return { sandboxId: record.sandboxId, apiKeyId: live.row.apiKeyId };
+    }
+    const key = apiKeyFromHeaders(req.headers);
+    const info = key ? this.#d.apiKeys.verify(key) : undefined;
+    return info ? { sandboxId: null, apiKeyId: info.id } : undefined;
+  }
+}
