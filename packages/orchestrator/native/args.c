@@ -70,6 +70,8 @@ int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errl
     else if (strcmp(a, "--cgroup") == 0) {
       if (cfg->n_cgroups == MAX_CGROUPS) return snprintf(err, errlen, "too many --cgroup"), -1;
       cfg->cgroups[cfg->n_cgroups++] = v;
+    } else if (strcmp(a, "--volume") == 0) {
+      if (parse_volume(v, cfg, err, errlen)) return -1;
     } else if (strcmp(a, "--env") == 0) {
       if (cfg->n_env == MAX_ENV) return snprintf(err, errlen, "too many --env"), -1;
       if (strchr(v, '=') == NULL || v[0] == '=') return snprintf(err, errlen, "--env wants K=V, got %s", v), -1;

@@ -110,8 +110,9 @@ void sandbox_child(const struct config *cfg_in, int from_parent, int to_parent, 
     fail(to_parent, &m);
   }
   if (setup_stdio(log_fd, &m)) fail(to_parent, &m);
-  int keep[] = {from_parent, to_parent, cfg->merged_fd, cfg->runtime_tree};
-  close_other_fds(keep, 4);
+  int keep[4 + MAX_VOLUMES] = {from_parent, to_parent, cfg->merged_fd, cfg->runtime_tree};
+  for (int i = 0; i < cfg->n_volumes; i++) keep[4 + i] = cfg->volume_tree[i];
+  close_other_fds(keep, 4 + cfg->n_volumes);
   umask(022);
 
   if (setup_rootfs(cfg, &m)) fail(to_parent, &m);

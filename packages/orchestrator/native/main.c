@@ -200,6 +200,8 @@ int main(int argc, char **argv) {
   cfg.host_base = cfg.ranges_base ? cfg.ranges_base + (cfg.owner - cfg.owner_base) * cfg.uid_count : cfg.uid_base;
   mount_overlay(&cfg);
   cfg.runtime_tree = runtime_tree(&cfg);
+  char vwhat[600];
+  if (volume_trees(&cfg, vwhat, sizeof vwhat)) die("volume", "%s", vwhat);
   /* The child finds the overlay as its cwd: the kernel moves a cwd into the copy of the mount
    * namespace that clone makes, and no host path has to be walked with the owner's credentials. */
   if (chdir(cfg.merged)) die("overlay", "chdir %s", cfg.merged);
@@ -231,6 +233,7 @@ int main(int argc, char **argv) {
   }
   if (cfg.owner_lock_fd >= 0) close(cfg.owner_lock_fd); /* unlocks once the child closed its copy too */
   close(cfg.runtime_tree);
+  close_volume_trees(&cfg);
   close(p2c[0]);
   close(c2p[1]);
   close(log_fd);

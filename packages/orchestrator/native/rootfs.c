@@ -76,6 +76,7 @@ int setup_rootfs(const struct config *cfg, struct msg *m) {
 
   if (mount_runtime(cfg->runtime_tree, m)) return -1;
   close(cfg->runtime_tree);
+  if (attach_volumes(cfg, m)) return -1;
 
   if (umount2(OLDROOT, MNT_DETACH)) return msg_error(m, "pivot_root", "detach old root"), -1;
   if (rmdir(OLDROOT)) return msg_error(m, "pivot_root", "rmdir old root"), -1;

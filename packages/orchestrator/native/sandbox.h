@@ -10,6 +10,7 @@
 #define MAX_CGROUPS 16
 #define MAX_ENV 512
 #define MAX_USERNS_LIMITS 16
+#define MAX_VOLUMES 16
 
 /* The sandbox's network (netlink.c): veth == NULL for none. */
 struct net_config {
@@ -39,6 +40,9 @@ struct config {
   unsigned long grace_ms; /* SIGTERM → SIGKILL delay for the init */
   char *const *argv;      /* command, NULL-terminated */
   struct net_config net;
+  /* --volume HOST=PATH: host directories bound read-write at PATH inside (volumes.c). */
+  const char *volume_src[MAX_VOLUMES], *volume_dst[MAX_VOLUMES];
+  int n_volumes;
   /* Filled in by the launcher, not from the command line. */
   uid_t owner;        /* host uid owning the sandbox's user namespace (0: host root) */
   unsigned long host_base; /* first host uid of the sandbox's map: uid_base, or its own range */
@@ -48,6 +52,9 @@ struct config {
   int runtime_tree;
   /* The overlay in the child's own mount namespace, opened from the cwd it inherits. */
   int merged_fd;
+  /* The volumes as detached mounts (idmapped with per-sandbox ranges), made by the launcher as host
+   * root like runtime_tree; the child attaches them once "/" is the overlay. */
+  int volume_tree[MAX_VOLUMES];
   /* Values for the sandbox namespace's /proc/sys/user/ files, -1 to leave one alone (limits.c). */
   long userns_limits[MAX_USERNS_LIMITS];
 };
@@ -91,6 +98,13 @@ void sandbox_child(const struct config *cfg, int from_parent, int to_parent, int
 
 /* rootfs.c: mounts inside the sandbox. Return 0 or -1 with m filled. */
 int setup_rootfs(const struct config *cfg, struct msg *m);
+
+/* volumes.c: volume_trees runs in the launcher (host root), attach_volumes in the child after
+ * pivot_root. parse_volume: 0, or -1 with err filled. */
+int parse_volume(const char *v, struct config *cfg, char *err, size_t errlen);
+int volume_trees(struct config *cfg, char *what, size_t whatlen); /* -1 with errno and what set */
+int attach_volumes(const struct config *cfg, struct msg *m);
+void close_volume_trees(const struct config *cfg);
 
 /* mask.c */
 int mask_kernel_files(struct msg *m);

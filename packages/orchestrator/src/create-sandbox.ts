@@ -35,13 +35,16 @@ export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandbox
   const { host, pools } = deps;
   const template = await templateFor(deps, opts.template, opts.signal);
   const limits = sandboxLimits(template.defaults, opts.limits ?? {});
-  // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out.
-  let sandbox = pools.take(template);
+  // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out; volumes are
+  // bound at launch, so a create with volumes starts a sandbox of its own.
+  const volumes = opts.volumeMounts ?? [];
+  let sandbox = volumes.length === 0 ? pools.take(template) : undefined;
   if (!sandbox) {
     sandbox = await host.launch(template, limits, {
       allowInternetAccess: opts.allowInternetAccess,
       pooled: false,
       signal: opts.signal,
+      volumes,
     });
   }
   try {

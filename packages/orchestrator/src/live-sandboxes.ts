@@ -127,5 +127,6 @@ export function toRecord(sandbox: HostedSandbox): SandboxRecord {
     state: record.state ?? "running",
     ...(record.state === "paused" ? { pause: { kind: record.pause?.kind ?? "memory", since: new Date(record.pause?.since ?? record.startedAt) } } : {}),
     ...(record.bootId === undefined ? {} : { bootId: record.bootId }),
+    ...(record.volumes?.length ? { volumeMounts: record.volumes.map((v) => ({ ...v })) } : {}),
   };
 }

@@ -27,7 +27,7 @@ import type {
   SnapshotUsage,
   TemplateInfo,
 } from "./orchestrator-api.js";
-import type { SandboxEgress } from "./orchestrator-api.js";
+import type { SandboxEgress, VolumeHost } from "./orchestrator-api.js";
 import type {
   BranchCheckpointOptions,
   CheckpointInfo,
@@ -53,6 +53,7 @@ import { SnapshotCharges } from "./snapshots/snapshot-charges.js";
 import { removeStaleSnapshotCopies } from "./snapshots/snapshot-layer.js";
 import { TemplateBuilder } from "./templates/builder/template-builder.js";
 import { templateInfoWithEgress } from "./snapshots/snapshot-layer.js";
+import { VolumeStorage } from "./volumes/volume-storage.js";
 
 export interface LocalOrchestratorOptions {
   config?: Partial<OrchestratorConfig>;
@@ -86,10 +87,13 @@ export class LocalOrchestrator implements Orchestrator {
   /** Builds custom templates (E2B Template API, Dockerfiles) into layers on this host. */
   readonly templateBuilder: TemplateBuilder;
   readonly config: Readonly<OrchestratorConfig>;
+  /** Volumes' files (volumes/): subvolumes with their own limits, bound into sandboxes at launch. */
+  private readonly volumes: VolumeStorage;
 
   private constructor(private readonly parts: HostParts) {
     const { config, templates, host, logger } = parts;
     this.config = config;
+    this.volumes = new VolumeStorage({ stateDir: config.stateDir, storage: parts.storage, uidBase: config.uidBase });
     const live = (this.live = new LiveSandboxes(logger));
     this.ops = new SandboxOpQueue(live);
     this.templateBuilder = new TemplateBuilder({
@@ -282,6 +286,19 @@ export class LocalOrchestrator implements Orchestrator {
     // A halted sandbox has no cgroups to read: nothing runs, nothing is held but its files.
     if (pauseKindOf(sandbox.record) === "filesystem") return this.metrics.halted(sandbox, opts?.signal);
     return this.metrics.sample(sandbox, opts?.signal);
+  }
+
+  createVolume(volumeId: string, opts: { sizeMB: number }): Promise<string> {
+    return this.volumes.create(volumeId, opts.sizeMB);
+  }
+
+  deleteVolume(volumeId: string, opts?: { signal?: AbortSignal }): Promise<void> {
+    return this.volumes.remove(volumeId, opts?.signal);
+  }
+
+  async volumeHost(volumeId: string): Promise<VolumeHost | undefined> {
+    const dir = await this.volumes.dir(volumeId);
+    return dir === undefined ? undefined : { dir, uidBase: this.config.uidBase, uidCount: this.config.uidCount };
   }
 
   resolveTemplate(ref: string): TemplateInfo | undefined {

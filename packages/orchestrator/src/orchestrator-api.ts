@@ -51,6 +51,8 @@ export interface SandboxRecord {
   state: SandboxState;
   /** While paused: how, and since when. */
   pause?: { kind: PauseKind; since: Date };
+  /** Volumes bound into it (absent: none). */
+  volumeMounts?: VolumeMount[];
   /** The sandbox's /proc/sys/kernel/random/boot_id: new at every (cold) boot, kept by a memory pause and resume. */
   bootId?: string;
 }
@@ -70,7 +72,25 @@ export interface CreateSandboxOptions {
    * (malformed entries are InvalidArgument). Absent: none, except that a checkpoint's child keeps its checkpoint's.
    */
   egress?: EgressRuleLists;
+  /**
+   * Volumes (createVolume) bound read-write into the sandbox, each at its absolute path, for as long as it lives
+   * (cold boots included). A create with volumes always launches a fresh sandbox: pooled ones are already running.
+   */
+  volumeMounts?: VolumeMount[];
   signal?: AbortSignal;
+}
+
+/** A volume's files on the orchestrator's host. */
+export interface VolumeHost {
+  dir: string;
+  uidBase: number;
+  uidCount: number;
+}
+
+/** A volume bound into a sandbox: the volume's id and the absolute path it appears at inside. */
+export interface VolumeMount {
+  volumeId: string;
+  path: string;
 }
 
 /** A sandbox's allowOut/denyOut lists (IPv4 addresses and CIDRs), without its internet switch. */
@@ -141,7 +161,7 @@ export interface SnapshotSandboxOptions {
 }
 
 /** How each fork is created: like CreateSandboxOptions, with the template being the fork's snapshot. */
-export type ForkSandboxCreateOptions = Omit<CreateSandboxOptions, "template" | "signal" | "limits" | "allowInternetAccess" | "egress">;
+export type ForkSandboxCreateOptions = Omit<CreateSandboxOptions, "template" | "signal" | "limits" | "allowInternetAccess" | "egress" | "volumeMounts">;
 
 export interface ForkSandboxOptions {
   /** Number of forks (1 or more). */
@@ -312,4 +332,21 @@ export interface Orchestrator {
    * are InvalidArgument. Undefined when the sandbox is unknown.
    */
   setSandboxEgress?(sandboxId: string, egress: SandboxEgress, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+}
+
+/**
+ * Volumes, optional like pauses (declared as a merge into Orchestrator above): directories that outlive sandboxes,
+ * each with its own size limit, bound into sandboxes by CreateSandboxOptions.volumeMounts. Which volumes exist, who
+ * owns them and which sandboxes mount them is the control plane's to know; the orchestrator keeps their files.
+ */
+export interface Orchestrator {
+  /** Make a volume's storage with a size limit in MiB (idempotent). Resolves its host directory. */
+  createVolume?(volumeId: string, opts: { sizeMB: number; signal?: AbortSignal }): Promise<string>;
+  /** Delete a volume's files for good; the caller makes sure no sandbox mounts it. A missing volume is not an error. */
+  deleteVolume?(volumeId: string, opts?: { signal?: AbortSignal }): Promise<void>;
+  /**
+   * Where a volume's files are on this host (what the content API reads and writes) and the host uid that is uid 0
+   * in sandboxes on disk (sandbox ids u are stored as uidBase + u); undefined when the volume has none here.
+   */
+  volumeHost?(volumeId: string): Promise<VolumeHost | undefined>;
 }

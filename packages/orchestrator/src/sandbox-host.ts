@@ -17,6 +17,8 @@ import type { SandboxStorage } from "./storage/disk-storage.js";
 import { removeTree } from "./storage/remove-tree.js";
 import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
 import type { TemplateManifest } from "./templates/template-store.js";
+import type { VolumeMount } from "./orchestrator-api.js";
+import { volumeDir } from "./volumes/volume-storage.js";
 import type { CgroupManager, NetworkManager, NetworkReservation, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
 
 /** A sandbox this host runs, with handles on everything it holds. */
@@ -61,6 +63,8 @@ export class SandboxHost {
       signal?: AbortSignal;
       /** A directory prepared on the same filesystem (a copy of a checkpoint) that becomes the sandbox's, instead of a new empty one. */
       writableDir?: string;
+      /** Volumes bound into it (kept in its record for cold boots). */
+      volumes?: readonly VolumeMount[] | undefined;
     },
   ): Promise<HostedSandbox> {
     const { config, cgroups, network } = this.deps;
@@ -101,7 +105,7 @@ export class SandboxHost {
       const preparedAt = performance.now();
       const bootId = randomUUID();
       const launched = await this.startInit(
-        { dir, layers: template.layers, cgroup: sandboxCgroup, initToken, bootId, plumbing: sandboxNet.plumbing },
+        { dir, layers: template.layers, cgroup: sandboxCgroup, initToken, bootId, plumbing: sandboxNet.plumbing, volumes: opts.volumes },
         opts.signal,
       );
       pid = launched.pid;
@@ -121,6 +125,7 @@ export class SandboxHost {
         initToken,
         pooled: opts.pooled,
         bootId,
+        ...(opts.volumes?.length ? { volumes: opts.volumes.map((v) => ({ volumeId: v.volumeId, path: v.path })) } : {}),
       };
       // The record is written while envd starts; a restart before it exists reaps the directory as a leftover.
       await Promise.all([quota, writeRecord(dir, record), this.envdReady(sandboxNet, log, opts.signal)]);
@@ -167,7 +172,7 @@ export class SandboxHost {
       await cgroup.setLimits(record.limits);
       const bootId = randomUUID();
       const launched = await this.startInit(
-        { dir, layers, cgroup, initToken: record.initToken, bootId, plumbing: reservation.plumbing },
+        { dir, layers, cgroup, initToken: record.initToken, bootId, plumbing: reservation.plumbing, volumes: record.volumes },
         signal,
       );
       sandbox.cgroup = cgroup;
@@ -205,7 +210,15 @@ export class SandboxHost {
 
   /** Run the launcher for a sandbox whose directory, cgroups and address are ready. */
   private startInit(
-    p: { dir: string; layers: readonly string[]; cgroup: SandboxCgroup; initToken: string; bootId: string; plumbing: NetworkReservation["plumbing"] },
+    p: {
+      dir: string;
+      layers: readonly string[];
+      cgroup: SandboxCgroup;
+      initToken: string;
+      bootId: string;
+      plumbing: NetworkReservation["plumbing"];
+      volumes?: readonly VolumeMount[] | undefined;
+    },
     signal: AbortSignal | undefined,
   ) {
     const { config } = this.deps;
@@ -229,6 +242,7 @@ export class SandboxHost {
         command: this.deps.runtimeCommand,
         reaper: this.deps.reaper,
         network: p.plumbing,
+        volumes: (p.volumes ?? []).map((v) => ({ hostDir: volumeDir(config.stateDir, v.volumeId), path: v.path })),
       },
       signal,
     );

@@ -3,7 +3,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { EgressRules } from "./network/egress-rules.js";
-import type { PauseKind } from "./orchestrator-api.js";
+import type { PauseKind, VolumeMount } from "./orchestrator-api.js";
 import type { TemplateRuntime } from "./templates/template-store.js";
 import type { SandboxLimits } from "./types.js";
 
@@ -61,6 +61,8 @@ export interface SandboxRecordFile {
   bootId?: string;
   /** Set when the sandbox is claimed (create); without it (older records) a filesystem pause is refused. */
   boot?: BootSpec;
+  /** Volumes bound into it at launch, and again at every cold boot. Absent: none. */
+  volumes?: VolumeMount[];
 }
 
 const RECORD_FILE = "sandbox.json";

@@ -12,6 +12,9 @@ type EventStreamLimits = Required<SandboxEventStreamLimits>;
 const EVENT_STREAM_DEFAULTS: EventStreamLimits = { maxAgeMs: DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, maxBytes: DEFAULT_SANDBOX_EVENT_MAX_BYTES };
 const EVENT_STREAM_ENV = { maxAgeMs: "BURROW_EVENT_STREAM_MAX_AGE_MS", maxBytes: "BURROW_EVENT_STREAM_MAX_BYTES" } as const;
 
+/** Size limit of a new volume: 1 GiB. */
+const DEFAULT_VOLUME_MB = 1024;
+
 /** Loopback by default: the API key is the only guard, so exposing the port must be a conscious choice. */
 export const DEFAULT_HOST = "127.0.0.1";
 export const DEFAULT_PORT = 3000;
@@ -111,6 +114,8 @@ export interface ServerConfig {
   readonly outputEvents: Readonly<OutputEventLimits>;
   /** How long and how much of the sandbox event stream is kept (env BURROW_EVENT_STREAM_MAX_AGE_MS, _MAX_BYTES; 24 h, 1 GiB). */
   readonly eventStream: Readonly<EventStreamLimits>;
+  /** Size limit of a new volume in MiB (env BURROW_VOLUME_DEFAULT_MB; 1024). */
+  readonly volumeDefaultMB: number;
 }
 
 export interface AdmissionConfig {
@@ -267,6 +272,7 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     fsEvents: Object.freeze(resolveFsEventLimits(input.fsEvents, env)),
     outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),
     eventStream: Object.freeze(resolvePositiveLimits(EVENT_STREAM_DEFAULTS, EVENT_STREAM_ENV, input.eventStream, env)),
+    volumeDefaultMB: positiveInt(numberSetting("volumeDefaultMB", input.volumeDefaultMB, env, "BURROW_VOLUME_DEFAULT_MB", DEFAULT_VOLUME_MB)),
   });
 }
 

@@ -15,6 +15,9 @@ const HTTP_STATUS_BY_REASON: Readonly<Record<string, number>> = {
   // Conflicts with the state of a checkpoint tree or a sandbox: 409 like a pause of a paused sandbox.
   checkpoint_has_dependants: 409,
   sandbox_paused: 409,
+  // A volume mounted by a sandbox cannot be deleted; a full volume is out of space, not rate-limited.
+  volume_in_use: 409,
+  volume_full: 507,
 };
 
 /** The HTTP status E2B's API answers for an error: its code's (Connect's table), or its reason's. */

@@ -15,6 +15,7 @@ import { SandboxService } from "./lifecycle/sandbox-service.js";
 import { createServerMetrics } from "./metrics/prometheus.js";
 import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
 import { openStore, type Store } from "./store/store.js";
+import { VolumeService } from "./volumes/volume-service.js";
 import { openSecrets } from "./secrets/index.js";
 import { ModelGateway, type ModelGatewayListen } from "./models/index.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
@@ -209,7 +210,8 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       buildStatus: deps.templates ? (templateId, buildId) => buildStatusOf(deps.templates!, templateId, buildId) : undefined,
     });
     cleanups.push(() => teams.close());
-    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams };
+    const volumes = new VolumeService({ store: store.volumes, orchestrator: deps.orchestrator, stateDir: cfg.stateDir, defaultSizeMB: cfg.volumeDefaultMB });
+    const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
     const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.

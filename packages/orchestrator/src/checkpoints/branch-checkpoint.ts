@@ -75,6 +75,7 @@ export async function startChild(deps: BranchDeps, checkpoint: CheckpointRecordF
       allowInternetAccess: opts.allowInternetAccess,
       pooled: false,
       writableDir: copy,
+      volumes: opts.volumeMounts,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
   } finally {

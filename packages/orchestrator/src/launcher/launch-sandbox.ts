@@ -60,6 +60,8 @@ export interface LaunchOptions {
    * the sandbox has only its loopback.
    */
   network?: NetPlumbing;
+  /** Host directories bound read-write (nosuid, nodev; idmapped like the layers) at absolute paths inside. */
+  volumes?: ReadonlyArray<{ hostDir: string; path: string }>;
 }
 
 export interface LaunchedSandbox {
@@ -88,6 +90,7 @@ export function launcherArgs(o: LaunchOptions): string[] {
   if (o.noNewPrivileges) args.push("--no-new-privs");
   if (o.stopGraceMs !== undefined) args.push("--grace-ms", String(o.stopGraceMs));
   if (o.network) args.push(...netPlumbingArgs(o.network));
+  for (const v of o.volumes ?? []) args.push("--volume", `${v.hostDir}=${v.path}`);
   for (const [k, v] of Object.entries(o.env ?? {})) args.push("--env", `${k}=${v}`);
   args.push("--", ...o.command);
   return args;

@@ -50,7 +50,7 @@ const MAX_IMAGE_BYTES = 512 * 2 ** 30;
 const MIN_IMAGE_BYTES = 4 * 2 ** 30;
 
 /** The directories that move onto the image; the state directory keeps symlinks to them. */
-const DATA_DIRS = ["layers", "sandboxes", "checkpoints"] as const;
+const DATA_DIRS = ["layers", "sandboxes", "checkpoints", "volumes"] as const;
 
 function isMountPoint(path: string): boolean {
   const mountInfo = readFileSync("/proc/self/mountinfo", "utf8");

@@ -28,6 +28,7 @@ import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 import { registerCheckpointApi } from "./checkpoints/index.js";
 import { registerSecretRoutes } from "./secrets/index.js";
 import { registerModelRoutes } from "../models/index.js";
+import { registerVolumeApi } from "./volumes/index.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -90,6 +91,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerNetworkRoutes(app, ctx);
   registerSecretRoutes(app, ctx.secrets);
   registerModelRoutes(app, ctx.models);
+  registerVolumeApi(app, ctx.volumes);
   registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger });
   if (opts.templates) {
     registerTemplateApi(app, {

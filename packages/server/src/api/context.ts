@@ -6,6 +6,7 @@ import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
 import type { ApiKeyStore } from "../store/api-keys.js";
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
+import type { VolumeService } from "../volumes/volume-service.js";
 import type { TeamServices } from "../teams/team-services.js";
 import type { SecretService } from "../secrets/index.js";
 import type { ModelGateway } from "../models/index.js";
@@ -22,6 +23,8 @@ export interface ApiContext {
   secrets: SecretService;
   /** The model gateway (its configuration is served under /burrow/v1/models). */
   models: ModelGateway;
+  /** Volumes (E2B's /volumes and the content API); their mounts at create. */
+  volumes: VolumeService;
   registry: Registry;
   /** Teams, keys, ownership, quotas and audit (teams/). */
   teams: TeamServices;

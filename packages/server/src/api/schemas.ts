@@ -47,6 +47,7 @@ const listedProperties = {
   state: { type: "string", enum: ["running", "paused"] },
   envdVersion: { type: "string" },
   metadata: stringMap,
+  volumeMounts: { type: "array", items: { type: "object", required: ["name", "path"], properties: { name: { type: "string" }, path: { type: "string" } } } },
 } as const;
 
 const listedRequired = [

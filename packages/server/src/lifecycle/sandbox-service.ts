@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type {
-  Orchestrator, PauseKind, SandboxExitReason, SandboxLifecycleEvent as OrchestratorLifecycleEvent, SandboxRecord,
+  Orchestrator, PauseKind, SandboxExitReason, SandboxLifecycleEvent as OrchestratorLifecycleEvent, SandboxRecord, VolumeMount,
 } from "@burrow/orchestrator";
 import { ENVD_VERSION, BurrowError, Code } from "@burrow/protocol";
 import { createAdmissionMetrics, type AdmissionMetrics } from "../admission/admission-metrics.js";
@@ -44,6 +44,10 @@ export interface CreateSandboxInput {
   lifecycle?: SandboxLifecycle;
   /** E2B's network config: its allowOut/denyOut are enforced before the sandbox is handed out; kept with its row. */
   network?: SandboxNetworkConfig;
+  /** Volumes bound into the sandbox (checked and held by the caller: VolumeService.reserveMounts). */
+  volumeMounts?: VolumeMount[];
+  /** Called once the sandbox's row is stored, inside the same failure handling (a throw kills the sandbox). */
+  onRecorded?: (sandboxId: string) => void;
   signal?: AbortSignal;
 }
 
@@ -215,6 +219,7 @@ export class SandboxService {
         ...this.#egressOption(input.network),
         envVars: input.envVars ?? {},
         envdAccessToken,
+        ...(input.volumeMounts?.length ? { volumeMounts: input.volumeMounts } : {}),
         ...(input.signal ? { signal: input.signal } : {}),
       });
     } catch (err) {
@@ -248,6 +253,7 @@ export class SandboxService {
       if (input.signal?.aborted) throw new BurrowError(Code.Canceled, "client went away during create");
       this.#d.store.insert(row);
       if (input.network) this.#d.networks?.put(row.sandboxId, input.network, row.allowInternetAccess);
+      input.onRecorded?.(row.sandboxId);
     } catch (err) {
       // Nobody will ever learn this sandbox's id: do not leave it running.
       stopTimer({ result: "error" });

@@ -5,6 +5,7 @@ import { SandboxNetworkStore } from "./sandbox-networks.js";
 import { SandboxStore } from "./sandboxes.js";
 import { SecretStore } from "../secrets/secret-store.js";
 import { ModelStore } from "../models/model-store.js";
+import { VolumeStore } from "../volumes/volume-store.js";
 
 export interface Store {
   /** The database itself, for modules that keep their own tables (teams/). */
@@ -14,6 +15,7 @@ export interface Store {
   readonly networks: SandboxNetworkStore;
   readonly secrets: SecretStore;
   readonly models: ModelStore;
+  readonly volumes: VolumeStore;
   close(): void;
 }
 
@@ -26,6 +28,7 @@ export function openStore(stateDir: string): Store {
     networks: new SandboxNetworkStore(db),
     secrets: new SecretStore(db),
     models: new ModelStore(db),
+    volumes: new VolumeStore(db),
     close: () => {
       if (db.open) db.close();
     },

@@ -32,8 +32,7 @@ function setsEgress(body: NewSandboxBody): boolean {
  * Features a request may ask for that Burrow cannot honour yet. Refusing is better than a sandbox that silently
  * lacks what the caller relies on (an egress rule, a volume…).
  */
-function unsupportedFeature(body: NewSandboxBody): string | undefined {
-  if (body.volumeMounts?.length) return "volume mounts are not supported yet";
+function unsupportedFeature(_body: NewSandboxBody): string | undefined {
   return undefined;
 }
 
@@ -76,20 +75,28 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
           throw new BurrowError(Code.Unimplemented, "egress rules are not supported by this orchestrator", { reason: "egress_unsupported" });
         }
         const lifecycle = lifecycleFromCreate(body);
-        const row = await ctx.sandboxes.create({
-          template: body.templateID,
-          ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),
-          metadata: body.metadata ?? {},
-          envVars: body.envVars ?? {},
-          ...(allowInternetAccess !== undefined ? { allowInternetAccess } : {}),
-          ...(network ? { network } : {}),
-          apiKeyId: request.apiKeyId,
-          // E2B keeps the `mcp` field and the SDK itself starts the gateway in the sandbox (`mcp-gateway --config`).
-          ...(body.mcp ? { mcpServers: Object.keys(body.mcp) } : {}),
-          lifecycle,
-          signal: clientGoneSignal(reply),
-        });
-        return reply.code(201).send(toSandbox(row, ctx.config, network));
+        // Last of the checks: a bad path is a 400, an unknown volume a 404, and the volumes are held until the
+        // sandbox's mounts are recorded (a volume cannot be deleted under a create).
+        const mounts = ctx.volumes.reserveMounts(body.volumeMounts, { apiKeyId: request.apiKeyId });
+        try {
+          const row = await ctx.sandboxes.create({
+            template: body.templateID,
+            ...(body.timeout !== undefined ? { timeoutSec: body.timeout } : {}),
+            metadata: body.metadata ?? {},
+            envVars: body.envVars ?? {},
+            ...(allowInternetAccess !== undefined ? { allowInternetAccess } : {}),
+            ...(network ? { network } : {}),
+            apiKeyId: request.apiKeyId,
+            // E2B keeps the `mcp` field and the SDK itself starts the gateway in the sandbox (`mcp-gateway --config`).
+            ...(body.mcp ? { mcpServers: Object.keys(body.mcp) } : {}),
+            lifecycle,
+            ...(mounts ? { volumeMounts: mounts.mounts, onRecorded: mounts.record } : {}),
+            signal: clientGoneSignal(reply),
+          });
+          return reply.code(201).send(toSandbox(row, ctx.config, network));
+        } finally {
+          mounts?.release();
+        }
       },
     );
   }

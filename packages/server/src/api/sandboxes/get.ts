@@ -18,7 +18,11 @@ export function registerGetRoute(app: FastifyInstance, ctx: ApiContext): void {
     async (request) => {
       const row = ctx.sandboxes.require(request.params.sandboxID);
       const network = ctx.networks.get(row.sandboxId);
-      return { ...toSandboxDetail(row, ctx.config), ...(network ? { network: networkView(network) } : {}) };
+      return {
+        ...toSandboxDetail(row, ctx.config),
+        ...(network ? { network: networkView(network) } : {}),
+        volumeMounts: ctx.volumes.mountsOf(row.sandboxId),
+      };
     },
   );
 }

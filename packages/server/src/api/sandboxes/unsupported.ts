@@ -13,8 +13,6 @@ const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
 ];
 
 const GLOBAL: ReadonlyArray<[HTTPMethods, string, string]> = [
-  ["GET", "/volumes", "volumes"],
-  ["POST", "/volumes", "volumes"],
 ];
 
 /** Answered by templates-api/ when the server has a template builder; 501 otherwise. */
