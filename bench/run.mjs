@@ -24,3 +24,4 @@ if (!only || only === "checkpoints") await (await import("./checkpoints.mjs")).r
 if (!only || only === "kill") await (await import("./kill.mjs")).runKillBenchmarks();
 if (!only || only === "forks") await (await import("./forks.mjs")).runForkBenchmarks();
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();
+if (!only || only === "models") await (await import("./models.mjs")).runModelBenchmarks();

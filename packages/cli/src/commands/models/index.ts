@@ -1,0 +1,94 @@
+// `burrow models list|add|remove`: the model gateway's providers through /burrow/v1/models (keys never printed,
+// since the API never answers them).
+import { apiRequest } from "../../api.js";
+import { CliError } from "../../cli-error.js";
+import { defineCommand, type CommandGroup } from "../../command.js";
+import { clientConnection } from "../../connection.js";
+import { printJson } from "../../output.js";
+import { Code } from "@burrow/protocol";
+
+interface ProviderView {
+  name: string;
+  kind: string;
+  baseUrl: string;
+  apiKey: { source: string; secret?: string };
+  models: string[];
+  priority: number;
+  weight: number;
+  circuit: string;
+}
+
+const modelsList = defineCommand({
+  name: "list",
+  summary: "List model providers (by priority) and the gateway's address",
+  options: { json: { type: "boolean", description: "Print JSON" } },
+  async run({ values, env }) {
+    const connection = clientConnection(env);
+    const providers = (await apiRequest(connection, "GET", "/burrow/v1/models/providers")).body as ProviderView[];
+    const gateway = (await apiRequest(connection, "GET", "/burrow/v1/models/gateway")).body as { url: string | null };
+    if (values.json) return printJson({ gateway: gateway.url, providers });
+    process.stdout.write(`gateway\t${gateway.url ?? "-"}\n`);
+    for (const p of providers) {
+      const key = p.apiKey.source === "secret" ? `secret:${p.apiKey.secret}` : p.apiKey.source;
+      process.stdout.write(`${p.name}\t${p.kind}\t${p.baseUrl}\tpriority=${p.priority}\tweight=${p.weight}\tkey=${key}\tcircuit=${p.circuit}\t${p.models.join(",")}\n`);
+    }
+  },
+});
+
+const modelsAdd = defineCommand({
+  name: "add",
+  summary: "Add a model provider: NAME --kind openai|anthropic --base-url URL --models a,b [--key K | --key-secret NAME]",
+  args: "NAME",
+  minArgs: 1,
+  maxArgs: 1,
+  options: {
+    kind: { type: "string", description: "openai or anthropic" },
+    "base-url": { type: "string", description: "OpenAI-compatible: up to /v1; Anthropic: the API root" },
+    models: { type: "string", description: "Comma-separated model names (* for any)" },
+    key: { type: "string", description: "The provider's API key (stored encrypted)" },
+    "key-secret": { type: "string", description: "Name of a secret holding the provider's API key" },
+    priority: { type: "string", description: "Lower is tried first (default 0)" },
+    weight: { type: "string", description: "Share among providers of one priority (default 1)" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  async run({ values, positionals, env }) {
+    const v = values as Record<string, string | boolean | undefined>;
+    if (!v.kind || !v["base-url"] || !v.models) throw new CliError(Code.InvalidArgument, "models add needs --kind, --base-url and --models");
+    if (v.key && v["key-secret"]) throw new CliError(Code.InvalidArgument, "give --key or --key-secret, not both");
+    const body = {
+      name: positionals[0],
+      kind: v.kind,
+      baseUrl: v["base-url"],
+      models: String(v.models).split(",").map((m) => m.trim()).filter(Boolean),
+      ...(v.key ? { apiKey: v.key } : v["key-secret"] ? { apiKey: { secret: v["key-secret"] } } : {}),
+      ...(v.priority !== undefined ? { priority: Number(v.priority) } : {}),
+      ...(v.weight !== undefined ? { weight: Number(v.weight) } : {}),
+    };
+    const res = await apiRequest(clientConnection(env), "POST", "/burrow/v1/models/providers", { body });
+    if (values.json) printJson(res.body);
+    else process.stdout.write(`${(res.body as ProviderView).name}\tadded\n`);
+  },
+});
+
+const modelsRemove = defineCommand({
+  name: "remove",
+  summary: "Remove model providers (exit code 1 if one was not found)",
+  args: "NAME...",
+  minArgs: 1,
+  maxArgs: Number.POSITIVE_INFINITY,
+  options: {},
+  async run({ positionals, env }) {
+    const connection = clientConnection(env);
+    for (const name of positionals) {
+      const res = await apiRequest(connection, "DELETE", `/burrow/v1/models/providers/${encodeURIComponent(name)}`, { expect: [404] });
+      process.stdout.write(`${name}\t${res.status === 404 ? "not found" : "removed"}\n`);
+      if (res.status === 404) process.exitCode = 1;
+    }
+  },
+});
+
+export const modelCommands: CommandGroup = {
+  name: "models",
+  summary: "Configure the model gateway's providers",
+  commands: [modelsList, modelsAdd, modelsRemove],
+};
