@@ -1,4 +1,4 @@
-import { writeSync } from "node:fs";
+import { fstatSync, ftruncateSync, writeSync } from "node:fs";
 
 /** One line per notable event, on stderr, so the orchestrator can collect it from the sandbox's init. */
 export interface Logger {
@@ -27,6 +27,29 @@ function writeStderr(text: string): void {
     while (off < buf.length) off += writeSync(2, buf, off);
   } catch {
     // dropped (disk full, closed or non-blocking pipe that is full)
+  }
+  rotateWhenFull(off);
+}
+
+/**
+ * In a sandbox stderr is the host's envd.log (opened for appending), which the host reads as it grows and serves as
+ * the sandbox's logs; process output goes there too (output-log.ts). So that it never fills the sandbox's disk,
+ * envd empties it past MAX_LOG_FILE bytes: the host notices the file shrank and reads from its start again, losing at
+ * most what it had not read yet (it reads every second or so). Writes keep appending at the new end.
+ */
+const MAX_LOG_FILE = 8 * 1024 * 1024;
+let stderrIsFile: boolean | undefined;
+let written = 0;
+
+function rotateWhenFull(bytes: number): void {
+  written += bytes;
+  if (written < MAX_LOG_FILE) return;
+  written = 0;
+  try {
+    stderrIsFile ??= fstatSync(2).isFile();
+    if (stderrIsFile) ftruncateSync(2, 0);
+  } catch {
+    // best effort, like every write here
   }
 }
 

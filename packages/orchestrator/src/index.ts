@@ -49,3 +49,4 @@ export {
   TemplateBuildError,
   type TemplateManifest,
 } from "./templates/index.js";
+export type { SandboxLogChunk } from "./orchestrator-api.js";

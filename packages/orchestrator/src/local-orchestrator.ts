@@ -54,6 +54,8 @@ import { removeStaleSnapshotCopies } from "./snapshots/snapshot-layer.js";
 import { TemplateBuilder } from "./templates/builder/template-builder.js";
 import { templateInfoWithEgress } from "./snapshots/snapshot-layer.js";
 import { VolumeStorage } from "./volumes/volume-storage.js";
+import { readSandboxLogFile } from "./sandbox-log.js";
+import type { SandboxLogChunk } from "./orchestrator-api.js";
 
 export interface LocalOrchestratorOptions {
   config?: Partial<OrchestratorConfig>;
@@ -289,6 +291,11 @@ export class LocalOrchestrator implements Orchestrator {
   }
 
   createVolume(volumeId: string, opts: { sizeMB: number }): Promise<string> {
+  async readSandboxLog(sandboxId: string, offset: number, maxBytes: number): Promise<SandboxLogChunk | undefined> {
+    const sandbox = this.live.get(sandboxId);
+    return sandbox ? readSandboxLogFile(sandbox.dir, offset, maxBytes) : undefined;
+  }
+
     return this.volumes.create(volumeId, opts.sizeMB);
   }
 

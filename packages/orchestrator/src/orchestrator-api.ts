@@ -350,3 +350,16 @@ export interface Orchestrator {
    */
   volumeHost?(volumeId: string): Promise<VolumeHost | undefined>;
 }
+
+/** Bytes of a sandbox's log (envd's stderr: its own lines and its processes' output) from an offset. */
+export interface SandboxLogChunk {
+  data: Buffer;
+  /** Where the next read starts. Smaller than the offset asked for when the log was emptied since (envd rotates it). */
+  next: number;
+}
+
+/** A sandbox's log, optional like pauses. (Declared as a merge into Orchestrator above.) */
+export interface Orchestrator {
+  /** At most `maxBytes` of the sandbox's log from `offset`; undefined when the sandbox is unknown. */
+  readSandboxLog?(sandboxId: string, offset: number, maxBytes: number): Promise<SandboxLogChunk | undefined>;
+}

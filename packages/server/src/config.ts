@@ -7,6 +7,7 @@ import { BurrowError, Code } from "@burrow/protocol";
 import { resolveFsEventLimits, type FsEventLimits } from "./bus/fs-event-limits.js";
 import { resolveOutputEventLimits, type OutputEventLimits } from "./bus/output-event-throttle.js";
 import { resolvePositiveLimits } from "./positive-limits.js";
+import { resolveSandboxLogLimits, type SandboxLogLimits } from "./logs/log-limits.js";
 
 type EventStreamLimits = Required<SandboxEventStreamLimits>;
 const EVENT_STREAM_DEFAULTS: EventStreamLimits = { maxAgeMs: DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, maxBytes: DEFAULT_SANDBOX_EVENT_MAX_BYTES };
@@ -102,6 +103,8 @@ export interface ServerConfig {
   readonly apiKey: string | null;
   /** Value of the deprecated `clientID` field. @default "burrow" */
   readonly clientId: string;
+  /** How much of each sandbox's log is kept, for how long after it ended, how often it is read (env BURROW_SANDBOX_LOG_*). */
+  readonly sandboxLogs: Readonly<SandboxLogLimits>;
   /**
    * Admission: the host-wide floor that keeps one API key from exhausting the machine (per-team quotas come on
    * top later). Sandboxes live while running or paused; refusals answer 429 (a limit reached) or 507 (the host is
@@ -185,7 +188,8 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
   return Object.freeze(out as unknown as AdmissionConfig);
 }
 
-export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream">> & {
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs">> & {
+  sandboxLogs?: Partial<SandboxLogLimits>;
   admission?: Partial<AdmissionConfig>;
   fsEvents?: Partial<FsEventLimits>;
   outputEvents?: Partial<OutputEventLimits>;
@@ -268,6 +272,7 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     metricsRetention: inputInt("metricsRetention", input.metricsRetention, DEFAULT_METRICS_RETENTION),
     apiKey,
     clientId: input.clientId ?? DEFAULT_CLIENT_ID,
+    sandboxLogs: Object.freeze(resolveSandboxLogLimits(input.sandboxLogs, env)),
     admission: resolveAdmission(input.admission, env),
     fsEvents: Object.freeze(resolveFsEventLimits(input.fsEvents, env)),
     outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),

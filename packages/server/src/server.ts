@@ -29,6 +29,7 @@ import type { ApiContext } from "./api/context.js";
 import { resolveDomain } from "./local-domain.js";
 import { acceptTlsOnSamePort, prepareServerTls } from "./tls/index.js";
 import { openTeamServices } from "./teams/team-services.js";
+import { SandboxLogs, readLogsBeforeKill } from "./logs/sandbox-logs.js";
 import { resolveQuotaDefaults, type TeamQuotaOverrides } from "./teams/team-quotas.js";
 
 export interface ServerDeps {
@@ -113,6 +114,17 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
     const sandboxMetrics = new SandboxMetrics(deps.orchestrator, {
       intervalMs: cfg.metricsIntervalMs,
+    const logs = new SandboxLogs({
+      orchestrator: deps.orchestrator,
+      limits: cfg.sandboxLogs,
+      liveIds: () => store.sandboxes.list().map((row) => row.sandboxId),
+      ownerOf: (sandboxId) => {
+        const row = store.sandboxes.get(sandboxId);
+        return row ? teams.ownership.teamOfSandbox(row) : undefined;
+      },
+      logger,
+    });
+    cleanups.push(() => logs.close());
       retention: cfg.metricsRetention,
       logger,
     });
@@ -120,7 +132,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const sandboxes = new SandboxService({
       config: cfg,
       store: store.sandboxes,
-      orchestrator: deps.orchestrator,
+      orchestrator: readLogsBeforeKill(deps.orchestrator, logs),
       events,
       metrics,
       sandboxMetrics,
@@ -212,7 +224,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => teams.close());
     const volumes = new VolumeService({ store: store.volumes, orchestrator: deps.orchestrator, stateDir: cfg.stateDir, defaultSizeMB: cfg.volumeDefaultMB });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;
@@ -230,6 +242,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     sandboxMetrics.start();
 
     const address = app.server.address();
+    logs.start();
     const port = typeof address === "object" && address ? address.port : cfg.port;
     const urlHost = cfg.host === "0.0.0.0" || cfg.host === "::" ? "127.0.0.1" : cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host;
     serverUrl = `http://${urlHost}:${port}`;

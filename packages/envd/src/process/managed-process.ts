@@ -35,6 +35,8 @@ export class ManagedProcess {
   constructor(
     private readonly io: ProcessIO,
     readonly description: ProcessDescription,
+    /** Sees all output, whoever is attached (envd's log of process output). */
+    private readonly tap?: (o: ProcessOutput) => void,
   ) {
     this.pid = io.pid;
     this.isPty = io.isPty;
@@ -96,6 +98,7 @@ export class ManagedProcess {
   }
 
   #publish(o: ProcessOutput): void {
+    this.tap?.(o);
     for (const q of this.#subs) {
       q.push(o);
       if (!this.#paused && q.bytes > HIGH_WATER) {

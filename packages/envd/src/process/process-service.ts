@@ -9,6 +9,7 @@ import { rpcUser } from "../rpc/request-user.js";
 import { connectTimeoutMs, keepaliveIntervalMs } from "../rpc/stream-headers.js";
 import { processEnvironment } from "./environment.js";
 import { ManagedProcess, type ProcessOutput } from "./managed-process.js";
+import { createOutputLogBudget, createOutputLogger } from "./output-log.js";
 import { spawnPipeProcess } from "./pipe-io.js";
 import { spawnPtyProcess } from "./pty-io.js";
 
@@ -51,6 +52,7 @@ async function* follow(
 
 export function createProcessService(env: EnvdContext): ServiceImpl<typeof Process> {
   const { processes, log } = env;
+  const outputBudget = createOutputLogBudget();
 
   function running(sel: processPb.ProcessSelector | undefined): ManagedProcess {
     const s = selectorOf(sel);
@@ -81,12 +83,14 @@ export function createProcessService(env: EnvdContext): ServiceImpl<typeof Proce
       throw new ConnectError(`failed to start process '${cfg.cmd}': ${(err as Error).message}`,
         Code.InvalidArgument, undefined, undefined, err);
     }
-    const p = new ManagedProcess(io, { cmd: cfg.cmd, args: cfg.args, envs: cfg.envs, cwd: cfg.cwd, tag: req.tag });
+    const output = createOutputLogger(log, outputBudget, { pid: io.pid, tag: req.tag });
+    const p = new ManagedProcess(io, { cmd: cfg.cmd, args: cfg.args, envs: cfg.envs, cwd: cfg.cwd, tag: req.tag }, (o) =>
+      o.kind === "data" ? output.data(o.stream, o.data) : output.end());
     processes.add(p);
     const lifetime = connectTimeoutMs(ctx.requestHeader);
     if (lifetime !== undefined) p.setLifetime(lifetime);
     log.info("process started", { pid: p.pid, cmd: cfg.cmd, user: user.name, pty: p.isPty, tag: req.tag });
-    void p.ended.then((e) => log.info("process ended", { pid: p.pid, status: e.status }));
+    void p.ended.then((e) => log.info("process ended", { pid: p.pid, tag: req.tag, exitCode: e.exitCode, status: e.status }));
     return p;
   }
 

@@ -15,6 +15,8 @@ import { registerNetworkRoutes } from "./sandboxes/network.js";
 import { registerKillRoute } from "./sandboxes/kill.js";
 import { registerListRoutes } from "./sandboxes/list.js";
 import { registerMetricsRoute } from "./sandboxes/metrics.js";
+import { registerLogRoutes } from "./sandboxes/logs.js";
+import type { SandboxLogs } from "../logs/sandbox-logs.js";
 import { registerForkRoute } from "./sandboxes/fork.js";
 import { registerPauseRoute } from "./sandboxes/pause.js";
 import { registerSnapshotRoutes } from "./sandboxes/snapshots.js";
@@ -40,6 +42,8 @@ export interface CreateApiOptions {
   bus?: Bus | undefined;
   /** Sandbox watches, triggers and tasks under /burrow/v1 (with a bus only). */
   busServices?: SandboxBusServices | undefined;
+  /** Sandboxes' logs (E2B's /sandboxes/{id}/logs and /v2/…); without it those routes answer 501. */
+  logs?: SandboxLogs | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -105,6 +109,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   }
   // The API-key hook registered above already guards these routes.
   if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices });
+  registerLogRoutes(app, ctx, opts.logs);
   registerUnsupportedRoutes(app, ctx);
   await app.ready();
   return app;

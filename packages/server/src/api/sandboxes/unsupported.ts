@@ -8,8 +8,6 @@ import { errorResponses } from "../schemas.js";
 
 const SANDBOX_SCOPED: ReadonlyArray<[HTTPMethods, string, string]> = [
   ["POST", "/sandboxes/:sandboxID/refreshes", "sandbox refreshes"],
-  ["GET", "/sandboxes/:sandboxID/logs", "sandbox logs"],
-  ["GET", "/v2/sandboxes/:sandboxID/logs", "sandbox logs"],
 ];
 
 const GLOBAL: ReadonlyArray<[HTTPMethods, string, string]> = [
