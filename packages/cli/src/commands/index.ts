@@ -3,10 +3,12 @@
 import type { Entry } from "../help.js";
 import { ca } from "./ca.js";
 import { down } from "./down.js";
+import { keyCommands } from "./key/index.js";
 import { mcp } from "./mcp.js";
 import { modelCommands } from "./models/index.js";
 import { sandboxCommands } from "./sandbox/index.js";
+import { teamCommands } from "./team/index.js";
 import { templateCommands } from "./template/index.js";
 import { up } from "./up.js";
 
-export const COMMANDS: readonly Entry[] = [up, down, ca, sandboxCommands, templateCommands, modelCommands, mcp];
+export const COMMANDS: readonly Entry[] = [up, down, ca, sandboxCommands, templateCommands, teamCommands, keyCommands, modelCommands, mcp];
