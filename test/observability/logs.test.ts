@@ -1,11 +1,13 @@
 // E2B's sandbox logs (GET /sandboxes/{id}/logs and /v2/sandboxes/{id}/logs) against the real server: the start
 // command's and commands' output and envd's own lines, the v2 filters (level, search, cursor with direction, limit),
 // a killed sandbox's logs, and E2B's error shape for unknown sandboxes and bad parameters.
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Sandbox, Template, waitForFile } from "e2b";
 import { burrowEnv, hasBurrowEnv, sdkOpts } from "../conformance/env.js";
 import { deleteTemplate } from "../templates/delete-template.js";
+import { BURROW_BIN, runBurrow } from "../cli/run-burrow.js";
 
 const maybe = hasBurrowEnv ? describe : describe.skip;
 
@@ -142,5 +144,48 @@ maybe("sandbox logs of ended and unknown sandboxes", () => {
       expect(status, path).toBe(404);
       expect(body).toMatchObject({ code: 404 });
     }
+  });
+});
+
+maybe("burrow sandbox logs", () => {
+  const env = () => ({ ...process.env, E2B_API_URL: burrowEnv().apiUrl, E2B_SANDBOX_URL: burrowEnv().sandboxUrl, E2B_API_KEY: burrowEnv().apiKey });
+
+  test("prints a sandbox's lines, filtered; -f follows new ones and stops when the sandbox ends", async () => {
+    const sandbox = await Sandbox.create("base", { ...sdkOpts(), timeoutMs: 60_000 });
+    try {
+      await sandbox.commands.run(`echo cli-one-${suffix}; echo cli-err-${suffix} >&2`);
+      const all = await runBurrow(["sandbox", "logs", sandbox.sandboxId], { env: env() });
+      expect(all.code, all.stderr).toBe(0);
+      expect(all.stdout).toMatch(new RegExp(`INFO +cli-one-${suffix}`));
+      expect(all.stdout).toMatch(new RegExp(`ERROR +cli-err-${suffix}`));
+      const errors = await runBurrow(["sandbox", "logs", "--level", "error", "--json", sandbox.sandboxId], { env: env() });
+      const parsed = errors.stdout.trim().split("\n").map((l) => JSON.parse(l) as Entry);
+      expect(parsed.every((e) => e.level === "error")).toBe(true);
+      expect(parsed.map((e) => e.message)).toContain(`cli-err-${suffix}`);
+
+      const follower = spawn(process.execPath, [BURROW_BIN, "sandbox", "logs", "-f", "--search", `cli-later-${suffix}`, sandbox.sandboxId], { env: env() });
+      let out = "";
+      follower.stdout.on("data", (c: Buffer) => (out += c.toString()));
+      const exited = new Promise<number | null>((resolve) => follower.on("close", resolve));
+      try {
+        await sandbox.commands.run(`echo cli-later-${suffix}-1`);
+        for (let i = 0; i < 100 && !out.includes(`cli-later-${suffix}-1`); i++) await new Promise((r) => setTimeout(r, 100));
+        expect(out).toContain(`cli-later-${suffix}-1`);
+        await sandbox.commands.run(`echo cli-later-${suffix}-2`);
+        await sandbox.kill();
+        expect(await exited).toBe(0);
+        expect(out.trim().split("\n").map((l) => /cli-later-\S+/.exec(l)?.[0])).toEqual([`cli-later-${suffix}-1`, `cli-later-${suffix}-2`]);
+      } finally {
+        if (follower.exitCode === null) follower.kill("SIGKILL");
+      }
+    } finally {
+      await sandbox.kill().catch(() => undefined);
+    }
+  });
+
+  test("an unknown sandbox exits 1", async () => {
+    const res = await runBurrow(["sandbox", "logs", "nope-sandbox"], { env: env() });
+    expect(res.code).toBe(1);
+    expect(res.stderr).toContain("not found");
   });
 });

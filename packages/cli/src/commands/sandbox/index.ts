@@ -4,6 +4,7 @@ import { sandboxCreate } from "./create.js";
 import { sandboxExec } from "./exec.js";
 import { sandboxKill } from "./kill.js";
 import { sandboxList } from "./list.js";
+import { sandboxLogs } from "./logs.js";
 import { sandboxPause, sandboxResume } from "./pause.js";
 import { sandboxShell } from "./shell.js";
 
@@ -15,6 +16,7 @@ export const sandboxCommands: CommandGroup = {
     sandboxCreate,
     sandboxList,
     sandboxKill,
+    sandboxLogs,
     sandboxExec,
     sandboxShell,
     sandboxPause,
