@@ -148,12 +148,56 @@ maybe("teams", () => {
     expect((await a("DELETE", `/templates/${snapshotId}`)).status).toBe(204);
   });
 
+  test("team B cannot see, get, delete or mount team A's volume, nor read A's secrets", async () => {
+    const name = `vol-${randomBytes(3).toString("hex")}`;
+    const vol = await a("POST", "/volumes", { name });
+    expect(vol.status, JSON.stringify(vol.json)).toBe(201);
+    const volumeId: string = vol.json.volumeID;
+    try {
+      expect((await b("GET", "/volumes")).json.map((v: { volumeID: string }) => v.volumeID)).not.toContain(volumeId);
+      expect((await a("GET", "/volumes")).json.map((v: { volumeID: string }) => v.volumeID)).toContain(volumeId);
+      expect(await b("GET", `/volumes/${volumeId}`)).toEqual({ status: 404, json: { code: 404, message: `volume '${volumeId}' not found` } });
+      expect((await b("DELETE", `/volumes/${volumeId}`)).status).toBe(404);
+      const mount = await b("POST", "/v2/sandboxes", { templateID: TEMPLATE, volumeMounts: [{ name, path: "/mnt/data" }] });
+      expect(mount).toEqual({ status: 404, json: { code: 404, message: `volume '${name}' not found` } });
+      expect((await a("GET", `/volumes/${volumeId}`)).status).toBe(200);
+    } finally {
+      expect((await a("DELETE", `/volumes/${volumeId}`)).status).toBe(204);
+    }
+    const secret = await a("POST", "/secrets", { name: `s-${randomBytes(3).toString("hex")}`, value: "hunter2" });
+    expect(secret.status).toBe(201);
+    const secretId = secret.json.secretID ?? secret.json.id;
+    expect((await b("GET", `/secrets/${secretId}`)).status).toBe(404);
+    expect((await a("DELETE", `/secrets/${secretId}`)).status).toBe(204);
+  });
+
   test("bus: team B cannot subscribe to team A's sandbox events nor publish in A's namespace", async () => {
     const sub = await b("GET", `/burrow/v1/bus/subscribe?subject=${encodeURIComponent(`sbx.*.${sandboxA.sandboxId}.>`)}`);
     expect(sub.status).toBe(403);
     expect((await b("GET", `/burrow/v1/bus/subscribe?subject=${encodeURIComponent("sbx.>")}`)).status).toBe(403);
     expect((await b("POST", "/burrow/v1/bus/publish", { subject: `team.${teamA.teamID}.chat`, data: "x" })).status).toBe(403);
     expect((await b("POST", "/burrow/v1/bus/publish", { subject: `team.${teamB.teamID}.chat`, data: "x" })).status).toBe(202);
+    expect((await b("GET", `/burrow/v1/bus/subscribe?subject=${encodeURIComponent(`audit.${teamA.teamID}.>`)}`)).status).toBe(403);
+  });
+
+  test("bus: a team sees its own audit events, with key and team", async () => {
+    const env = burrowEnv();
+    const controller = new AbortController();
+    const res = await fetch(`${env.apiUrl}/burrow/v1/bus/subscribe?subject=${encodeURIComponent(`audit.${teamA.teamID}.>`)}`, {
+      headers: { "x-api-key": teamA.adminKey.key },
+      signal: controller.signal,
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read(); // ": subscribed"
+    const key = await a("POST", "/api-keys", { name: "audited" });
+    let text = "";
+    while (!text.includes("event: message")) text += new TextDecoder().decode((await reader.read()).value);
+    controller.abort();
+    const data = JSON.parse(text.split("data: ")[1]!.split("\n")[0]!) as { subject: string; data: string };
+    expect(data.subject).toBe(`audit.${teamA.teamID}.create`);
+    expect(JSON.parse(data.data)).toMatchObject({ action: "create", resourceKind: "api_key", resourceID: key.json.id, teamID: teamA.teamID, keyID: teamA.adminKey.id });
+    expect((await a("DELETE", `/api-keys/${key.json.id}`)).status).toBe(204);
   });
 
   test("a host path as a template base needs the instance admin key", async () => {

@@ -80,6 +80,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     sandboxes: ctx.sandboxes,
     config: () => ctx.config,
     templateSize: (ref) => ctx.orchestrator.resolveTemplate(ref)?.defaults,
+    volumeOwnerKey: (ref) => ctx.volumes.findVolume(ref, { apiKeyId: null })?.apiKeyId,
   });
   registerHealthRoutes(app, ctx);
   registerCreateRoutes(app, ctx);

@@ -23,6 +23,8 @@ export interface AccessHookDeps {
   config: () => ServerConfig;
   /** A template's default size, for quotas of creates (unknown templates: E2B's defaults). */
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
+  /** The key that created a volume (null: unknown key), undefined when there is no such volume. */
+  volumeOwnerKey: (ref: { volumeId: string } | { name: string }) => number | null | undefined;
   /** Record a build of the team as running (for maxConcurrentBuilds). */
   buildStarted: (teamId: string, templateId: string, buildId: string) => void;
 }
@@ -79,6 +81,8 @@ function checkParams(d: AccessHookDeps, caller: Caller, request: FastifyRequest)
   if (params["checkpointID"] !== undefined) d.ownership.require(caller, "checkpoint", params["checkpointID"], use);
   if (params["templateID"] !== undefined) d.ownership.require(caller, "template", params["templateID"], use);
   if (params["alias"] !== undefined) d.ownership.require(caller, "template", params["alias"], "read");
+  const volumeId = params["volumeID"];
+  if (volumeId !== undefined) d.ownership.requireVolume(caller, volumeId, d.volumeOwnerKey({ volumeId }));
   if (params["id"] !== undefined && (url.startsWith(`${BURROW}/triggers/`) || url.startsWith(`${BURROW}/tasks/`))) {
     const owner = d.ownership.recordedOwner("trigger", params["id"]);
     if (owner !== undefined ? owner !== caller.teamId : !caller.instanceAdmin) {
@@ -94,6 +98,10 @@ function checkBody(d: AccessHookDeps, caller: Caller, request: FastifyRequest): 
   const method = request.method;
   if (method === "POST" && (url === "/v2/sandboxes" || url === "/sandboxes") && typeof body?.["templateID"] === "string") {
     d.ownership.require(caller, "template", body["templateID"], "read");
+    for (const mount of Array.isArray(body["volumeMounts"]) ? body["volumeMounts"] : []) {
+      const name = (mount as { name?: unknown } | null)?.name;
+      if (typeof name === "string") d.ownership.requireVolume(caller, name, d.volumeOwnerKey({ name }));
+    }
   }
   if (method === "POST" && url === "/v3/templates") {
     const name = body?.["name"] ?? body?.["alias"];
@@ -232,6 +240,10 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
   } else if (method === "POST" && url === "/v2/templates/:templateID/builds/:buildID") {
     d.buildStarted(caller.teamId, params["templateID"]!, params["buildID"]!);
     audit("build", "template", params["templateID"]!, { buildID: params["buildID"] });
+  } else if (method === "POST" && url === "/volumes" && typeof p["volumeID"] === "string") {
+    audit("create", "volume", p["volumeID"], { name: p["name"] });
+  } else if (method === "DELETE" && url === "/volumes/:volumeID") {
+    audit("delete", "volume", params["volumeID"]!);
   } else if (method === "DELETE" && url === "/templates/:templateID") {
     audit("delete", "template", params["templateID"]!);
   } else if (method === "POST" && (url === `${BURROW}/triggers` || url === `${BURROW}/tasks`) && typeof p["id"] === "string") {

@@ -73,7 +73,23 @@ export class Ownership {
 
   /** The team that owns a sandbox row (rows from before keys had teams belong to the default team). */
   teamOfSandbox(row: SandboxRow): string {
-    return (row.apiKeyId !== null ? this.#d.teamOfKey(row.apiKeyId) : undefined) ?? this.#d.defaultTeamId();
+    return this.teamOfKeyId(row.apiKeyId);
+  }
+
+  /** The team of what a key made (sandboxes, volumes): its key's team; without a key, the default team. */
+  teamOfKeyId(keyId: number | null): string {
+    return (keyId !== null ? this.#d.teamOfKey(keyId) : undefined) ?? this.#d.defaultTeamId();
+  }
+
+  /**
+   * A volume (by id or name) the caller's team may use, else 404 in the volume API's words. `ownerKey` is the key
+   * that created it (null: made before keys were recorded), undefined when there is no such volume (the route
+   * answers that itself).
+   */
+  requireVolume(caller: Caller, ref: string, ownerKey: number | null | undefined): void {
+    if (ownerKey !== undefined && this.teamOfKeyId(ownerKey) !== caller.teamId) {
+      throw new BurrowError(Code.NotFound, `volume '${ref}' not found`, { reason: "volume_not_found" });
+    }
   }
 
   /** The owner of a recorded resource, or undefined. */

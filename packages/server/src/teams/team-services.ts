@@ -123,6 +123,8 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
   sandboxes: SandboxService;
   config: () => ServerConfig;
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
+  /** The key that created a volume (null: unknown), undefined when there is none; without volumes, always none. */
+  volumeOwnerKey?: (ref: { volumeId: string } | { name: string }) => number | null | undefined;
 }): void {
   registerAccessHooks(app, {
     ownership: t.ownership,
@@ -132,21 +134,22 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
     sandboxes: deps.sandboxes,
     config: deps.config,
     templateSize: deps.templateSize,
+    volumeOwnerKey: deps.volumeOwnerKey ?? (() => undefined),
     buildStarted: (teamId, templateId, buildId) => t.buildStarted(teamId, templateId, buildId),
   });
-  registerListFilters(app, t);
+  registerListFilters(app, t, deps.volumeOwnerKey ?? (() => undefined));
   registerTeamRoutes(app, t);
   registerApiKeyRoutes(app, t);
   registerAuditRoutes(app, t);
 }
 
 /** Unpaginated lists whose routes know nothing of teams: filtered on the way out. */
-function registerListFilters(app: FastifyInstance, t: TeamServices): void {
+function registerListFilters(app: FastifyInstance, t: TeamServices, volumeOwnerKey: (ref: { volumeId: string }) => number | null | undefined): void {
   app.addHook("onSend", async (request, reply, payload) => {
     const c = request.caller;
     if (!c || request.method !== "GET" || reply.statusCode !== 200 || typeof payload !== "string") return payload;
     const url = request.routeOptions.url;
-    if (url !== "/templates" && url !== "/burrow/v1/triggers") return payload;
+    if (url !== "/templates" && url !== "/burrow/v1/triggers" && url !== "/volumes") return payload;
     let items: unknown;
     try {
       items = JSON.parse(payload);
@@ -157,7 +160,12 @@ function registerListFilters(app: FastifyInstance, t: TeamServices): void {
     const kept =
       url === "/templates"
         ? items.filter((i: { templateID?: string }) => typeof i.templateID === "string" && t.ownership.canSee(c, "template", i.templateID))
-        : items.filter((i: { id?: string }) => typeof i.id === "string" && (t.ownership.recordedOwner("trigger", i.id) ?? (c.instanceAdmin ? c.teamId : undefined)) === c.teamId);
+        : url === "/volumes"
+          ? items.filter((i: { volumeID?: string }) => {
+              const key = typeof i.volumeID === "string" ? volumeOwnerKey({ volumeId: i.volumeID }) : undefined;
+              return key !== undefined && t.ownership.teamOfKeyId(key) === c.teamId;
+            })
+          : items.filter((i: { id?: string }) => typeof i.id === "string" && (t.ownership.recordedOwner("trigger", i.id) ?? (c.instanceAdmin ? c.teamId : undefined)) === c.teamId);
     const out = JSON.stringify(kept);
     reply.header("content-length", Buffer.byteLength(out));
     return out;
