@@ -39,6 +39,7 @@ export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandbox
   // bound at launch, so a create with volumes starts a sandbox of its own.
   const volumes = opts.volumeMounts ?? [];
   let sandbox = volumes.length === 0 ? pools.take(template) : undefined;
+  const createdFrom = sandbox ? "pool" : "launch";
   if (!sandbox) {
     sandbox = await host.launch(template, limits, {
       allowInternetAccess: opts.allowInternetAccess,
@@ -56,7 +57,7 @@ export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandbox
     pools.fill();
   }
   deps.live.add(sandbox, { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars } });
-  return toRecord(sandbox);
+  return { ...toRecord(sandbox), createdFrom };
 }
 
 /** The template a create names; the shipped code-interpreter, mcp-gateway, desktop and browser are built the first time they are asked for. */

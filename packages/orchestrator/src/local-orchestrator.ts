@@ -290,12 +290,12 @@ export class LocalOrchestrator implements Orchestrator {
     return this.metrics.sample(sandbox, opts?.signal);
   }
 
-  createVolume(volumeId: string, opts: { sizeMB: number }): Promise<string> {
   async readSandboxLog(sandboxId: string, offset: number, maxBytes: number): Promise<SandboxLogChunk | undefined> {
     const sandbox = this.live.get(sandboxId);
     return sandbox ? readSandboxLogFile(sandbox.dir, offset, maxBytes) : undefined;
   }
 
+  createVolume(volumeId: string, opts: { sizeMB: number }): Promise<string> {
     return this.volumes.create(volumeId, opts.sizeMB);
   }
 

@@ -55,6 +55,8 @@ export interface SandboxRecord {
   volumeMounts?: VolumeMount[];
   /** The sandbox's /proc/sys/kernel/random/boot_id: new at every (cold) boot, kept by a memory pause and resume. */
   bootId?: string;
+  /** Set by createSandbox: whether the sandbox was claimed from the warm pool or launched for this create. */
+  createdFrom?: "pool" | "launch";
 }
 
 export interface CreateSandboxOptions {

@@ -28,8 +28,11 @@ import { createMountDispatcher, type HttpMount } from "./http-mounts.js";
 import type { ApiContext } from "./api/context.js";
 import { resolveDomain } from "./local-domain.js";
 import { acceptTlsOnSamePort, prepareServerTls } from "./tls/index.js";
+import { SandboxLogs } from "./logs/sandbox-logs.js";
+import { observeOrchestrator } from "./telemetry/observed-orchestrator.js";
+import { SandboxGauges } from "./metrics/sandbox-gauges.js";
+import { registerStateGauges } from "./metrics/state-gauges.js";
 import { openTeamServices } from "./teams/team-services.js";
-import { SandboxLogs, readLogsBeforeKill } from "./logs/sandbox-logs.js";
 import { resolveQuotaDefaults, type TeamQuotaOverrides } from "./teams/team-quotas.js";
 
 export interface ServerDeps {
@@ -112,8 +115,6 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       cleanups.push(publishLifecycleEvents(events, deps.bus, logger));
     }
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
-    const sandboxMetrics = new SandboxMetrics(deps.orchestrator, {
-      intervalMs: cfg.metricsIntervalMs,
     const logs = new SandboxLogs({
       orchestrator: deps.orchestrator,
       limits: cfg.sandboxLogs,
@@ -125,14 +126,18 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       logger,
     });
     cleanups.push(() => logs.close());
+    registerStateGauges(registry, store.sandboxes, deps.templates);
+    const sandboxMetrics = new SandboxMetrics(deps.orchestrator, {
+      intervalMs: cfg.metricsIntervalMs,
       retention: cfg.metricsRetention,
+      gauges: new SandboxGauges(registry, (sandboxId) => store.sandboxes.get(sandboxId)?.templateId),
       logger,
     });
     cleanups.push(() => sandboxMetrics.close());
     const sandboxes = new SandboxService({
       config: cfg,
       store: store.sandboxes,
-      orchestrator: readLogsBeforeKill(deps.orchestrator, logs),
+      orchestrator: observeOrchestrator(deps.orchestrator, { logs, metrics }),
       events,
       metrics,
       sandboxMetrics,
@@ -240,9 +245,9 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     await app.listen({ host: cfg.host, port: cfg.port });
     sandboxMetrics.start();
+    logs.start();
 
     const address = app.server.address();
-    logs.start();
     const port = typeof address === "object" && address ? address.port : cfg.port;
     const urlHost = cfg.host === "0.0.0.0" || cfg.host === "::" ? "127.0.0.1" : cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host;
     serverUrl = `http://${urlHost}:${port}`;

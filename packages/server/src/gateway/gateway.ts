@@ -341,6 +341,7 @@ export class Gateway {
     try {
       const live = this.#d.sandboxes.live(sandboxId) !== undefined;
       this.#upstreamFailures.record(failure, { sandboxId, port, method: req.method, url: req.url, retried, live });
+      this.#d.metrics.upstreamErrors.inc({ cause: failure.kind });
       this.#count(kind, undefined, retried ? "upstream_retried" : `upstream_${failure.kind}`);
     } catch {
       // A logger that throws must not take the exchange (or the server) down with it.
@@ -351,6 +352,7 @@ export class Gateway {
   #logFault(fault: ProxyFault, sandboxId: string, port: number, req: IncomingMessage): void {
     try {
       const fields = { sandboxId, port, method: req.method, url: req.url, cause: fault.cause, ...(fault.err ? { err: fault.err } : {}) };
+      if (fault.kind === "invalid_response") this.#d.metrics.upstreamErrors.inc({ cause: "invalid_response" });
       if (fault.kind === "invalid_response") this.#d.logger.warn(fields, "sandbox answered with an invalid HTTP response");
       else this.#d.logger.error(fields, "gateway proxy listener failed");
     } catch {

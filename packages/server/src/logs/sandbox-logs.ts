@@ -167,22 +167,3 @@ export class SandboxLogs {
     log.endedAt = Date.now();
   }
 }
-
-/**
- * The orchestrator the control plane uses, with the sandbox's log read to its end before every kill: the kill
- * removes the sandbox's directory and the log with it.
- */
-export function readLogsBeforeKill(orchestrator: Orchestrator, logs: SandboxLogs): Orchestrator {
-  return new Proxy(orchestrator, {
-    get(target, prop, receiver) {
-      if (prop === "killSandbox") {
-        return async (sandboxId: string, opts?: { signal?: AbortSignal }) => {
-          await logs.flush(sandboxId).catch(() => undefined);
-          return target.killSandbox(sandboxId, opts);
-        };
-      }
-      const value: unknown = Reflect.get(target, prop, receiver);
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}

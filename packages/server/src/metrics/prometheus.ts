@@ -8,6 +8,10 @@ export interface ServerMetrics {
   readonly sandboxKills: Counter<"reason">;
   readonly createDuration: Histogram<"result">;
   readonly gatewayRequests: Counter<"kind" | "route" | "outcome">;
+  /** Failed exchanges with sandboxes by cause (refused, closed, timeout, unreachable, local, other, invalid_response). */
+  readonly upstreamErrors: Counter<"cause">;
+  /** The orchestrator's part of a create, by where the sandbox came from (pool: a warm-pool claim; launch). */
+  readonly orchestratorCreateDuration: Histogram<"source">;
 }
 
 export function createServerMetrics(registry: Registry, countRunning: () => number): ServerMetrics {
@@ -38,6 +42,19 @@ export function createServerMetrics(registry: Registry, countRunning: () => numb
       help: "Time from create request to a running sandbox.",
       labelNames: ["result"],
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    upstreamErrors: new Counter({
+      name: "burrow_gateway_upstream_errors_total",
+      help: "Exchanges with sandboxes that failed, by cause (refused, closed, timeout, unreachable, local, other, invalid_response).",
+      labelNames: ["cause"],
+      registers: [registry],
+    }),
+    orchestratorCreateDuration: new Histogram({
+      name: "burrow_sandbox_claim_duration_seconds",
+      help: "The orchestrator's part of a create, by source: pool (a warm-pool sandbox claimed) or launch (started for the create).",
+      labelNames: ["source"],
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
     }),
     gatewayRequests: new Counter({

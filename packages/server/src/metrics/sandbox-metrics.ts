@@ -2,12 +2,15 @@
 // sandbox, filled by a periodic sweep plus one sample right after create so the list is never empty.
 import type { Logger } from "pino";
 import type { Orchestrator, SandboxMetricSample } from "@burrow/orchestrator";
+import type { SandboxGauges } from "./sandbox-gauges.js";
 
 export interface SandboxMetricsOptions {
   intervalMs: number;
   /** Samples kept per sandbox. */
   retention: number;
   logger?: Logger;
+  /** Where each sample also goes (the per-sandbox gauges on /metrics). */
+  gauges?: SandboxGauges;
 }
 
 export class SandboxMetrics {
@@ -43,6 +46,7 @@ export class SandboxMetrics {
   untrack(sandboxId: string): void {
     this.#rings.delete(sandboxId);
     this.#first.delete(sandboxId);
+    this.#opts.gauges?.remove(sandboxId);
   }
 
   /** Samples with `start ≤ timestamp ≤ end` (either bound optional), oldest first. */
@@ -87,6 +91,7 @@ export class SandboxMetrics {
       const ring = this.#rings.get(sandboxId);
       if (!sample || !ring) return;
       ring.push(sample);
+      this.#opts.gauges?.set(sandboxId, sample);
       if (ring.length > this.#opts.retention) ring.splice(0, ring.length - this.#opts.retention);
     } catch (err) {
       if (!this.#abort.signal.aborted) this.#opts.logger?.warn({ err, sandboxId }, "metrics sample failed");
