@@ -171,13 +171,21 @@ maybe("teams", () => {
     expect((await a("DELETE", `/secrets/${secretId}`)).status).toBe(204);
   });
 
-  test("bus: team B cannot subscribe to team A's sandbox events nor publish in A's namespace", async () => {
+  test("bus, triggers, models: team B cannot subscribe to A's sandbox events, publish in A's namespace, trigger on A's sandbox or change the model gateway", async () => {
     const sub = await b("GET", `/burrow/v1/bus/subscribe?subject=${encodeURIComponent(`sbx.*.${sandboxA.sandboxId}.>`)}`);
     expect(sub.status).toBe(403);
     expect((await b("GET", `/burrow/v1/bus/subscribe?subject=${encodeURIComponent("sbx.>")}`)).status).toBe(403);
     expect((await b("POST", "/burrow/v1/bus/publish", { subject: `team.${teamA.teamID}.chat`, data: "x" })).status).toBe(403);
     expect((await b("POST", "/burrow/v1/bus/publish", { subject: `team.${teamB.teamID}.chat`, data: "x" })).status).toBe(202);
     expect((await b("GET", `/burrow/v1/bus/subscribe?subject=${encodeURIComponent(`audit.${teamA.teamID}.>`)}`)).status).toBe(403);
+    // Triggers and tasks naming A's sandbox are 404 to B; rules on a shared template would see every team's sandboxes.
+    expect((await b("POST", "/burrow/v1/triggers", { on: { sandboxId: sandboxA.sandboxId, category: "fs" }, in: "source", run: { cmd: "true" } })).status).toBe(404);
+    expect((await b("POST", "/burrow/v1/tasks", { target: { sandboxId: sandboxA.sandboxId }, run: { cmd: "true" } })).status).toBe(404);
+    expect((await b("POST", "/burrow/v1/triggers", { on: { templateId: TEMPLATE }, in: { template: TEMPLATE }, run: { cmd: "true" } })).status).toBe(403);
+    // The model gateway is configured by the operator; per-sandbox usage only for the sandbox's team.
+    expect((await b("POST", "/burrow/v1/models/providers", { name: "x", kind: "openai", baseUrl: "http://127.0.0.1:1", key: null })).status).toBe(403);
+    expect((await b("GET", `/burrow/v1/models/usage?sandboxID=${sandboxA.sandboxId}`)).status).toBe(404);
+    expect((await a("GET", `/burrow/v1/models/usage?sandboxID=${sandboxA.sandboxId}`)).status).toBe(200);
   });
 
   test("bus: a team sees its own audit events, with key and team", async () => {

@@ -36,6 +36,10 @@ type Params = Record<string, string | undefined>;
 type Body = Record<string, unknown> | undefined;
 
 export function registerAccessHooks(app: FastifyInstance, d: AccessHookDeps): void {
+  // Routes a team key may not use at all are refused before their body is validated.
+  app.addHook("preValidation", async (request) => {
+    if (request.caller && !request.caller.instanceAdmin) checkInstanceWide(request);
+  });
   app.addHook("preHandler", async (request, reply) => {
     const caller = request.caller;
     if (!caller) return;
@@ -129,7 +133,17 @@ function checkBody(d: AccessHookDeps, caller: Caller, request: FastifyRequest): 
   if (url === `${BURROW}/bus/publish` && typeof body?.["subject"] === "string") d.ownership.requireSubject(caller, body["subject"], "publish");
   if (url === `${BURROW}/bus/subscribe` && typeof query["subject"] === "string") d.ownership.requireSubject(caller, query["subject"], "subscribe");
   if (method === "POST" && (url === `${BURROW}/triggers` || url === `${BURROW}/tasks`)) checkRuleReferences(d, caller, body);
-  if (!caller.instanceAdmin && (url.startsWith(`${BURROW}/queues/`) || url.startsWith(`${BURROW}/agents`))) {
+  if (url === `${BURROW}/models/usage` && typeof query["sandboxID"] === "string") d.ownership.requireSandbox(caller, query["sandboxID"]);
+}
+
+/** Instance-wide resources: the operator's (instance admin key) until they get team namespaces. */
+function checkInstanceWide(request: FastifyRequest): void {
+  const url = route(request);
+  // The model gateway's providers and settings serve every team. Its usage is per sandbox (filtered on the way out).
+  if (url.startsWith(`${BURROW}/models/`) && request.method !== "GET") {
+    throw new BurrowError(Code.PermissionDenied, "model providers and gateway settings are the operator's; changing them needs the instance admin key");
+  }
+  if (url.startsWith(`${BURROW}/queues/`) || url.startsWith(`${BURROW}/agents`)) {
     throw new BurrowError(Code.PermissionDenied, "queues and agent keys are instance-wide; they need the instance admin key (team-scoped queues are not built yet)");
   }
 }

@@ -119,6 +119,11 @@ export class Ownership {
     return owner !== undefined && (owner === caller.teamId || (owner === PUBLIC_OWNER && kind !== "sandbox"));
   }
 
+  /** A sandbox's row, whoever owns it (for filters that then compare teams). */
+  sandboxRow(sandboxId: string): SandboxRow | undefined {
+    return this.#d.sandbox(sandboxId);
+  }
+
   /** A sandbox the caller may act on, else 404 (also when it does not exist). */
   requireSandbox(caller: Caller, sandboxId: string): SandboxRow {
     const row = this.#d.sandbox(sandboxId);

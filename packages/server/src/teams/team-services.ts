@@ -143,13 +143,32 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
   registerAuditRoutes(app, t);
 }
 
-/** Unpaginated lists whose routes know nothing of teams: filtered on the way out. */
+/** Unpaginated lists whose routes know nothing of teams: filtered on the way out, one rule per route. */
 function registerListFilters(app: FastifyInstance, t: TeamServices, volumeOwnerKey: (ref: { volumeId: string }) => number | null | undefined): void {
+  type Item = Record<string, unknown>;
+  const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
+  const ownsSandbox = (c: Caller, id: string | undefined) => {
+    const row = id !== undefined ? t.ownership.sandboxRow(id) : undefined;
+    return row !== undefined && t.ownership.teamOfSandbox(row) === c.teamId;
+  };
+  const filters: Record<string, (c: Caller, item: Item) => boolean> = {
+    "/templates": (c, i) => str(i["templateID"]) !== undefined && t.ownership.canSee(c, "template", str(i["templateID"])!),
+    "/volumes": (c, i) => {
+      const key = str(i["volumeID"]) !== undefined ? volumeOwnerKey({ volumeId: str(i["volumeID"])! }) : undefined;
+      return key !== undefined && t.ownership.teamOfKeyId(key) === c.teamId;
+    },
+    // Triggers made before teams (unrecorded) are the instance admin's.
+    "/burrow/v1/triggers": (c, i) => {
+      const id = str(i["id"]);
+      return id !== undefined && (t.ownership.recordedOwner("trigger", id) ?? (c.instanceAdmin ? c.teamId : undefined)) === c.teamId;
+    },
+    // Host callers' usage (no sandbox) and every team's are the operator's; a team sees its live sandboxes' rows.
+    "/burrow/v1/models/usage": (c, i) => c.instanceAdmin || ownsSandbox(c, str(i["sandboxID"])),
+  };
   app.addHook("onSend", async (request, reply, payload) => {
     const c = request.caller;
-    if (!c || request.method !== "GET" || reply.statusCode !== 200 || typeof payload !== "string") return payload;
-    const url = request.routeOptions.url;
-    if (url !== "/templates" && url !== "/burrow/v1/triggers" && url !== "/volumes") return payload;
+    const filter = filters[request.routeOptions.url ?? ""];
+    if (!c || !filter || request.method !== "GET" || reply.statusCode !== 200 || typeof payload !== "string") return payload;
     let items: unknown;
     try {
       items = JSON.parse(payload);
@@ -157,16 +176,7 @@ function registerListFilters(app: FastifyInstance, t: TeamServices, volumeOwnerK
       return payload;
     }
     if (!Array.isArray(items)) return payload;
-    const kept =
-      url === "/templates"
-        ? items.filter((i: { templateID?: string }) => typeof i.templateID === "string" && t.ownership.canSee(c, "template", i.templateID))
-        : url === "/volumes"
-          ? items.filter((i: { volumeID?: string }) => {
-              const key = typeof i.volumeID === "string" ? volumeOwnerKey({ volumeId: i.volumeID }) : undefined;
-              return key !== undefined && t.ownership.teamOfKeyId(key) === c.teamId;
-            })
-          : items.filter((i: { id?: string }) => typeof i.id === "string" && (t.ownership.recordedOwner("trigger", i.id) ?? (c.instanceAdmin ? c.teamId : undefined)) === c.teamId);
-    const out = JSON.stringify(kept);
+    const out = JSON.stringify(items.filter((item: Item) => filter(c, item)));
     reply.header("content-length", Buffer.byteLength(out));
     return out;
   });
