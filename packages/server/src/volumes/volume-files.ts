@@ -8,8 +8,8 @@
 import { execFile } from "node:child_process";
 import { constants, createReadStream, createWriteStream, type ReadStream, type Stats } from "node:fs";
 import { close, fchmod, fchown, fstat, lchown, lstat, mkdir, open, readdir, readlink, unlink } from "node:fs";
-import type { Readable } from "node:stream";
-import { pipeline } from "node:stream/promises";
+import type { Readable, Writable } from "node:stream";
+import { finished } from "node:stream/promises";
 import { promisify } from "node:util";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { VolumeHost } from "@burrow/orchestrator";
@@ -57,7 +57,9 @@ export interface Ownership {
 /** An errno from a file operation as the API's error. */
 function fsError(error: unknown, path: string): BurrowError {
   if (error instanceof BurrowError) return error;
-  const code = (error as NodeJS.ErrnoException).code;
+  // libuv has no name for EDQUOT (122): it reports "Unknown system error -122".
+  const errno = (error as NodeJS.ErrnoException).errno;
+  const code = errno === -122 ? "EDQUOT" : (error as NodeJS.ErrnoException).code;
   const shown = JSON.stringify(path);
   switch (code) {
     case "ENOENT":
@@ -106,6 +108,29 @@ interface Located {
   name: string | undefined;
   /** Path of the entry from the volume's root, after symlinks. */
   parts: string[];
+}
+
+/**
+ * Copy a request body into a file. Unlike pipeline, a failing write (the volume full) leaves the body alone: the
+ * request must stay readable for the answer to reach the client.
+ */
+function copyInto(body: Readable, out: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    out.once("error", (error) => {
+      body.unpipe(out);
+      reject(error);
+    });
+    out.once("finish", resolve);
+    body.once("error", reject);
+    body.pipe(out);
+  });
+}
+
+/** Read and drop the rest of a request body, so that an error answer reaches the client instead of a reset. */
+export async function drain(body: Readable): Promise<void> {
+  if (body.readableEnded || body.destroyed) return;
+  body.resume();
+  await finished(body).catch(() => undefined);
 }
 
 export class VolumeFiles {
@@ -368,7 +393,11 @@ export class VolumeFiles {
         if (!st.isFile()) throw new BurrowError(Code.InvalidArgument, `${path} is not a regular file`, { reason: "not_a_file" });
         await fchownAsync(fd, uid, gid);
         if (own.mode !== undefined) await fchmodAsync(fd, own.mode & 0o7777);
-        await pipeline(body, out);
+        await copyInto(body, out);
+      } catch (error) {
+        // The rest of the body is read and dropped, so the client gets the answer instead of a reset connection.
+        await drain(body);
+        throw error;
       } finally {
         out.destroy();
         await closeAsync(fd).catch(() => undefined);

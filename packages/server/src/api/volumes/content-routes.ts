@@ -5,7 +5,7 @@ import { Readable } from "node:stream";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { VolumeService } from "../../volumes/volume-service.js";
-import { VolumeFiles, type Ownership } from "../../volumes/volume-files.js";
+import { drain, VolumeFiles, type Ownership } from "../../volumes/volume-files.js";
 
 interface ContentQuery {
   path?: string;
@@ -107,8 +107,14 @@ export function registerVolumeContentRoutes(app: FastifyInstance, volumes: Volum
       if (typeof body.pipe !== "function") {
         throw new BurrowError(Code.InvalidArgument, "send the file's bytes as the body, Content-Type: application/octet-stream");
       }
-      const stat = await withFiles(request, (files) => files.writeFile(pathOf(request.query), body, ownership(request.query)));
-      return reply.code(201).send(stat);
+      try {
+        const stat = await withFiles(request, (files) => files.writeFile(pathOf(request.query), body, ownership(request.query)));
+        return reply.code(201).send(stat);
+      } catch (error) {
+        // Refused before or while writing (bad token, full volume…): the client is still sending.
+        await drain(body);
+        throw error;
+      }
     });
   });
 }
