@@ -25,3 +25,4 @@ if (!only || only === "kill") await (await import("./kill.mjs")).runKillBenchmar
 if (!only || only === "forks") await (await import("./forks.mjs")).runForkBenchmarks();
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();
 if (!only || only === "models") await (await import("./models.mjs")).runModelBenchmarks();
+if (!only || only === "volumes") await (await import("./volumes.mjs")).runVolumeBenchmarks();
