@@ -10,7 +10,7 @@ import type { ServerConfig } from "../config.js";
 import type { AuditLog } from "./audit-log.js";
 import type { Caller } from "./caller.js";
 import { hostPathsInBuild } from "./host-paths.js";
-import { PUBLIC_OWNER, type Ownership } from "./ownership.js";
+import { PUBLIC_OWNER, PUBLIC_TEMPLATE_NAMES, type Ownership } from "./ownership.js";
 import type { QuotaReservation, TeamQuotas } from "./team-quotas.js";
 import type { TeamMetrics } from "./team-metrics.js";
 
@@ -250,7 +250,10 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
   } else if (method === "DELETE" && url === `${BURROW}/checkpoints/:checkpointID`) {
     for (const id of Array.isArray(p["deleted"]) ? p["deleted"] : []) if (typeof id === "string") audit("delete", "checkpoint", id);
   } else if (method === "POST" && url === "/v3/templates" && typeof p["templateID"] === "string") {
-    d.ownership.record("template", p["templateID"], caller.teamId);
+    // The operator rebuilding a shipped template keeps it public.
+    const body = (request.body ?? {}) as Record<string, unknown>;
+    const name = String(body["name"] ?? body["alias"] ?? "").split(":")[0]!;
+    if (!(caller.instanceAdmin && PUBLIC_TEMPLATE_NAMES.has(name))) d.ownership.record("template", p["templateID"], caller.teamId);
   } else if (method === "POST" && url === "/v2/templates/:templateID/builds/:buildID") {
     d.buildStarted(caller.teamId, params["templateID"]!, params["buildID"]!);
     audit("build", "template", params["templateID"]!, { buildID: params["buildID"] });
