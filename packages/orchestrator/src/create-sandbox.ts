@@ -11,6 +11,7 @@ import { egressRulesOf } from "./sandbox-egress.js";
 import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
 import { sameLimits, sandboxLimits } from "./sandbox-limits.js";
 import type { SandboxPools } from "./sandbox-pools.js";
+import { inSpan } from "./tracing.js";
 import { writeRecord } from "./sandbox-record.js";
 import { BROWSER } from "./templates/browser.js";
 import type { TemplateBuilder } from "./templates/builder/template-builder.js";
@@ -31,9 +32,13 @@ export interface CreateSandboxDeps {
   live: LiveSandboxes;
 }
 
-export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandboxOptions): Promise<SandboxRecord> {
+export function createSandbox(deps: CreateSandboxDeps, opts: CreateSandboxOptions): Promise<SandboxRecord> {
+  return inSpan("orchestrator.create", () => createTraced(deps, opts), { "burrow.template": opts.template });
+}
+
+async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions): Promise<SandboxRecord> {
   const { host, pools } = deps;
-  const template = await templateFor(deps, opts.template, opts.signal);
+  const template = await inSpan("orchestrator.template", () => templateFor(deps, opts.template, opts.signal));
   const limits = sandboxLimits(template.defaults, opts.limits ?? {});
   // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out; volumes are
   // bound at launch, so a create with volumes starts a sandbox of its own.
@@ -41,15 +46,18 @@ export async function createSandbox(deps: CreateSandboxDeps, opts: CreateSandbox
   let sandbox = volumes.length === 0 ? pools.take(template) : undefined;
   const createdFrom = sandbox ? "pool" : "launch";
   if (!sandbox) {
-    sandbox = await host.launch(template, limits, {
-      allowInternetAccess: opts.allowInternetAccess,
-      pooled: false,
-      signal: opts.signal,
-      volumes,
-    });
+    sandbox = await inSpan("orchestrator.launch", () =>
+      host.launch(template, limits, {
+        allowInternetAccess: opts.allowInternetAccess,
+        pooled: false,
+        signal: opts.signal,
+        volumes,
+      }),
+    );
   }
   try {
-    await claim(deps, sandbox, template, limits, opts);
+    const claimed = sandbox;
+    await inSpan("orchestrator.claim", () => claim(deps, claimed, template, limits, opts), { "burrow.created_from": createdFrom });
   } catch (error) {
     await host.destroy(sandbox).catch(() => undefined);
     throw error;
@@ -92,18 +100,20 @@ export async function claim(
   } else if (record.allowInternetAccess !== opts.allowInternetAccess) {
     await sandbox.network.setInternetAccess(opts.allowInternetAccess);
   }
-  await initEnvd(
-    envdAt(record.ip, record.initToken),
-    {
-      envVars: { ...template.runtime?.env, ...opts.envVars },
-      accessToken: opts.envdAccessToken,
-      defaultUser: template.runtime?.user ?? "user",
-      defaultWorkdir: template.runtime?.workdir ?? "/home/user",
-    },
-    opts.signal,
+  await inSpan("envd.init", () =>
+    initEnvd(
+      envdAt(record.ip, record.initToken),
+      {
+        envVars: { ...template.runtime?.env, ...opts.envVars },
+        accessToken: opts.envdAccessToken,
+        defaultUser: template.runtime?.user ?? "user",
+        defaultWorkdir: template.runtime?.workdir ?? "/home/user",
+      },
+      opts.signal,
+    ),
   );
   if (!deps.pools.wasStarted(sandbox)) {
-    await startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal });
+    await inSpan("orchestrator.start_command", () => startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal }));
   }
   sandbox.record = {
     ...record,

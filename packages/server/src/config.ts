@@ -106,6 +106,11 @@ export interface ServerConfig {
   /** How much of each sandbox's log is kept, for how long after it ended, how often it is read (env BURROW_SANDBOX_LOG_*). */
   readonly sandboxLogs: Readonly<SandboxLogLimits>;
   /**
+   * Where traces go (an OTLP/HTTP collector's base URL; spans are POSTed to `<url>/v1/traces`); null: tracing off.
+   * @default null (env OTEL_EXPORTER_OTLP_ENDPOINT, else BURROW_OTLP_ENDPOINT)
+   */
+  readonly otlpEndpoint: string | null;
+  /**
    * Admission: the host-wide floor that keeps one API key from exhausting the machine (per-team quotas come on
    * top later). Sandboxes live while running or paused; refusals answer 429 (a limit reached) or 507 (the host is
    * short of memory or disk), with a message naming the limit and the current usage.
@@ -273,12 +278,30 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     apiKey,
     clientId: input.clientId ?? DEFAULT_CLIENT_ID,
     sandboxLogs: Object.freeze(resolveSandboxLogLimits(input.sandboxLogs, env)),
+    otlpEndpoint: resolveOtlpEndpoint(input.otlpEndpoint, env),
     admission: resolveAdmission(input.admission, env),
     fsEvents: Object.freeze(resolveFsEventLimits(input.fsEvents, env)),
     outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),
     eventStream: Object.freeze(resolvePositiveLimits(EVENT_STREAM_DEFAULTS, EVENT_STREAM_ENV, input.eventStream, env)),
     volumeDefaultMB: positiveInt(numberSetting("volumeDefaultMB", input.volumeDefaultMB, env, "BURROW_VOLUME_DEFAULT_MB", DEFAULT_VOLUME_MB)),
   });
+}
+
+/** The OTLP endpoint: the input's, else OTEL_EXPORTER_OTLP_ENDPOINT, else BURROW_OTLP_ENDPOINT; an http(s) URL. */
+function resolveOtlpEndpoint(input: string | null | undefined, env: NodeJS.ProcessEnv): string | null {
+  const [name, value] =
+    input !== undefined ? ["otlpEndpoint", input]
+    : env["OTEL_EXPORTER_OTLP_ENDPOINT"] ? ["OTEL_EXPORTER_OTLP_ENDPOINT", env["OTEL_EXPORTER_OTLP_ENDPOINT"]]
+    : ["BURROW_OTLP_ENDPOINT", env["BURROW_OTLP_ENDPOINT"] || null];
+  if (value === null) return null;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw configError(`${name} must be an http(s) URL, got "${value}"`);
+  }
+  if (url.protocol !== "http:" && url.protocol !== "https:") throw configError(`${name} must be an http(s) URL, got "${value}"`);
+  return value;
 }
 
 type ConnectionLimits = Pick<

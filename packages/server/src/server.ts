@@ -32,6 +32,7 @@ import { SandboxLogs } from "./logs/sandbox-logs.js";
 import { observeOrchestrator } from "./telemetry/observed-orchestrator.js";
 import { SandboxGauges } from "./metrics/sandbox-gauges.js";
 import { registerStateGauges } from "./metrics/state-gauges.js";
+import { startTracing } from "./telemetry/tracing.js";
 import { openTeamServices } from "./teams/team-services.js";
 import { resolveQuotaDefaults, type TeamQuotaOverrides } from "./teams/team-quotas.js";
 
@@ -115,6 +116,10 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       cleanups.push(publishLifecycleEvents(events, deps.bus, logger));
     }
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
+    if (cfg.otlpEndpoint) {
+      const tracing = startTracing({ endpoint: cfg.otlpEndpoint, serviceName: "burrow-server", logger });
+      cleanups.push(() => tracing.close());
+    }
     const logs = new SandboxLogs({
       orchestrator: deps.orchestrator,
       limits: cfg.sandboxLogs,
@@ -229,7 +234,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => teams.close());
     const volumes = new VolumeService({ store: store.volumes, orchestrator: deps.orchestrator, stateDir: cfg.stateDir, defaultSizeMB: cfg.volumeDefaultMB });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

@@ -17,6 +17,7 @@ import { registerListRoutes } from "./sandboxes/list.js";
 import { registerMetricsRoute } from "./sandboxes/metrics.js";
 import { registerLogRoutes } from "./sandboxes/logs.js";
 import type { SandboxLogs } from "../logs/sandbox-logs.js";
+import { registerRestSpans } from "../telemetry/rest-spans.js";
 import { registerForkRoute } from "./sandboxes/fork.js";
 import { registerPauseRoute } from "./sandboxes/pause.js";
 import { registerSnapshotRoutes } from "./sandboxes/snapshots.js";
@@ -44,6 +45,8 @@ export interface CreateApiOptions {
   busServices?: SandboxBusServices | undefined;
   /** Sandboxes' logs (E2B's /sandboxes/{id}/logs and /v2/…); without it those routes answer 501. */
   logs?: SandboxLogs | undefined;
+  /** A span per request, continuing callers' W3C trace context (only when the server exports traces). */
+  tracing?: boolean | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -75,6 +78,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     reply.code(404).type("application/json").send({ code: 404, message: `route ${request.method} ${request.url.split("?")[0]} not found` }),
   );
 
+  if (opts.tracing) registerRestSpans(app);
   registerAuth(app, ctx);
   registerTeams(app, ctx.teams, {
     sandboxes: ctx.sandboxes,
