@@ -4,7 +4,7 @@
 // the gateway adds. The gateway runs in this process on a real SQLite store; callers authenticate with an API key.
 import { createServer, request } from "node:http";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
 import { openStore } from "../packages/server/dist/store/store.js";
@@ -71,11 +71,20 @@ export async function runModelBenchmarks() {
       await timed(direct, {});
       await timed(via, { authorization: `Bearer ${key}` });
     }
-    const d = { ttfb: [], total: [] };
-    const g = { ttfb: [], total: [] };
+    const d = { ttfb: [], total: [], cpuUs: 0 };
+    const g = { ttfb: [], total: [], cpuUs: 0 };
+    // CPU time per request (this process: client, provider and, on the gateway path, the gateway): unlike wall time
+    // it hardly depends on how busy the machine is, so it shows what the gateway itself costs.
+    const cpu = async (into, run) => {
+      const c0 = process.cpuUsage();
+      const r = await run();
+      const c = process.cpuUsage(c0);
+      into.cpuUs += c.user + c.system;
+      return r;
+    };
     for (let i = 0; i < N; i++) {
-      const a = await timed(direct, {});
-      const b = await timed(via, { authorization: `Bearer ${key}` });
+      const a = await cpu(d, () => timed(direct, {}));
+      const b = await cpu(g, () => timed(via, { authorization: `Bearer ${key}` }));
       d.ttfb.push(a.ttfb), d.total.push(a.total), g.ttfb.push(b.ttfb), g.total.push(b.total);
     }
     const f = (x) => x.toFixed(2);
@@ -84,6 +93,7 @@ export async function runModelBenchmarks() {
     process.stdout.write(`  gateway  first byte p50 ${f(pct(g.ttfb, 50))} ms p95 ${f(pct(g.ttfb, 95))} ms · end p50 ${f(pct(g.total, 50))} ms p95 ${f(pct(g.total, 95))} ms\n`);
     const added = g.total.map((t, i) => t - d.total[i]);
     process.stdout.write(`  added by the gateway (pairwise, to the end) p50 ${f(pct(added, 50))} ms p95 ${f(pct(added, 95))} ms (target p50 ≤ 2 ms)\n`);
+    process.stdout.write(`  CPU per request: direct ${(d.cpuUs / N).toFixed(0)} µs, through the gateway ${(g.cpuUs / N).toFixed(0)} µs (load average ${loadavg()[0].toFixed(1)} on ${cpus().length} CPUs)\n`);
   } finally {
     await gateway.close();
     provider.close();

@@ -16,6 +16,7 @@ import type { ModelStore, UsageRow } from "./model-store.js";
 import { sendProviderError } from "./provider-errors.js";
 import { ProviderRegistry } from "./provider-registry.js";
 import { UpstreamAgents } from "./upstream-attempt.js";
+import { UsageBuffer } from "./usage-buffer.js";
 
 export interface ModelGatewayDeps {
   store: ModelStore;
@@ -39,6 +40,7 @@ export class ModelGateway {
   readonly #budgets = new BudgetCounters();
   readonly #agents = new UpstreamAgents();
   readonly #proxy: ModelProxy;
+  readonly #usage: UsageBuffer;
   readonly #d: ModelGatewayDeps;
   #settings: GatewaySettings;
   #server: Server | undefined;
@@ -50,9 +52,10 @@ export class ModelGateway {
     this.#settings = this.#store.settings();
     const breakers = new CircuitBreakers(() => this.#settings);
     this.providers = new ProviderRegistry(this.#store, deps.secrets, breakers);
+    this.#usage = new UsageBuffer(this.#store, (err) => deps.logger.error({ err }, "model usage could not be recorded"));
     this.#proxy = new ModelProxy({
       providers: this.providers,
-      store: this.#store,
+      usage: this.#usage,
       breakers,
       budgets: this.#budgets,
       agents: this.#agents,
@@ -80,6 +83,7 @@ export class ModelGateway {
   }
 
   usage(sandboxId?: string): UsageRow[] {
+    this.#usage.flush();
     return this.#store.usage(sandboxId);
   }
 
@@ -108,6 +112,7 @@ export class ModelGateway {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
     this.#agents.close();
+    this.#usage.flush();
   }
 
   #handle(req: IncomingMessage, res: ServerResponse): void {

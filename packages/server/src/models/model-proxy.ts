@@ -10,12 +10,12 @@ import type { Logger } from "pino";
 import type { BudgetCounters } from "./budgets.js";
 import type { CircuitBreakers } from "./circuit-breaker.js";
 import type { GatewaySettings } from "./gateway-settings.js";
-import type { ModelStore } from "./model-store.js";
 import type { ProviderKind } from "./provider-config.js";
 import { midStreamErrorEvent, sendProviderError } from "./provider-errors.js";
 import { candidateOrder } from "./provider-order.js";
 import type { ProviderRegistry } from "./provider-registry.js";
 import { attemptUpstream, upstreamHeaders, upstreamUrl, type AttemptResult, type UpstreamAgents } from "./upstream-attempt.js";
+import type { UsageBuffer } from "./usage-buffer.js";
 import { UsageMeter } from "./usage-meter.js";
 
 /** Who is calling: a sandbox (by its address) with its creating key, or a host client with its API key. */
@@ -44,7 +44,7 @@ const ROUTES: Readonly<Record<string, ProviderKind>> = {
 
 export interface ModelProxyDeps {
   providers: ProviderRegistry;
-  store: ModelStore;
+  usage: UsageBuffer;
   breakers: CircuitBreakers;
   budgets: BudgetCounters;
   agents: UpstreamAgents;
@@ -179,6 +179,21 @@ export class ModelProxy {
     const contentType = upstream.headers["content-type"];
     const sse = (contentType ?? "").toLowerCase().startsWith("text/event-stream");
     res.writeHead(upstream.statusCode ?? 502, headers);
+    // What arrives in one turn of the event loop leaves in one write: the head, the chunks read with it and, for a
+    // short answer, the end — instead of a write each (three segments, and a wake-up of the caller for each). The
+    // socket is uncorked in the same turn (setImmediate runs right after I/O polling), so nothing waits for more data.
+    const socket = res.socket;
+    let corked = false;
+    const cork = () => {
+      if (corked || !socket) return;
+      corked = true;
+      socket.cork();
+      setImmediate(() => {
+        corked = false;
+        socket.uncork();
+      });
+    };
+    cork();
     res.flushHeaders();
     const meter = new UsageMeter(contentType);
     let ended = false;
@@ -190,14 +205,11 @@ export class ModelProxy {
       const usage = meter.finish();
       const tokens = usage ? usage.inputTokens + usage.outputTokens : 0;
       for (const s of ctx.subjects) this.#d.budgets.countTokens(s.subject, s.budget, tokens);
-      try {
-        this.#d.store.addUsage(ctx.caller.sandboxId, ctx.caller.apiKeyId, ctx.model, usage?.inputTokens ?? 0, usage?.outputTokens ?? 0);
-      } catch (err) {
-        this.#d.logger.error({ err }, "model usage could not be recorded");
-      }
+      this.#d.usage.add(ctx.caller.sandboxId, ctx.caller.apiKeyId, ctx.model, usage?.inputTokens ?? 0, usage?.outputTokens ?? 0);
     };
     upstream.on("data", (chunk: Buffer) => {
       meter.push(chunk);
+      cork();
       // Unbuffered: each chunk goes out as it arrives; back-pressure pauses the provider.
       if (!res.write(chunk)) {
         upstream.pause();

@@ -46,7 +46,18 @@ export interface UsageRow {
   outputTokens: number;
 }
 
+/** Counts to add to one (sandbox, key, model) row. */
+export interface UsageDelta {
+  sandboxId: string | null;
+  apiKeyId: number | null;
+  model: string;
+  requests: number;
+  inputTokens: number;
+  outputTokens: number;
+}
+
 export class ModelStore {
+  readonly #db: Db;
   readonly #all;
   readonly #upsert;
   readonly #delete;
@@ -57,6 +68,7 @@ export class ModelStore {
   readonly #usageAll;
 
   constructor(db: Db) {
+    this.#db = db;
     this.#all = db.prepare<[], ProviderRaw>("SELECT * FROM model_providers ORDER BY priority, name");
     this.#upsert = db.prepare<[string, string, string, string, Buffer | null, string | null, string, number, number, number, number]>(
       `INSERT INTO model_providers (name, kind, base_url, key_source, key_sealed, key_secret, models, priority, weight, owner_key_id, created_at)
@@ -102,9 +114,11 @@ export class ModelStore {
     this.#putSettings.run(JSON.stringify(s));
   }
 
-  /** Add one request's usage; host callers (no sandbox) are recorded under their key with subject "". */
-  addUsage(sandboxId: string | null, apiKeyId: number | null, model: string, input: number, output: number): void {
-    this.#addUsage.run(sandboxId ?? "", apiKeyId ?? 0, model, 1, input, output);
+  /** Add usage counts in one transaction; host callers (no sandbox) are recorded under their key with subject "". */
+  addUsage(deltas: readonly UsageDelta[]): void {
+    this.#db.transaction(() => {
+      for (const d of deltas) this.#addUsage.run(d.sandboxId ?? "", d.apiKeyId ?? 0, d.model, d.requests, d.inputTokens, d.outputTokens);
+    })();
   }
 
   usage(sandboxId?: string): UsageRow[] {

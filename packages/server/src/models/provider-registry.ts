@@ -26,6 +26,11 @@ export class ProviderRegistry {
   readonly #secrets: SecretService;
   readonly #breakers: CircuitBreakers;
   #cache: Provider[] | undefined;
+  /**
+   * Literal keys opened once per provider object (a save or removal makes new objects): opening one per request cost
+   * a cipher set-up on every call. Secret references are still looked up per request, so a rotation applies at once.
+   */
+  readonly #opened = new WeakMap<Provider, string>();
 
   constructor(store: ModelStore, secrets: SecretService, breakers: CircuitBreakers) {
     this.#store = store;
@@ -84,7 +89,11 @@ export class ProviderRegistry {
   /** The provider's key in plaintext for one upstream request; undefined for a provider without one. */
   resolveKey(p: Provider): string | undefined {
     if (p.key.source === "none") return undefined;
-    if (p.key.source === "literal") return this.#secrets.openCredential(p.key.sealed, keyContext(p.name));
+    if (p.key.source === "literal") {
+      let key = this.#opened.get(p);
+      if (key === undefined) this.#opened.set(p, (key = this.#secrets.openCredential(p.key.sealed, keyContext(p.name))));
+      return key;
+    }
     return this.#secrets.value({ apiKeyId: p.ownerKeyId }, p.key.secret);
   }
 
