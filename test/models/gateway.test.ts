@@ -110,6 +110,26 @@ maybe("model gateway", () => {
     }
     expect((await api("DELETE", `/burrow/v1/models/providers/${unique("none")}`)).status).toBe(404);
     expect((await api("PUT", "/burrow/v1/models/settings", { breakerFailures: 0 })).status).toBe(400);
+
+    // A key naming a secret the caller does not have: 400 naming it, at create and at update, nothing changed.
+    const missing = unique("no-such-secret");
+    const noSecret = await api("POST", "/burrow/v1/models/providers", { name: unique("p"), kind: "openai", baseUrl: "http://x/v1", models: ["m"], apiKey: { secret: missing } });
+    expect(noSecret.status, noSecret.text).toBe(400);
+    expect(noSecret.json).toMatchObject({ code: 400, message: expect.stringContaining(missing) });
+    const patchMissing = await api("PATCH", `/burrow/v1/models/providers/${name}`, { apiKey: { secret: missing } });
+    expect(patchMissing.status, patchMissing.text).toBe(400);
+    expect(patchMissing.json.message).toContain(missing);
+    const existing = unique("present");
+    const secret = await Secret.create(existing, "sk-from-secret", sdkOpts());
+    try {
+      const withSecret = await api("PATCH", `/burrow/v1/models/providers/${name}`, { apiKey: { secret: existing.toUpperCase() } });
+      expect(withSecret.status, withSecret.text).toBe(200);
+      expect(withSecret.json.apiKey).toEqual({ source: "secret", secret: existing });
+    } finally {
+      await Secret.destroy(secret.secretId, sdkOpts());
+    }
+    const after = (await api("GET", "/burrow/v1/models/providers")).json.find((p: { name: string }) => p.name === name);
+    expect(after).toMatchObject({ priority: 3, apiKey: { source: "secret", secret: existing } });
   });
 
   test("the provider's key is injected (literal for OpenAI, a secret for Anthropic), the caller's key never forwarded nor the provider's answered", async () => {
@@ -274,7 +294,8 @@ maybe("model gateway", () => {
     const usage = (await api("GET", "/burrow/v1/models/usage")).json as Array<{ sandboxID: string | null; model: string; requests: number; inputTokens: number; outputTokens: number }>;
     expect(usage.find((u) => u.model === model)).toEqual({ sandboxID: null, model, requests: 2, inputTokens: 5 + 11, outputTokens: 3 + 7 });
     expect(usage.find((u) => u.model === claude)).toEqual({ sandboxID: null, model: claude, requests: 1, inputTokens: 21, outputTokens: 9 });
-    expect((await api("GET", "/burrow/v1/models/usage?sandboxID=nosuchsandbox")).json).toEqual([]);
+    // Usage of a sandbox that does not exist (or is another team's) is a 404, not an empty list.
+    expect((await api("GET", "/burrow/v1/models/usage?sandboxID=nosuchsandbox")).status).toBe(404);
     // The gateway's own model list.
     const models = await fetch(`${gatewayUrl}/v1/models`, { headers: { authorization: `Bearer ${burrowEnv().apiKey}` } }).then((r) => r.json() as Promise<{ data: Array<{ id: string }> }>);
     expect(models.data.map((m) => m.id)).toEqual(expect.arrayContaining([model, claude]));

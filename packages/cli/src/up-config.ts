@@ -30,6 +30,7 @@ export interface UpFlags {
   host?: string | undefined;
   port?: string | undefined;
   domain?: string | undefined;
+  modelGatewayPort?: string | undefined;
 }
 
 export interface UpConfig {
@@ -49,6 +50,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
   const poolSize = optionalInteger("--pool-size", flags.poolSize);
   const poolSizes = flags.poolSizes === undefined ? undefined : parsePoolSizes("--pool-sizes", flags.poolSizes);
   const port = optionalInteger("--port", flags.port, { max: 65_535 });
+  const modelGatewayPort = optionalInteger("--model-gateway-port", flags.modelGatewayPort, { max: 65_535 });
   const memoryPauseMaxAgeMs = optionalInteger("--memory-pause-max-age-ms", flags.memoryPauseMaxAgeMs, { min: 1 });
   const logLevel = fromEnv(env, "BURROW_LOG_LEVEL") ?? DEFAULT_LOG_LEVEL;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
@@ -64,7 +66,11 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
       env,
     );
     const server = resolveServerConfig(
-      { ...defined({ host: flags.host, port, domain: flags.domain }), stateDir: orchestrator.stateDir },
+      {
+        ...defined({ host: flags.host, port, domain: flags.domain }),
+        ...(modelGatewayPort !== undefined ? { modelGateway: { port: modelGatewayPort } } : {}),
+        stateDir: orchestrator.stateDir,
+      },
       env,
     );
     return Object.freeze({ orchestrator, server, bus, logLevel: logLevel as LogLevel });

@@ -124,6 +124,20 @@ export interface ServerConfig {
   readonly eventStream: Readonly<EventStreamLimits>;
   /** Size limit of a new volume in MiB (env BURROW_VOLUME_DEFAULT_MB; 1024). */
   readonly volumeDefaultMB: number;
+  /**
+   * Where the model gateway listens (OpenAI- and Anthropic-compatible endpoints with failover), on a listener of its
+   * own so that sandboxes can be sent to it alone. Port 0 picks a free port at each start; GET
+   * /burrow/v1/models/gateway answers where it is.
+   * @default host "127.0.0.1" (env BURROW_MODEL_GATEWAY_HOST), port 0 (env BURROW_MODEL_GATEWAY_PORT)
+   */
+  readonly modelGateway: Readonly<ModelGatewayAddress>;
+}
+
+/** The model gateway's listening address. */
+export interface ModelGatewayAddress {
+  host: string;
+  /** 0 picks a free port. */
+  port: number;
 }
 
 export interface AdmissionConfig {
@@ -193,7 +207,8 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
   return Object.freeze(out as unknown as AdmissionConfig);
 }
 
-export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs">> & {
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs" | "modelGateway">> & {
+  modelGateway?: Partial<ModelGatewayAddress>;
   sandboxLogs?: Partial<SandboxLogLimits>;
   admission?: Partial<AdmissionConfig>;
   fsEvents?: Partial<FsEventLimits>;
@@ -284,7 +299,17 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),
     eventStream: Object.freeze(resolvePositiveLimits(EVENT_STREAM_DEFAULTS, EVENT_STREAM_ENV, input.eventStream, env)),
     volumeDefaultMB: positiveInt(numberSetting("volumeDefaultMB", input.volumeDefaultMB, env, "BURROW_VOLUME_DEFAULT_MB", DEFAULT_VOLUME_MB)),
+    modelGateway: resolveModelGatewayAddress(input.modelGateway, env),
   });
+}
+
+function resolveModelGatewayAddress(input: Partial<ModelGatewayAddress> | undefined, env: NodeJS.ProcessEnv): Readonly<ModelGatewayAddress> {
+  const setting = numberSetting("modelGateway.port", input?.port, env, "BURROW_MODEL_GATEWAY_PORT", 0);
+  const port = positiveInt(setting, { allowZero: true });
+  if (port > 65_535) throw configError(`${setting.name} must be ≤ 65535, got ${setting.shown}`);
+  const host = input?.host ?? (env["BURROW_MODEL_GATEWAY_HOST"] || DEFAULT_HOST);
+  if (host.trim() === "") throw configError("modelGateway.host must not be empty");
+  return Object.freeze({ host, port });
 }
 
 /** The OTLP endpoint: the input's, else OTEL_EXPORTER_OTLP_ENDPOINT, else BURROW_OTLP_ENDPOINT; an http(s) URL. */

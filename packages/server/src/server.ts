@@ -17,7 +17,7 @@ import { SandboxMetrics } from "./metrics/sandbox-metrics.js";
 import { openStore, type Store } from "./store/store.js";
 import { VolumeService } from "./volumes/volume-service.js";
 import { openSecrets } from "./secrets/index.js";
-import { ModelGateway, type ModelGatewayListen } from "./models/index.js";
+import { ModelGateway } from "./models/index.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
@@ -55,8 +55,6 @@ export interface ServerDeps {
   bus?: Bus;
   /** Endpoints other packages serve on this port behind the API key (Burrow's MCP server at /mcp). */
   mounts?: readonly HttpMount[];
-  /** Where the model gateway listens (its own port). @default 127.0.0.1, a free port (GET /burrow/v1/models/gateway) */
-  modelGateway?: ModelGatewayListen;
   /** Quotas every team gets unless overridden per team; unset ones come from BURROW_TEAM_* (unlimited without). */
   teamQuotas?: TeamQuotaOverrides;
 }
@@ -176,7 +174,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const secrets = openSecrets(cfg.stateDir, store.secrets);
     const models = new ModelGateway({ store: store.models, secrets, apiKeys: store.apiKeys, sandboxes, orchestrator: deps.orchestrator, logger });
     cleanups.push(() => models.close());
-    await models.listen(deps.modelGateway);
+    await models.listen(cfg.modelGateway);
 
     const domainForPort = await resolveDomain(cfg, logger);
     const tls = await prepareServerTls(cfg, logger, deps.signal);

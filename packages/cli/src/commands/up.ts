@@ -19,6 +19,7 @@ export const up = defineCommand({
   options: {
     port: { type: "string", value: "PORT", description: "Port of the API and the gateway; 0 picks a free one (default 3000, env BURROW_PORT)" },
     host: { type: "string", value: "HOST", description: "Interface to listen on (default 127.0.0.1, env BURROW_HOST)" },
+    "model-gateway-port": { type: "string", value: "PORT", description: "Port of the model gateway (on 127.0.0.1, or BURROW_MODEL_GATEWAY_HOST); 0 picks a free one (default 0, env BURROW_MODEL_GATEWAY_PORT)" },
     domain: { type: "string", value: "DOMAIN", description: "Domain in sandbox responses, for getHost() (default burrow.localhost:PORT where that resolves to loopback, env BURROW_DOMAIN)" },
     "state-dir": { type: "string", value: "DIR", description: `Where everything is kept (default ${DEFAULT_STATE_DIR}, env BURROW_STATE_DIR)` },
     instance: { type: "string", value: "NAME", description: `Keeps instances on one host apart (default ${DEFAULT_INSTANCE}, env BURROW_INSTANCE)` },
@@ -43,6 +44,7 @@ export const up = defineCommand({
         host: values.host,
         port: values.port,
         domain: values.domain,
+        modelGatewayPort: values["model-gateway-port"],
       },
       env,
     );

@@ -94,7 +94,7 @@ export function registerModelRoutes(app: FastifyInstance, gateway: ModelGateway,
       preValidation: strictJsonBody,
       schema: { summary: "Change a provider's fields (apiKey: null removes the key); its circuit closes", params: nameParams, body: { type: "object", properties: providerFields }, response: { 200: providerView, ...errorResponses(400, 401, 404) } },
     },
-    async (request) => gateway.providers.view(gateway.providers.update(request.params.name, request.body ?? {})),
+    async (request) => gateway.providers.view(gateway.providers.update(request.params.name, request.body ?? {}, request.apiKeyId!)),
   );
 
   app.delete<{ Params: { name: string } }>(

@@ -56,14 +56,18 @@ export class ProviderRegistry {
 
   create(input: ProviderInput, ownerKeyId: number): Provider {
     checkProviderInput(input);
+    this.#checkSecretExists(input.apiKey, ownerKeyId);
     if (this.all().some((p) => p.name === input.name)) {
       throw new BurrowError(Code.AlreadyExists, `model provider ${JSON.stringify(input.name)} already exists`, { reason: "model_provider_exists" });
     }
     return this.#save(input, ownerKeyId, new Date());
   }
 
-  /** Fields sent replace the stored ones; `apiKey: null` removes the key. */
-  update(name: string, patch: Partial<Omit<ProviderInput, "name">>): Provider {
+  /**
+   * Fields sent replace the stored ones; `apiKey: null` removes the key. A new `{secret}` key names one of the
+   * caller's secrets, and the provider's key is then looked up among the caller's secrets from now on.
+   */
+  update(name: string, patch: Partial<Omit<ProviderInput, "name">>, callerKeyId: number): Provider {
     const current = this.get(name);
     const merged: ProviderInput = {
       name,
@@ -75,7 +79,9 @@ export class ProviderRegistry {
       apiKey: patch.apiKey,
     };
     checkProviderInput(merged);
-    const saved = this.#save(merged, current.ownerKeyId, current.createdAt, patch.apiKey === undefined ? current.key : undefined);
+    const newSecret = patch.apiKey !== null && typeof patch.apiKey === "object";
+    this.#checkSecretExists(patch.apiKey, callerKeyId);
+    const saved = this.#save(merged, newSecret ? callerKeyId : current.ownerKeyId, current.createdAt, patch.apiKey === undefined ? current.key : undefined);
     this.#breakers.forget(name);
     return saved;
   }
@@ -95,6 +101,16 @@ export class ProviderRegistry {
       return key;
     }
     return this.#secrets.value({ apiKeyId: p.ownerKeyId }, p.key.secret);
+  }
+
+  /** A `{secret: NAME}` key must name a secret the caller has: a typo is a 400 now, not a failing provider later. */
+  #checkSecretExists(key: ProviderInput["apiKey"], callerKeyId: number): void {
+    if (!key || typeof key !== "object") return;
+    if (!this.#secrets.hasName({ apiKeyId: callerKeyId }, key.secret)) {
+      throw new BurrowError(Code.InvalidArgument, `apiKey.secret ${JSON.stringify(key.secret)} names no secret of this API key (create it with POST /secrets first)`, {
+        reason: "model_provider_invalid",
+      });
+    }
   }
 
   #save(input: ProviderInput, ownerKeyId: number, createdAt: Date, keepKey?: Provider["key"]): Provider {

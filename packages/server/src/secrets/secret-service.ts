@@ -113,6 +113,11 @@ export class SecretService {
     return text.replace(PLACEHOLDER, (_match, name: string) => this.value(owner, name));
   }
 
+  /** Whether the owner has a secret named `name` (any case); nothing is opened. */
+  hasName(owner: SecretOwner, name: string): boolean {
+    return this.#store.byName(owner, name.toLowerCase()) !== undefined;
+  }
+
   /** The plaintext value of the owner's secret `name`; for server-side injection only. */
   value(owner: SecretOwner, name: string): string {
     const row = this.#store.byName(owner, name.toLowerCase());
