@@ -150,6 +150,9 @@ describe.skipIf(!hasBurrowEnv)("network rules (official SDK, fake internet)", ()
     ["denyOut", "1.2.3"],
     ["denyOut", "1.2.3.4:80"],
     ["allowOut", "bad_domain!"],
+    ["allowOut", "*.test"],
+    ["denyOut", "a..example.test"],
+    ["denyOut", "-x.example.test"],
   ])("create with a malformed %s entry %s is a 400 naming it", async (field, entry) => {
     const res = await fetch(`${burrowEnv().apiUrl}/sandboxes`, {
       method: "POST",
@@ -162,14 +165,12 @@ describe.skipIf(!hasBurrowEnv)("network rules (official SDK, fake internet)", ()
     expect(body.message).toContain(entry);
   });
 
-  it("a domain rule is refused with 501 (not enforced yet), never accepted", async () => {
-    const res = await fetch(`${burrowEnv().apiUrl}/sandboxes`, {
-      method: "POST",
-      headers: { "content-type": "application/json", "x-api-key": burrowEnv().apiKey },
-      body: JSON.stringify({ templateID: "base", network: { denyOut: [ALL_TRAFFIC], allowOut: ["*.example.com"] } }),
-    });
-    expect(res.status).toBe(501);
-    expect(((await res.json()) as { message: string }).message).toContain("*.example.com");
+  sandboxTest("domain rules are accepted and shown as written (enforcement: test/egress/)", async ({ spawn }) => {
+    const sandbox = await spawn({ network: { denyOut: [ALL_TRAFFIC], allowOut: ["*.Example.test", B] } });
+    expect((await sandbox.getInfo()).network).toMatchObject({ allowOut: ["*.Example.test", B], denyOut: [ALL_TRAFFIC] });
+    // The IP entry still holds through the firewall, and nothing else gets out.
+    expect(await reach(sandbox, B)).toBe(`hello from ${B}`);
+    expect(await reach(sandbox, A)).toContain("denied");
   });
 
   sandboxTest("allowPublicTraffic false: 403 without the traffic token, 200 with it, envd unaffected", async ({ spawn }) => {

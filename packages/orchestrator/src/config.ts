@@ -87,6 +87,17 @@ export interface OrchestratorConfig {
    * files and address stay; resume cold-boots it). @default 1 hour (env BURROW_MEMORY_PAUSE_MAX_AGE_MS)
    */
   memoryPauseMaxAgeMs: number;
+  /**
+   * Name servers Burrow's resolver for sandboxes forwards to, `ip[:port]` comma-separated. @default the host's
+   * /etc/resolv.conf name servers (env BURROW_DNS_UPSTREAM)
+   */
+  dnsUpstream: string | undefined;
+  /**
+   * Services on the host every sandbox reaches by name at `http://<name>/` (egress/host-services.ts); more can be
+   * registered at run time (LocalOrchestrator.registerHostService). @default none (env BURROW_HOST_SERVICES,
+   * `name=hostPort,…`)
+   */
+  hostServices: readonly { name: string; hostPort: number; port?: number }[];
 }
 
 export interface UploadLimits {
@@ -207,8 +218,23 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
     imageImportDir: "imageImportDir" in input ? input.imageImportDir : setting("imageImportDir", undefined, "BURROW_IMAGE_DIR")?.[1],
     registries: input.registries ?? registriesFromEnv(env),
     memoryPauseMaxAgeMs: memoryPauseMaxAge ? integerOf(...memoryPauseMaxAge, 1) : DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
+    hostServices: Object.freeze([...(input.hostServices ?? hostServicesFromEnv(env["BURROW_HOST_SERVICES"] ?? ""))]),
+    dnsUpstream: "dnsUpstream" in input ? input.dnsUpstream : setting("dnsUpstream", undefined, "BURROW_DNS_UPSTREAM")?.[1],
     uploads: Object.freeze(uploadLimits(input.uploads, setting("uploads.maxBytes", input.uploads?.maxBytes, "BURROW_UPLOAD_MAX_BYTES"))),
   });
+}
+
+/** BURROW_HOST_SERVICES: `name=hostPort` pairs separated by commas. */
+function hostServicesFromEnv(spec: string): { name: string; hostPort: number }[] {
+  return spec
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean)
+    .map((item) => {
+      const [name, port, ...rest] = item.split("=").map((s) => s.trim());
+      if (!name || port === undefined || rest.length > 0) throw configError(`BURROW_HOST_SERVICES must be name=hostPort pairs separated by commas, got '${spec}'`);
+      return { name, hostPort: integerOf(`BURROW_HOST_SERVICES (${name})`, port, 1) };
+    });
 }
 
 type Setting<T> = [source: string, value: T];

@@ -7,6 +7,8 @@ import { resolveOrchestratorConfig, statePaths, type OrchestratorConfig } from "
 import { launcherBinaryPath } from "./launcher/index.js";
 import type { LocalOrchestratorOptions } from "./local-orchestrator.js";
 import { silentLogger, type Logger } from "./logger.js";
+import { EgressService } from "./egress/egress-service.js";
+import { parseUpstreams } from "./egress/dns-forwarder.js";
 import { createNetworkManager } from "./network/index.js";
 import { ensureReaper, reaperBinaryPath, reaperPaths, reaperPid, stopReaper, type ReaperPaths } from "./reaper/reaper.js";
 import { reaperCommandRunner, type CommandRunner } from "./reaper/run-command.js";
@@ -25,6 +27,8 @@ export interface HostParts {
   cgroups: CgroupManager;
   network: NetworkManager;
   storage: SandboxStorage;
+  /** Resolver, egress proxy, host services and egress audit (egress/). */
+  egress: EgressService;
 }
 
 export async function openHostParts(opts: LocalOrchestratorOptions): Promise<HostParts> {
@@ -81,6 +85,10 @@ async function assemble(
     runCommand: tools.runCommand,
   });
   await network.setup(opts.signal);
+  const egress = new EgressService({ network, subnet: config.subnet, upstreams: parseUpstreams(config.dnsUpstream ?? ""), logger });
+  await egress.start(opts.signal);
+  undo.push({ what: "stop the resolver and the egress proxy", step: () => egress.close() });
+  for (const service of config.hostServices) await egress.registerHostService(service, opts.signal);
   const host = new SandboxHost({
     config,
     reaper: tools.reaper,
@@ -90,7 +98,9 @@ async function assemble(
     runtimeDir: runtime.dir,
     runtimeCommand: runtime.command,
     layerPath: (layerId) => templates.layerPath(layerId),
+    gateway: network.gateway,
+    hostServices: egress.hostServices,
     logger,
   });
-  return { config, logger, templates, host, cgroups, network, storage };
+  return { config, logger, templates, host, cgroups, network, storage, egress };
 }

@@ -22,7 +22,7 @@ export type {
   DeleteCheckpointOptions,
 } from "./orchestrator-api.js";
 export type { SandboxLimits } from "./types.js";
-export type { EgressRuleLists, SandboxEgress, VolumeHost, VolumeMount } from "./orchestrator-api.js";
+export type { EgressEvent, EgressRuleLists, SandboxEgress, VolumeHost, VolumeMount } from "./orchestrator-api.js";
 export { VOLUME_ROOT_UID } from "./volumes/volume-storage.js";
 export { ALL_TRAFFIC, parseEgressTarget, type EgressTarget } from "./network/egress-rules.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";

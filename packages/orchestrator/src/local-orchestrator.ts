@@ -27,7 +27,7 @@ import type {
   SnapshotUsage,
   TemplateInfo,
 } from "./orchestrator-api.js";
-import type { SandboxEgress, VolumeHost } from "./orchestrator-api.js";
+import type { EgressEvent, SandboxEgress, VolumeHost } from "./orchestrator-api.js";
 import type {
   BranchCheckpointOptions,
   CheckpointInfo,
@@ -144,6 +144,7 @@ export class LocalOrchestrator implements Orchestrator {
       logger,
     });
     this.charges.chargeAlso(() => this.checkpoints.charges());
+    live.onExit((sandboxId) => parts.egress.audit.forget(sandboxId));
     // A checkpoint outlives its sandbox; only which one the sandbox's files descended from goes with it.
     live.onExit((sandboxId) => void checkpointStore.dropHead(sandboxId).catch(() => undefined));
   }
@@ -326,11 +327,29 @@ export class LocalOrchestrator implements Orchestrator {
     await this.pools.waitFull(signal);
   }
 
+  egressLog(sandboxId: string, limit?: number): EgressEvent[] {
+    const templateId = this.live.get(sandboxId)?.record.templateId ?? "";
+    return this.parts.egress.audit.list(sandboxId, limit).map((r) => ({ ...r, templateId }));
+  }
+
+  onEgressEvent(listener: (event: EgressEvent) => void): () => void {
+    return this.parts.egress.audit.subscribe((r) => listener({ ...r, templateId: this.live.get(r.sandboxId)?.record.templateId ?? "" }));
+  }
+
+  registerHostService(service: { name: string; hostPort: number; port?: number }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>> {
+    return this.parts.egress.registerHostService(service, opts?.signal);
+  }
+
+  get sandboxGateway(): string {
+    return this.parts.egress.gateway;
+  }
+
   async close(): Promise<void> {
     this.liveness.stop();
     this.pauses.stop();
     await this.pools.close();
     await this.templateBuilder.close();
+    await this.parts.egress.close();
   }
 
   /**

@@ -110,6 +110,8 @@ export interface SandboxMetricSample {
   memCache: number;
   diskUsed: number;
   diskTotal: number;
+  /** Processes the OOM killer killed in the sandbox since it started (0 when unknown or halted). */
+  oomKills?: number;
 }
 
 export type SandboxExitReason = "killed" | "crashed";
@@ -334,6 +336,33 @@ export interface Orchestrator {
    * are InvalidArgument. Undefined when the sandbox is unknown.
    */
   setSandboxEgress?(sandboxId: string, egress: SandboxEgress, opts?: { signal?: AbortSignal }): Promise<SandboxRecord | undefined>;
+  /** The newest `limit` egress records of a sandbox (egress proxy and resolver), oldest first. */
+  egressLog?(sandboxId: string, limit?: number): EgressEvent[];
+  /** Every egress record as it happens. Returns an unsubscribe function. */
+  onEgressEvent?(listener: (event: EgressEvent) => void): () => void;
+  /**
+   * Make a service on the host reachable from every sandbox at `http://<name>:<port>/` (port 80 by default): the
+   * sandboxes' resolver answers the name with their gateway, and gateway:port is forwarded to gateway:hostPort, where
+   * the service must listen (on the gateway address or 0.0.0.0). Resolves a function that takes it away again.
+   */
+  registerHostService?(service: { name: string; hostPort: number; port?: number }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>>;
+  /** The sandboxes' gateway address (where host services are reached). */
+  readonly sandboxGateway?: string;
+}
+
+/** One connection the egress proxy carried or refused, or one name the resolver refused (egress/egress-audit.ts). */
+export interface EgressEvent {
+  sandboxId: string;
+  templateId: string;
+  atMs: number;
+  via: "proxy" | "dns";
+  verdict: "allowed" | "denied";
+  rule: string;
+  host?: string;
+  ip?: string;
+  port?: number;
+  bytesOut: number;
+  bytesIn: number;
 }
 
 /**

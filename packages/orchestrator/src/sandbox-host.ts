@@ -40,6 +40,10 @@ export interface SandboxHostDeps {
   reaper: ReaperPaths;
   storage: SandboxStorage;
   logger: Logger;
+  /** The sandboxes' gateway, where Burrow's resolver answers; without it, sandboxes get the host's name servers. */
+  gateway?: string;
+  /** Host services whose names go into /etc/hosts (egress/host-services.ts). */
+  hostServices?: { list(): { name: string }[] };
 }
 
 const SANDBOX_HOSTNAME = "sandbox";
@@ -356,10 +360,13 @@ export class SandboxHost {
     const etc = join(upper, "etc");
     // Independent steps side by side: each is a round trip through libuv's thread pool.
     await Promise.all([join(dir, "work"), join(dir, "rootfs"), etc].map((path) => mkdir(path, { recursive: true })));
+    const { gateway, hostServices } = this.deps;
+    const services = gateway === undefined ? [] : (hostServices?.list() ?? []).map((s) => `${gateway}\t${s.name}\n`);
     const files: [string, string][] = [
       ["hostname", `${SANDBOX_HOSTNAME}\n`],
-      ["hosts", `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n`],
-      ["resolv.conf", sandboxResolvConf()],
+      ["hosts", `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n${services.join("")}`],
+      // Burrow's resolver on the gateway (egress/dns-server.ts): it enforces domain rules and knows host services.
+      ["resolv.conf", gateway === undefined ? sandboxResolvConf() : `nameserver ${gateway}\noptions timeout:2 attempts:2\n`],
     ];
     await Promise.all(files.map(([name, text]) => writeFile(join(etc, name), text)));
     await Promise.all([upper, etc, ...files.map(([name]) => join(etc, name))].map((path) => chown(path, uidBase, uidBase)));

@@ -23,12 +23,15 @@ describe("egress entries", () => {
     }
   });
 
-  it("canonicalises: masked, covered prefixes dropped, sorted; domains refused", () => {
+  it("canonicalises: masked, covered prefixes dropped, sorted; domains after the CIDRs, lower case, once each", () => {
     expect(normalizeEgressRules({ allowOut: ["10.1.2.0/24", "10.0.0.0/8", "1.2.3.4", "1.2.3.4/32"], denyOut: ["0.0.0.0/0", "5.6.7.8"] })).toEqual({
       allowOut: ["1.2.3.4/32", "10.0.0.0/8"],
       denyOut: ["0.0.0.0/0"],
     });
-    expect(() => normalizeEgressRules({ allowOut: ["example.com"] })).toThrow(/example\.com/);
+    expect(normalizeEgressRules({ allowOut: ["Example.com.", "*.b.test", "1.2.3.4", "example.com"], denyOut: [] })).toEqual({
+      allowOut: ["1.2.3.4/32", "*.b.test", "example.com"],
+      denyOut: [],
+    });
   });
 });
 

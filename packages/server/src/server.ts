@@ -20,6 +20,7 @@ import { openSecrets } from "./secrets/index.js";
 import { ModelGateway } from "./models/index.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
+import { publishEgressEvents } from "./egress/egress-publisher.js";
 import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
 import { TriggerService } from "./bus/trigger-service.js";
 import { WatchBridge } from "./bus/watch-bridge.js";
@@ -112,6 +113,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     if (deps.bus) {
       await ensureSandboxEventStream(deps.bus, cfg.eventStream);
       cleanups.push(publishLifecycleEvents(events, deps.bus, logger));
+      cleanups.push(publishEgressEvents(deps.orchestrator, deps.bus, logger));
     }
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
     if (cfg.otlpEndpoint) {

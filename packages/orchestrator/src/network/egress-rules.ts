@@ -1,15 +1,16 @@
 // A sandbox's egress rules (E2B's `network.allowOut` / `denyOut`) as the firewall enforces them: IPv4 addresses and
 // CIDRs. E2B's semantics: an allow entry wins over a deny entry; what neither names follows allow_internet_access,
-// which, when off, denies everything (ALL_TRAFFIC = 0.0.0.0/0) except what allowOut names. Domain names are parsed
-// here too so that every layer agrees on what is a domain, but the firewall cannot enforce them (that needs an
-// egress proxy and a resolver): callers refuse them before they get here.
+// which, when off, denies everything (ALL_TRAFFIC = 0.0.0.0/0) except what allowOut names. Domain entries (`x.y`,
+// `*.x.y`) live in the same lists, so that everything that copies a sandbox's rules (forks, checkpoints, snapshots)
+// carries them; the firewall enforces only the CIDRs (cidrsOf) and a sandbox with domain entries goes through the
+// egress proxy and resolver (../egress/), which judge names.
 import { formatCidr, type Ipv4Prefix, overlaps, parseCidr } from "./ipv4.js";
 import { NetworkError } from "./network-error.js";
 
 /** E2B's name for every IPv4 destination. */
 export const ALL_TRAFFIC = "0.0.0.0/0";
 
-/** Egress rules of one sandbox, IPv4 only, in canonical form (see normalizeEgressRules). */
+/** Egress rules of one sandbox in canonical form (see normalizeEgressRules): CIDRs first, then domains. */
 export interface EgressRules {
   readonly allowOut: readonly string[];
   readonly denyOut: readonly string[];
@@ -48,12 +49,31 @@ export function parseEgressTarget(entry: string): EgressTarget {
 }
 
 /**
- * Canonical IPv4 rules: every entry parsed (domains refused), masked to its network, prefixes covered by another
- * prefix of the same list dropped, sorted. nftables refuses overlapping intervals in one set, and a canonical form
- * makes "the same rules" comparable.
+ * Canonical rules: every entry parsed; CIDRs masked to their network, prefixes covered by another prefix of the same
+ * list dropped, sorted (nftables refuses overlapping intervals in one set); then domains lower-cased, without a
+ * trailing dot, deduplicated and sorted. A canonical form makes "the same rules" comparable.
  */
 export function normalizeEgressRules(rules: { allowOut?: readonly string[]; denyOut?: readonly string[] }): EgressRules {
-  return { allowOut: canonicalPrefixes(rules.allowOut ?? []), denyOut: canonicalPrefixes(rules.denyOut ?? []) };
+  return { allowOut: canonicalEntries(rules.allowOut ?? []), denyOut: canonicalEntries(rules.denyOut ?? []) };
+}
+
+/** The CIDR entries of a canonical list (what nftables enforces). */
+export function cidrsOf(entries: readonly string[]): string[] {
+  return entries.filter((e) => !isDomainEntry(e));
+}
+
+/** The domain entries of a canonical list (`x.y` or `*.x.y`). */
+export function domainsOf(entries: readonly string[]): string[] {
+  return entries.filter(isDomainEntry);
+}
+
+/** True when the rules name a domain: the sandbox's TCP 80/443 then goes through the egress proxy. */
+export function hasDomainRules(rules: EgressRules | undefined): boolean {
+  return rules !== undefined && (rules.allowOut.some(isDomainEntry) || rules.denyOut.some(isDomainEntry));
+}
+
+function isDomainEntry(entry: string): boolean {
+  return !/^[0-9./]+$/.test(entry);
 }
 
 /** True when the rules name anything: a sandbox without rules needs no chain of its own. */
@@ -61,18 +81,17 @@ export function hasEgressRules(rules: EgressRules | undefined): rules is EgressR
   return rules !== undefined && (rules.allowOut.length > 0 || rules.denyOut.length > 0);
 }
 
-function canonicalPrefixes(entries: readonly string[]): string[] {
+function canonicalEntries(entries: readonly string[]): string[] {
   const prefixes: Ipv4Prefix[] = [];
+  const domains = new Set<string>();
   for (const entry of entries) {
     const target = parseEgressTarget(entry);
-    if (target.kind === "domain") {
-      throw new NetworkError("invalid_argument", `'${entry}': domain rules need the egress proxy, which the firewall cannot stand in for`);
-    }
-    prefixes.push(parseCidr(target.cidr));
+    if (target.kind === "domain") domains.add(target.wildcard ? `*.${target.domain}` : target.domain);
+    else prefixes.push(parseCidr(target.cidr));
   }
   // Shortest first: a prefix is kept unless one kept before it (as long or shorter) overlaps, i.e. contains, it.
   prefixes.sort((a, b) => a.length - b.length || a.network - b.network);
   const kept: Ipv4Prefix[] = [];
   for (const p of prefixes) if (!kept.some((k) => overlaps(k, p))) kept.push(p);
-  return kept.sort((a, b) => a.network - b.network || a.length - b.length).map(formatCidr);
+  return [...kept.sort((a, b) => a.network - b.network || a.length - b.length).map(formatCidr), ...[...domains].sort()];
 }

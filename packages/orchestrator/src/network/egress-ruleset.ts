@@ -4,16 +4,21 @@
 // applies to a sandbox with rules; @internet then only decides masquerading, and holds every sandbox that may
 // reach anything beyond the bridge (internet on, or something allowed).
 //
+// A sandbox whose rules name domains is also in @proxied: its TCP 80/443 is redirected to the egress proxy and its
+// UDP 443 (QUIC, which the proxy cannot judge) dropped (ruleset.ts); its chain holds only the CIDR entries.
+//
 // Every script is applied as one `nft -f` transaction: an update replaces the chain's rules, the map element and
 // the set element together, and a failing one leaves the old rules in place.
 import type { EgressRules } from "./egress-rules.js";
-import { ALL_TRAFFIC, hasEgressRules } from "./egress-rules.js";
+import { ALL_TRAFFIC, cidrsOf, hasDomainRules, hasEgressRules } from "./egress-rules.js";
 import type { NetworkNames } from "./names.js";
 
 /** Name of the verdict map the forward chain looks sandbox addresses up in (declared by setupScript). */
 export const EGRESS_MAP = "egress";
 /** Prefix of every per-sandbox egress chain; the sandbox's address follows with `_` for `.`. */
 export const EGRESS_CHAIN_PREFIX = "egress_";
+/** Set of the sandbox addresses whose TCP 80/443 goes through the egress proxy (rules with domains). */
+export const PROXIED_SET = "proxied";
 
 export function egressChainName(ip: string): string {
   return `${EGRESS_CHAIN_PREFIX}${ip.replaceAll(".", "_")}`;
@@ -34,16 +39,22 @@ export function ipOfEgressChain(chain: string): string | undefined {
 export function egressScript(names: NetworkNames, ip: string, internet: boolean, rules: EgressRules | undefined): string {
   const t = names.table;
   const lines: string[] = [];
-  const reachesOut = internet || (rules?.allowOut.length ?? 0) > 0;
+  const allowOut = cidrsOf(rules?.allowOut ?? []);
+  const denyOut = cidrsOf(rules?.denyOut ?? []);
+  const reachesOut = internet || allowOut.length > 0;
   lines.push(`add element inet ${t} internet { ${ip} }`);
   if (!reachesOut) lines.push(`delete element inet ${t} internet { ${ip} }`);
+  if (rules !== undefined) {
+    lines.push(`add element inet ${t} ${PROXIED_SET} { ${ip} }`);
+    if (!hasDomainRules(rules)) lines.push(`delete element inet ${t} ${PROXIED_SET} { ${ip} }`);
+  }
   if (hasEgressRules(rules)) {
     const chain = egressChainName(ip);
     lines.push(`add chain inet ${t} ${chain}`, `flush chain inet ${t} ${chain}`);
     // Denying ALL_TRAFFIC is the internet switch off; and without internet the deny list changes nothing.
-    const open = internet && !rules.denyOut.includes(ALL_TRAFFIC);
-    if (rules.allowOut.length > 0) lines.push(`add rule inet ${t} ${chain} ${daddrMatch(rules.allowOut)}accept`);
-    if (open && rules.denyOut.length > 0) lines.push(`add rule inet ${t} ${chain} ${daddrMatch(rules.denyOut)}counter drop`);
+    const open = internet && !denyOut.includes(ALL_TRAFFIC);
+    if (allowOut.length > 0) lines.push(`add rule inet ${t} ${chain} ${daddrMatch(allowOut)}accept`);
+    if (open && denyOut.length > 0) lines.push(`add rule inet ${t} ${chain} ${daddrMatch(denyOut)}counter drop`);
     lines.push(open ? `add rule inet ${t} ${chain} accept` : `add rule inet ${t} ${chain} counter drop`);
     lines.push(`add element inet ${t} ${EGRESS_MAP} { ${ip} : jump ${chain} }`);
   } else if (rules !== undefined) {
@@ -55,7 +66,13 @@ export function egressScript(names: NetworkNames, ip: string, internet: boolean,
 /** Everything of a sandbox's egress gone: set element, map element, chain. Idempotent (`add` before `delete`). */
 export function clearEgressScript(names: NetworkNames, ip: string): string {
   const t = names.table;
-  return [`add element inet ${t} internet { ${ip} }`, `delete element inet ${t} internet { ${ip} }`, ...dropEgressChainLines(names, ip)].join("\n") + "\n";
+  return [
+    `add element inet ${t} internet { ${ip} }`,
+    `delete element inet ${t} internet { ${ip} }`,
+    `add element inet ${t} ${PROXIED_SET} { ${ip} }`,
+    `delete element inet ${t} ${PROXIED_SET} { ${ip} }`,
+    ...dropEgressChainLines(names, ip),
+  ].join("\n") + "\n";
 }
 
 /** Lines removing a sandbox's map element and chain, whether or not they exist. */

@@ -18,7 +18,7 @@ import { NetworkError } from "./network-error.js";
 import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
 import { dropEgressChainLines, EGRESS_MAP, egressScript, ipOfEgressChain } from "./egress-ruleset.js";
-import { bindScript, type PortBinding, setupScript, teardownScript, unbindScript } from "./ruleset.js";
+import { bindScript, type HostServicePorts, type PortBinding, redirectScript, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
 /** Anything with `info` and `warn` taking a message (console, pino). */
 export interface NetworkLogger {
@@ -55,6 +55,17 @@ export interface BurrowNetworkManager extends NetworkManager {
    * Call after adopt() for every live sandbox. Returns the names of the veths it deleted.
    */
   reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]>;
+  /** The egress of the sandbox at `ip` (the resolver and the egress proxy judge by it), or undefined for none. */
+  egressOf(ip: string): AttachedEgress | undefined;
+  /** Replace the DNAT rules of host services and of the egress proxy's listeners (ruleset.ts, redirectScript). */
+  setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal): Promise<void>;
+}
+
+/** What the resolver and the egress proxy know of a sandbox by its address. */
+export interface AttachedEgress {
+  sandboxId: string;
+  internet: boolean;
+  rules: EgressRules | undefined;
 }
 
 interface Attachment {
@@ -134,7 +145,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     assertNoConflicts(view, this.#subnet, this.#names.bridge);
     const mtu = this.#opts.mtu ?? uplinkMtu(view) ?? 1500;
     // Firewall first: the bridge never exists without its rules.
-    await this.#exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, denyDestinations: this.#deny }), signal });
+    await this.#exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, gateway: this.gateway, denyDestinations: this.#deny }), signal });
     const br = this.#names.bridge;
     const gw = this.#subnet.network + GATEWAY_OFFSET;
     const batch: string[] = [];
@@ -254,6 +265,18 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     await this.#dropStaleElements(signal);
     for (const o of orphans) this.#opts.logger?.info(`reaped orphaned veth ${o.ifname}`);
     return orphans.map((o) => o.ifname);
+  }
+
+  egressOf(ip: string): AttachedEgress | undefined {
+    // A walk over the attachments: a few thousand at most, against a DNS query or a new connection.
+    for (const a of this.#attachments.values()) {
+      if (a.binding.ip === ip && !a.released) return { sandboxId: a.sandboxId, internet: a.internet, rules: a.egress };
+    }
+    return undefined;
+  }
+
+  async setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal): Promise<void> {
+    await this.#exec("nft", ["-f", "-"], { input: redirectScript(this.#names, this.gateway, services, proxy), signal });
   }
 
   async teardown(): Promise<void> {

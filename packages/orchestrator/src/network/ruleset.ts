@@ -5,6 +5,11 @@
 //           link-local (cloud metadata) or the configured deny list, never bridge→bridge; a sandbox with egress
 //           rules of its own goes through its chain (@egress verdict map, egress-ruleset.ts), any other only
 //           with its address in @internet. postrouting: masquerade @internet behind the host's address.
+//           Host-side services for sandboxes, on the gateway address only: DNS (53, Burrow's resolver), and what
+//           the `redirects` chain (prerouting, DNAT) sends there — host services (gateway:port → gateway:hostPort)
+//           and, for @proxied sandboxes (rules with domains), TCP 80/443 to the egress proxy's listeners. Only
+//           DNAT'ed connections are accepted there, so a sandbox cannot reach those listeners any other way.
+//           @proxied sandboxes' UDP 443 (QUIC) is dropped, so clients fall back to TCP, which the proxy judges.
 //  bridge – the L2 view (traffic between bridge ports, which routing never sees). Each port may only send
 //           with the MAC and IP it was given (@bound), so a sandbox cannot borrow an allowed address or
 //           poison the bridge's MAC table; ports never talk to each other (ARP included); and a port
@@ -14,16 +19,21 @@
 // setup() runs the script with `add` + `flush chain`, in one nft transaction: re-running it replaces the
 // rules but keeps set elements, so a restarted orchestrator does not cut off running sandboxes.
 import type { EgressRules } from "./egress-rules.js";
-import { clearEgressScript, EGRESS_MAP, egressScript } from "./egress-ruleset.js";
+import { clearEgressScript, EGRESS_MAP, egressScript, PROXIED_SET } from "./egress-ruleset.js";
 import type { NetworkNames } from "./names.js";
 
 export interface RulesetOptions {
   names: NetworkNames;
+  /** The sandboxes' gateway (the bridge's address), where the resolver, the egress proxy and host services listen. */
+  gateway: string;
   /** Destinations sandboxes with internet access still may not reach (169.254.0.0/16 is always in). */
   denyDestinations: readonly string[];
 }
 
-export function setupScript({ names, denyDestinations }: RulesetOptions): string {
+/** Name of the nat chain holding the DNAT rules of host services and the egress proxy (redirectScript). */
+export const REDIRECTS_CHAIN = "redirects";
+
+export function setupScript({ names, gateway, denyDestinations }: RulesetOptions): string {
   const t = names.table;
   const br = JSON.stringify(names.bridge);
   const ports = JSON.stringify(`${names.vethPrefix}*`);
@@ -32,9 +42,16 @@ export function setupScript({ names, denyDestinations }: RulesetOptions): string
 add table inet ${t}
 add set inet ${t} internet { type ipv4_addr; }
 add map inet ${t} ${EGRESS_MAP} { type ipv4_addr : verdict; }
+add set inet ${t} ${PROXIED_SET} { type ipv4_addr; }
+add chain inet ${t} ${REDIRECTS_CHAIN}
+add chain inet ${t} prerouting { type nat hook prerouting priority -100; policy accept; }
+flush chain inet ${t} prerouting
+add rule inet ${t} prerouting iifname ${br} jump ${REDIRECTS_CHAIN}
 add chain inet ${t} input { type filter hook input priority -10; policy accept; }
 flush chain inet ${t} input
 add rule inet ${t} input iifname ${br} ct state established,related accept
+add rule inet ${t} input iifname ${br} ip daddr ${gateway} meta l4proto { tcp, udp } th dport 53 accept
+add rule inet ${t} input iifname ${br} ip daddr ${gateway} ct status dnat accept
 add rule inet ${t} input iifname ${br} counter drop
 add chain inet ${t} forward { type filter hook forward priority -10; policy accept; }
 flush chain inet ${t} forward
@@ -42,6 +59,7 @@ add rule inet ${t} forward iifname ${br} oifname ${br} counter drop
 add rule inet ${t} forward oifname ${br} ct state established,related accept
 add rule inet ${t} forward oifname ${br} counter drop
 add rule inet ${t} forward iifname ${br} ip daddr { ${deny} } counter drop
+add rule inet ${t} forward iifname ${br} ip saddr @${PROXIED_SET} udp dport 443 counter drop
 add rule inet ${t} forward iifname ${br} ip saddr vmap @${EGRESS_MAP}
 add rule inet ${t} forward iifname ${br} ip saddr @internet accept
 add rule inet ${t} forward iifname ${br} counter drop
@@ -66,6 +84,26 @@ add rule bridge ${t} output oifname ${ports} ether daddr & 01:00:00:00:00:00 == 
 add rule bridge ${t} output oifname ${ports} oifname . ether daddr @macs accept
 add rule bridge ${t} output oifname ${ports} counter drop
 `;
+}
+
+/** A host service as sandboxes reach it: `port` of the gateway, served on the host at `hostPort`. */
+export interface HostServicePorts {
+  port: number;
+  hostPort: number;
+}
+
+/**
+ * The redirects chain's rules, replacing the old ones in one transaction: host services for every sandbox, then the
+ * egress proxy's listeners (original port → listener port) for @proxied sandboxes.
+ */
+export function redirectScript(names: NetworkNames, gateway: string, services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>): string {
+  const t = names.table;
+  const lines = [`flush chain inet ${t} ${REDIRECTS_CHAIN}`];
+  for (const s of services) lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip daddr ${gateway} tcp dport ${s.port} dnat ip to ${gateway}:${s.hostPort}`);
+  for (const [port, listener] of proxy) {
+    lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip saddr @${PROXIED_SET} tcp dport ${port} dnat ip to ${gateway}:${listener}`);
+  }
+  return `${lines.join("\n")}\n`;
 }
 
 /** Delete both tables; `add` first so that deleting a table that is already gone is not an error. */

@@ -1,14 +1,15 @@
 // E2B's sandbox network config (create body `network` and `allow_internet_access`, PUT /sandboxes/{id}/network) as
-// Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall; ingress
-// (allowPublicTraffic's traffic token, maskRequestHost) by the gateway. What cannot be enforced yet (domain rules,
-// header transforms, a user's egress proxy, httpsPorts) is refused with 501 rather than accepted and ignored.
+// Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall, by domain
+// (`example.com`, `*.example.com`) by its resolver and transparent egress proxy; ingress (allowPublicTraffic's traffic
+// token, maskRequestHost) by the gateway. What cannot be enforced yet (header transforms, a user's egress proxy,
+// httpsPorts) is refused with 501 rather than accepted and ignored.
 import { randomBytes } from "node:crypto";
 import { ALL_TRAFFIC, parseEgressTarget, type SandboxEgress } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 
 /** What a sandbox keeps of its network config (the store's JSON). */
 export interface SandboxNetworkConfig {
-  /** Entries as the caller wrote them (trimmed); IPv4 addresses and CIDRs. */
+  /** Entries as the caller wrote them (trimmed); IPv4 addresses, CIDRs and domains. */
   allowOut: string[];
   denyOut: string[];
   /** false: every port but envd's needs the `e2b-traffic-access-token` header. */
@@ -147,7 +148,7 @@ function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProx
   }
 }
 
-/** Validated entries: 400 naming the first malformed one, 501 for a domain (its enforcement is not built yet). */
+/** Validated entries: 400 naming the first malformed one. */
 function egressEntries(entries: string[] | undefined, field: "allowOut" | "denyOut"): string[] {
   if (entries === undefined) return [];
   if (entries.length > MAX_ENTRIES) throw invalid(`network.${field} has ${entries.length} entries; at most ${MAX_ENTRIES}`);
@@ -157,17 +158,10 @@ function egressEntries(entries: string[] | undefined, field: "allowOut" | "denyO
     try {
       target = parseEgressTarget(entry);
     } catch {
-      throw invalid(`invalid network.${field} entry '${entry}': expected an IPv4 address, a CIDR (a.b.c.d/n) or a domain name`);
-    }
-    if (target.kind === "domain") {
-      throw new BurrowError(
-        Code.Unimplemented,
-        `network.${field} entry '${entry}' is a domain; domain rules need Burrow's egress proxy, which is not implemented yet (use IPs or CIDRs)`,
-        { reason: "domain_rules_unsupported" },
-      );
+      throw invalid(`invalid network.${field} entry '${entry}': expected an IPv4 address, a CIDR (a.b.c.d/n), a domain name or *.domain`);
     }
     // ALL_TRAFFIC stays spelled as E2B spells it; other entries as sent.
-    out.push(target.cidr === ALL_TRAFFIC ? ALL_TRAFFIC : entry.trim());
+    out.push(target.kind === "cidr" && target.cidr === ALL_TRAFFIC ? ALL_TRAFFIC : entry.trim());
   }
   return out;
 }

@@ -10,6 +10,7 @@ import { egressOf, networkFromUpdate, type NetworkUpdateBody } from "../../netwo
 import type { ApiContext } from "../context.js";
 import { errorResponses, networkUpdateSchema, sandboxIdParams } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
+import { registerEgressRoutes } from "../../egress/egress-routes.js";
 
 function egressUnsupported(): BurrowError {
   return new BurrowError(Code.Unimplemented, "egress rules are not supported by this orchestrator", { reason: "egress_unsupported" });
@@ -29,6 +30,7 @@ export async function inheritedEgress(ctx: ApiContext, ref: string): Promise<San
 }
 
 export function registerNetworkRoutes(app: FastifyInstance, ctx: ApiContext): void {
+  registerEgressRoutes(app, ctx);
   app.put<{ Params: { sandboxID: string }; Body: NetworkUpdateBody }>(
     "/sandboxes/:sandboxID/network",
     {

@@ -1,0 +1,163 @@
+// The transparent egress proxy: sandboxes with domain rules have their TCP 80 and 443 redirected (nft DNAT) to one
+// listener per original port on the gateway, so the port is known without SO_ORIGINAL_DST and the sandbox by the
+// connection's source address. The proxy reads the name the client asks for (TLS SNI on 443, HTTP Host on 80),
+// judges it with the sandbox's rules, resolves it itself (so the connection goes where the name points, whatever
+// address the sandbox chose: IP tricks, SNI/Host mismatches and DNS rebinding gain nothing), connects and splices
+// bytes both ways; TLS is never terminated. Refused: 403 with a short text (HTTP) or a closed connection (TLS).
+import { connect, createServer, isIPv4, type Server, type Socket } from "node:net";
+import type { EgressAudit, EgressRecord } from "./egress-audit.js";
+import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
+import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
+
+export interface ProxyPolicy extends SandboxPolicy {
+  sandboxId: string;
+}
+
+export interface EgressProxyOptions {
+  gateway: string;
+  /** Original ports redirected here: 443 is read as TLS, anything else as HTTP. */
+  ports: readonly number[];
+  policyOf: (ip: string) => ProxyPolicy | undefined;
+  resolve4: (name: string) => Promise<string[]>;
+  /** Why the proxy must never connect to an address (loopback, the host's own, the sandboxes' subnet …), or undefined. */
+  forbidden: (ip: string) => string | undefined;
+  audit: EgressAudit;
+}
+
+export interface EgressProxy {
+  /** Original port → the port of its listener on the gateway. */
+  readonly listeners: ReadonlyMap<number, number>;
+  close(): Promise<void>;
+}
+
+const PEEK_TIMEOUT_MS = 10_000;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
+  const servers: Server[] = [];
+  const listeners = new Map<number, number>();
+  const open = new Set<Socket>();
+  try {
+    for (const port of opts.ports) {
+      const server = createServer({ pauseOnConnect: false }, (socket) => {
+        open.add(socket);
+        socket.once("close", () => open.delete(socket));
+        handle(opts, port, socket);
+      });
+      await new Promise<void>((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(0, opts.gateway, () => {
+          server.off("error", reject);
+          resolve();
+        });
+      });
+      servers.push(server);
+      listeners.set(port, (server.address() as { port: number }).port);
+    }
+  } catch (err) {
+    for (const s of servers) s.close();
+    throw err;
+  }
+  return {
+    listeners,
+    close: async () => {
+      for (const s of open) s.destroy();
+      await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
+    },
+  };
+}
+
+function handle(opts: EgressProxyOptions, port: number, client: Socket): void {
+  const source = (client.remoteAddress ?? "").replace(/^::ffff:/, "");
+  const policy = opts.policyOf(source);
+  client.on("error", () => undefined);
+  if (!policy) {
+    client.destroy();
+    return;
+  }
+  const tls = port === 443;
+  const peek = tls ? peekTlsServerName : peekHttpHost;
+  let buffered = Buffer.alloc(0);
+  const timer = setTimeout(() => client.destroy(), PEEK_TIMEOUT_MS);
+  const onData = (chunk: Buffer) => {
+    buffered = Buffer.concat([buffered, chunk]);
+    const result: Peek = buffered.length > MAX_PEEK_BYTES ? { state: "invalid", reason: "no name in the first 64 KiB" } : peek(buffered);
+    if (result.state === "more") return;
+    clearTimeout(timer);
+    client.off("data", onData);
+    client.pause();
+    const base = { sandboxId: policy.sandboxId, via: "proxy" as const, port, bytesOut: 0, bytesIn: 0 };
+    if (result.state === "invalid") {
+      refuse(opts, client, tls, { ...base, verdict: "denied", rule: result.reason, atMs: Date.now() });
+      return;
+    }
+    if (result.host === undefined) {
+      refuse(opts, client, tls, { ...base, verdict: "denied", rule: "no server name (SNI)", atMs: Date.now() });
+      return;
+    }
+    void decide(opts, policy, result.host).then(
+      ({ verdict, ip }) => {
+        const record: EgressRecord = { ...base, host: result.host, ...(ip ? { ip } : {}), verdict: verdict.allowed ? "allowed" : "denied", rule: verdict.rule, atMs: 0 };
+        if (!verdict.allowed || ip === undefined) refuse(opts, client, tls, { ...record, atMs: Date.now() });
+        else splice(opts, client, ip, port, buffered, record);
+      },
+      () => client.destroy(),
+    );
+  };
+  client.on("data", onData);
+  client.once("close", () => clearTimeout(timer));
+}
+
+/** The verdict on a host and, when allowed, the address to connect to. */
+async function decide(opts: EgressProxyOptions, policy: SandboxPolicy, host: string): Promise<{ verdict: EgressVerdict; ip?: string }> {
+  if (isIPv4(host)) {
+    const verdict = judgeHost(policy, host)!;
+    const why = opts.forbidden(host);
+    return why && verdict.allowed ? { verdict: { allowed: false, rule: why }, ip: host } : { verdict, ip: host };
+  }
+  const byName = judgeHost(policy, host);
+  if (byName && !byName.allowed) return { verdict: byName };
+  const ips = await opts.resolve4(host);
+  if (ips.length === 0) return { verdict: { allowed: false, rule: `${host} does not resolve` } };
+  // The first address the name has that is not forbidden; a name allowed by a domain entry may go where it points,
+  // one that no domain entry names is judged by that address.
+  const ip = ips.find((a) => opts.forbidden(a) === undefined);
+  if (ip === undefined) return { verdict: { allowed: false, rule: opts.forbidden(ips[0]!)! }, ip: ips[0]! };
+  return { verdict: byName ?? judgeAddress(policy, ip), ip };
+}
+
+function refuse(opts: EgressProxyOptions, client: Socket, tls: boolean, record: EgressRecord): void {
+  opts.audit.add(record);
+  if (tls) {
+    client.destroy();
+    return;
+  }
+  const body = `Burrow: egress to ${record.host ?? "this destination"} is denied (${record.rule})\n`;
+  client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, first: Buffer, record: EgressRecord): void {
+  const upstream = connect({ host: ip, port, noDelay: true });
+  client.setNoDelay(true);
+  const timer = setTimeout(() => upstream.destroy(new Error("connect timeout")), CONNECT_TIMEOUT_MS);
+  let finished = false;
+  const finish = () => {
+    if (finished) return;
+    finished = true;
+    clearTimeout(timer);
+    client.destroy();
+    upstream.destroy();
+    opts.audit.add({ ...record, atMs: Date.now(), bytesOut: upstream.bytesWritten, bytesIn: client.bytesWritten });
+  };
+  upstream.once("connect", () => {
+    clearTimeout(timer);
+    upstream.write(first);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    client.resume();
+  });
+  upstream.on("error", finish);
+  client.on("error", finish);
+  upstream.once("close", finish);
+  client.once("close", finish);
+}

@@ -1,0 +1,107 @@
+// The host side of sandboxes' egress beyond nftables, in the orchestrator's process because that process owns the
+// sandboxes' addresses and rules (the network manager's attachments): the resolver on the gateway, the transparent
+// egress proxy for sandboxes with domain rules, host services, and the audit of what went out. Started after the
+// network is set up; its listeners' ports go into the `redirects` nft chain.
+import type { BurrowNetworkManager } from "../network/network-manager.js";
+import { DnsForwarder, hostUpstreams, type Upstream } from "./dns-forwarder.js";
+import { startDnsServer, type DnsServer } from "./dns-server.js";
+import { EgressAudit } from "./egress-audit.js";
+import { startEgressProxy, type EgressProxy, type ProxyPolicy } from "./egress-proxy.js";
+import { forbiddenDestinations } from "./forbidden-destinations.js";
+import { HostServices, type HostService } from "./host-services.js";
+
+export interface EgressServiceOptions {
+  network: BurrowNetworkManager;
+  subnet: string;
+  denyDestinations?: readonly string[];
+  /** Where the resolver forwards; empty: the host's /etc/resolv.conf name servers. */
+  upstreams: readonly Upstream[];
+  logger?: { warn(obj: object, msg: string): void };
+}
+
+/** Original ports the proxy takes for sandboxes with domain rules. */
+export const PROXIED_PORTS = [80, 443] as const;
+
+export class EgressService {
+  readonly audit = new EgressAudit();
+  readonly hostServices = new HostServices();
+  readonly forwarder: DnsForwarder;
+  #dns: DnsServer | undefined;
+  #proxy: EgressProxy | undefined;
+  readonly #opts: EgressServiceOptions;
+  /** Redirect updates one at a time, in the order they were asked for. */
+  #redirects: Promise<void> = Promise.resolve();
+
+  constructor(opts: EgressServiceOptions) {
+    this.#opts = opts;
+    this.forwarder = new DnsForwarder(opts.upstreams.length > 0 ? opts.upstreams : hostUpstreams());
+  }
+
+  get gateway(): string {
+    return this.#opts.network.gateway;
+  }
+
+  async start(signal?: AbortSignal): Promise<void> {
+    const { network } = this.#opts;
+    const policyOf = (ip: string): ProxyPolicy | undefined => {
+      const e = network.egressOf(ip);
+      return e && { sandboxId: e.sandboxId, internet: e.internet, rules: e.rules };
+    };
+    this.#dns = await startDnsServer({
+      gateway: network.gateway,
+      forwarder: this.forwarder,
+      policyOf,
+      hostNames: () => this.hostServices.names(),
+      onRefused: (ip, name, rule) => {
+        const e = network.egressOf(ip);
+        if (e) this.audit.add({ sandboxId: e.sandboxId, atMs: Date.now(), via: "dns", verdict: "denied", rule, host: name, bytesOut: 0, bytesIn: 0 });
+      },
+    });
+    try {
+      this.#proxy = await startEgressProxy({
+        gateway: network.gateway,
+        ports: PROXIED_PORTS,
+        policyOf,
+        resolve4: (name) => this.forwarder.resolve4(name),
+        forbidden: forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []),
+        audit: this.audit,
+      });
+      await this.#applyRedirects(signal);
+    } catch (err) {
+      await this.close();
+      throw err;
+    }
+  }
+
+  /** Make a host service reachable from every sandbox; the returned function takes it away again. */
+  async registerHostService(service: HostService, signal?: AbortSignal): Promise<() => Promise<void>> {
+    const entry = this.hostServices.add(service);
+    try {
+      await this.#applyRedirects(signal);
+    } catch (err) {
+      this.hostServices.remove(entry.name);
+      throw err;
+    }
+    return async () => {
+      if (this.hostServices.remove(entry.name)) await this.#applyRedirects();
+    };
+  }
+
+  #applyRedirects(signal?: AbortSignal): Promise<void> {
+    const next = this.#redirects.then(() =>
+      this.#opts.network.setRedirects(
+        this.hostServices.list().map((s) => ({ port: s.port, hostPort: s.hostPort })),
+        this.#proxy?.listeners ?? new Map(),
+        signal,
+      ),
+    );
+    this.#redirects = next.catch(() => undefined);
+    return next;
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.#dns?.close(), this.#proxy?.close()]);
+    this.#dns = undefined;
+    this.#proxy = undefined;
+  }
+}
