@@ -1,11 +1,10 @@
 // `burrow models list|add|remove`: the model gateway's providers through /burrow/v1/models (keys never printed,
 // since the API never answers them).
 import { apiRequest } from "../../api.js";
-import { CliError } from "../../cli-error.js";
-import { defineCommand, type CommandGroup } from "../../command.js";
+import { defineCommand, usageError, type CommandGroup } from "../../command.js";
 import { clientConnection } from "../../connection.js";
+import { optionalInteger } from "../../numbers.js";
 import { printJson } from "../../output.js";
-import { Code } from "@burrow/protocol";
 
 interface ProviderView {
   name: string;
@@ -53,16 +52,18 @@ const modelsAdd = defineCommand({
   },
   async run({ values, positionals, env }) {
     const v = values as Record<string, string | boolean | undefined>;
-    if (!v.kind || !v["base-url"] || !v.models) throw new CliError(Code.InvalidArgument, "models add needs --kind, --base-url and --models");
-    if (v.key && v["key-secret"]) throw new CliError(Code.InvalidArgument, "give --key or --key-secret, not both");
+    if (!v.kind || !v["base-url"] || !v.models) throw usageError("models add needs --kind, --base-url and --models");
+    if (v.key && v["key-secret"]) throw usageError("give --key or --key-secret, not both");
+    const priority = optionalInteger("--priority", v.priority as string | undefined);
+    const weight = optionalInteger("--weight", v.weight as string | undefined, { min: 1 });
     const body = {
       name: positionals[0],
       kind: v.kind,
       baseUrl: v["base-url"],
       models: String(v.models).split(",").map((m) => m.trim()).filter(Boolean),
       ...(v.key ? { apiKey: v.key } : v["key-secret"] ? { apiKey: { secret: v["key-secret"] } } : {}),
-      ...(v.priority !== undefined ? { priority: Number(v.priority) } : {}),
-      ...(v.weight !== undefined ? { weight: Number(v.weight) } : {}),
+      ...(priority !== undefined ? { priority } : {}),
+      ...(weight !== undefined ? { weight } : {}),
     };
     const res = await apiRequest(clientConnection(env), "POST", "/burrow/v1/models/providers", { body });
     if (values.json) printJson(res.body);
