@@ -1,7 +1,7 @@
 // The model gateway on the e2e server, against fake providers on loopback: failover at connect, on 5xx, 429 and a
 // hang; the circuit breaker opening and recovering; SSE passed through byte for byte and unbuffered; a provider
 // breaking off mid-stream; keys injected and never answered; budgets; usage. Calls come from the host side with the
-// API key (sandboxes reach the gateway once host services exist).
+// API key (sandboxes calling http://models.burrow: sandbox-gateway.test.ts).
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
 import { afterAll, afterEach, beforeAll, describe, expect, test } from "vitest";

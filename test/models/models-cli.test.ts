@@ -45,10 +45,11 @@ maybe("burrow models", () => {
       const lines = list.stdout.trimEnd().split("\n");
       const gatewayUrl = lines[0]!.split("\t")[1]!;
       expect(lines[0]).toMatch(/^gateway\thttp:\/\/127\.0\.0\.1:\d+$/);
+      expect(lines[1]).toBe("sandboxes\thttp://models.burrow");
       expect(lines).toContain(`${literal}\topenai\t${provider.baseUrl("openai")}\tpriority=2\tweight=3\tkey=literal\tcircuit=closed\t${model},other-model`);
       expect(lines).toContain(`${fromSecret}\tanthropic\t${provider.baseUrl("anthropic")}\tpriority=0\tweight=1\tkey=secret:${secretName}\tcircuit=closed\tclaude-x`);
       const json = await burrow(["models", "list", "--json"]);
-      expect(JSON.parse(json.stdout)).toMatchObject({ gateway: gatewayUrl, providers: expect.arrayContaining([expect.objectContaining({ name: literal, apiKey: { source: "literal" } })]) });
+      expect(JSON.parse(json.stdout)).toMatchObject({ gateway: gatewayUrl, sandboxGateway: "http://models.burrow", providers: expect.arrayContaining([expect.objectContaining({ name: literal, apiKey: { source: "literal" } })]) });
       for (const out of [a, b, list, json]) expect(out.stdout + out.stderr).not.toMatch(/sk-cli-literal-key|sk-cli-from-secret/);
 
       // What the CLI configured serves: the gateway injects the literal key it was given.

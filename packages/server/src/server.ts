@@ -192,6 +192,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
           headersTimeout: cfg.headersTimeoutMs,
           // Generous by default: uploads through the gateway may take longer than Node's 5 minutes.
           requestTimeout: cfg.requestTimeoutMs,
+    await models.serveSandboxes(deps.signal);
           keepAliveTimeout: cfg.keepAliveTimeoutMs,
           connectionsCheckingInterval: connectionsCheckingInterval(cfg.headersTimeoutMs, cfg.requestTimeoutMs),
         },

@@ -27,6 +27,9 @@ export interface ModelGatewayDeps {
   logger: Logger;
 }
 
+/** The host service name sandboxes call the gateway by: `http://models.burrow/v1/…`. */
+export const MODEL_GATEWAY_HOST_SERVICE = "models.burrow";
+
 export interface ModelGatewayListen {
   /** @default "127.0.0.1" */
   host?: string;
@@ -45,6 +48,9 @@ export class ModelGateway {
   #settings: GatewaySettings;
   #server: Server | undefined;
   #url: string | null = null;
+  #sandboxServer: Server | undefined;
+  #unregister: (() => Promise<void>) | undefined;
+  #sandboxUrl: string | null = null;
 
   constructor(deps: ModelGatewayDeps) {
     this.#d = deps;
@@ -69,6 +75,11 @@ export class ModelGateway {
     return this.#url;
   }
 
+  /** Where sandboxes reach it (http://models.burrow), null unless serveSandboxes() registered it. */
+  get sandboxUrl(): string | null {
+    return this.#sandboxUrl;
+  }
+
   settings(): GatewaySettings {
     return this.#settings;
   }
@@ -88,31 +99,65 @@ export class ModelGateway {
   }
 
   async listen(opts: ModelGatewayListen = {}): Promise<void> {
-    const server = createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.#handle(req, res));
-    this.#server = server;
     const host = opts.host ?? "127.0.0.1";
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(opts.port ?? 0, host, () => {
-        server.off("error", reject);
-        resolve();
-      });
-    });
-    const address = server.address();
-    const port = typeof address === "object" && address ? address.port : 0;
+    this.#server = this.#createServer();
+    const port = await listenOn(this.#server, host, opts.port ?? 0);
     this.#url = `http://${host.includes(":") ? `[${host}]` : host}:${port}`;
     this.#d.logger.info({ url: this.#url }, "model gateway listening");
   }
 
-  async close(): Promise<void> {
-    const server = this.#server;
-    this.#server = undefined;
-    if (server) {
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+  /**
+   * Serve sandboxes as the host service `models.burrow`: a second listener on the sandboxes' gateway address (a free
+   * port; sandboxes cannot reach it directly, only through the orchestrator's forward of models.burrow:80), so the
+   * host-side listener can stay on loopback. Callers there are told apart by their source address, which the forward
+   * keeps. Without an orchestrator that has host services, nothing happens (sandboxUrl stays null).
+   */
+  async serveSandboxes(signal?: AbortSignal): Promise<void> {
+    const { orchestrator, logger } = this.#d;
+    const gatewayAddress = orchestrator.sandboxGateway;
+    if (!orchestrator.registerHostService || !gatewayAddress) {
+      logger.info("model gateway: the orchestrator offers no host services; sandboxes cannot call models.burrow");
+      return;
     }
+    const server = this.#createServer();
+    try {
+      const hostPort = await listenOn(server, gatewayAddress, 0);
+      this.#unregister = await orchestrator.registerHostService({ name: MODEL_GATEWAY_HOST_SERVICE, hostPort }, signal ? { signal } : undefined);
+      this.#sandboxServer = server;
+      this.#sandboxUrl = `http://${MODEL_GATEWAY_HOST_SERVICE}`;
+      logger.info({ url: this.#sandboxUrl, listener: `${gatewayAddress}:${hostPort}` }, "model gateway serving sandboxes");
+    } catch (err) {
+      // The host side still works: a server without models.burrow is better than no server.
+      server.close();
+      logger.error({ err }, "model gateway: sandboxes cannot call models.burrow (its host service could not be set up)");
+    }
+  }
+
+  async close(): Promise<void> {
+    const unregister = this.#unregister;
+    this.#unregister = undefined;
+    this.#sandboxUrl = null;
+    if (unregister) {
+      try {
+        await unregister();
+      } catch (err) {
+        this.#d.logger.warn({ err }, "model gateway: host service models.burrow could not be removed");
+      }
+    }
+    const servers = [this.#server, this.#sandboxServer].filter((s): s is Server => s !== undefined);
+    this.#server = this.#sandboxServer = undefined;
+    await Promise.all(
+      servers.map((server) => {
+        server.closeAllConnections();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      }),
+    );
     this.#agents.close();
     this.#usage.flush();
+  }
+
+  #createServer(): Server {
+    return createServer({ keepAliveTimeout: 65_000 }, (req, res) => this.#handle(req, res));
   }
 
   #handle(req: IncomingMessage, res: ServerResponse): void {
@@ -140,4 +185,16 @@ export class ModelGateway {
     const info = key ? this.#d.apiKeys.verify(key) : undefined;
     return info ? { sandboxId: null, apiKeyId: info.id } : undefined;
   }
+}
+
+/** Listen on host:port (0: a free one); resolves the port. */
+function listenOn(server: Server, host: string, port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const address = server.address();
+      resolve(typeof address === "object" && address ? address.port : 0);
+    });
+  });
 }

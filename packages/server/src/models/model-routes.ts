@@ -140,5 +140,14 @@ export function registerModelRoutes(app: FastifyInstance, gateway: ModelGateway,
     async (request) => gateway.usage(request.query.sandboxID).map((u) => ({ sandboxID: u.sandboxId, model: u.model, requests: u.requests, inputTokens: u.inputTokens, outputTokens: u.outputTokens })),
   );
 
-  app.get(`${prefix}/gateway`, { schema: { summary: "Where the model gateway listens", response: { 200: { type: "object", properties: { url: { type: ["string", "null"] } } } } } }, async () => ({ url: gateway.url }));
+  app.get(
+    `${prefix}/gateway`,
+    {
+      schema: {
+        summary: "Where the model gateway listens: url for host clients (with an API key), sandboxUrl for sandboxes (no key; null when sandboxes cannot reach it)",
+        response: { 200: { type: "object", properties: { url: { type: ["string", "null"] }, sandboxUrl: { type: ["string", "null"] } } } },
+      },
+    },
+    async () => ({ url: gateway.url, sandboxUrl: gateway.sandboxUrl }),
+  );
 }

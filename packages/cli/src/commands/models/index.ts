@@ -19,14 +19,15 @@ interface ProviderView {
 
 const modelsList = defineCommand({
   name: "list",
-  summary: "List model providers (by priority) and the gateway's address",
+  summary: "List model providers (by priority) and where host clients and sandboxes reach the gateway",
   options: { json: { type: "boolean", description: "Print JSON" } },
   async run({ values, env }) {
     const connection = clientConnection(env);
     const providers = (await apiRequest(connection, "GET", "/burrow/v1/models/providers")).body as ProviderView[];
-    const gateway = (await apiRequest(connection, "GET", "/burrow/v1/models/gateway")).body as { url: string | null };
-    if (values.json) return printJson({ gateway: gateway.url, providers });
+    const gateway = (await apiRequest(connection, "GET", "/burrow/v1/models/gateway")).body as { url: string | null; sandboxUrl?: string | null };
+    if (values.json) return printJson({ gateway: gateway.url, sandboxGateway: gateway.sandboxUrl ?? null, providers });
     process.stdout.write(`gateway\t${gateway.url ?? "-"}\n`);
+    process.stdout.write(`sandboxes\t${gateway.sandboxUrl ?? "-"}\n`);
     for (const p of providers) {
       const key = p.apiKey.source === "secret" ? `secret:${p.apiKey.secret}` : p.apiKey.source;
       process.stdout.write(`${p.name}\t${p.kind}\t${p.baseUrl}\tpriority=${p.priority}\tweight=${p.weight}\tkey=${key}\tcircuit=${p.circuit}\t${p.models.join(",")}\n`);
