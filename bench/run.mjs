@@ -26,3 +26,4 @@ if (!only || only === "forks") await (await import("./forks.mjs")).runForkBenchm
 if (!only || only === "desktop") await (await import("./desktop.mjs")).runDesktopBenchmarks();
 if (!only || only === "models") await (await import("./models.mjs")).runModelBenchmarks();
 if (!only || only === "volumes") await (await import("./volumes.mjs")).runVolumeBenchmarks();
+if (!only || only === "tracing") await (await import("./tracing.mjs")).runTracingBenchmarks();

@@ -34,6 +34,7 @@ export class MetricsSampler {
       memCache: sample.memoryCacheBytes,
       diskUsed: await this.diskUsed(sandbox, signal),
       diskTotal: sandbox.record.limits.diskMB * 1024 * 1024,
+      oomKills: sample.oomKills,
     };
   }
 

@@ -3,11 +3,11 @@
 // without one these are no-ops.
 import { SpanStatusCode, trace, type Attributes } from "@opentelemetry/api";
 
-const tracer = trace.getTracer("burrow-orchestrator");
-
 /** Run `fn` in a span named `name` (a child of the active one); the span ends when it settles, marked on failure. */
 export function inSpan<T>(name: string, fn: () => Promise<T>, attributes?: Attributes): Promise<T> {
-  return tracer.startActiveSpan(name, attributes ? { attributes } : {}, async (span) => {
+  // Looked up per span, not once: @opentelemetry/api's proxy tracer keeps the first provider it saw, and an embedding
+  // process may register another one later (a server restarted in the same process).
+  return trace.getTracer("burrow-orchestrator").startActiveSpan(name, attributes ? { attributes } : {}, async (span) => {
     try {
       return await fn();
     } catch (error) {

@@ -37,6 +37,8 @@ export interface CgroupSample {
   memoryUsedBytes: number;
   memoryCacheBytes: number;
   memoryLimitBytes: number;
+  /** Processes the kernel's OOM killer killed in the cgroup so far (memory.events / memory.oom_control `oom_kill`). */
+  oomKills: number;
 }
 
 export interface CgroupManager {

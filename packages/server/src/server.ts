@@ -34,6 +34,8 @@ import { observeOrchestrator } from "./telemetry/observed-orchestrator.js";
 import { SandboxGauges } from "./metrics/sandbox-gauges.js";
 import { registerStateGauges } from "./metrics/state-gauges.js";
 import { startTracing } from "./telemetry/tracing.js";
+import { AlertService } from "./alerts/alert-service.js";
+import { WebhookStore } from "./alerts/webhook-store.js";
 import { openTeamServices } from "./teams/team-services.js";
 import { resolveQuotaDefaults, type TeamQuotaOverrides } from "./teams/team-quotas.js";
 
@@ -120,6 +122,16 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       const tracing = startTracing({ endpoint: cfg.otlpEndpoint, serviceName: "burrow-server", logger });
       cleanups.push(() => tracing.close());
     }
+    const alerts = new AlertService({
+      webhooks: new WebhookStore(cfg.stateDir),
+      logger,
+      bus: deps.bus,
+      sandboxInfo: (sandboxId) => {
+        const row = store.sandboxes.get(sandboxId);
+        return row ? { teamId: teams.ownership.teamOfSandbox(row), templateId: row.templateId } : undefined;
+      },
+    });
+    cleanups.push(() => alerts.close());
     const logs = new SandboxLogs({
       orchestrator: deps.orchestrator,
       limits: cfg.sandboxLogs,
@@ -129,6 +141,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
         return row ? teams.ownership.teamOfSandbox(row) : undefined;
       },
       logger,
+      onEntry: (sandboxId, entry) => alerts.onLogEntry(sandboxId, entry),
     });
     cleanups.push(() => logs.close());
     registerStateGauges(registry, store.sandboxes, deps.templates);
@@ -136,6 +149,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       intervalMs: cfg.metricsIntervalMs,
       retention: cfg.metricsRetention,
       gauges: new SandboxGauges(registry, (sandboxId) => store.sandboxes.get(sandboxId)?.templateId),
+      onSample: (sandboxId, sample) => alerts.onSample(sandboxId, sample),
       logger,
     });
     cleanups.push(() => sandboxMetrics.close());
@@ -150,6 +164,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       networks: store.networks,
     });
     cleanups.push(() => sandboxes.close());
+    cleanups.push(sandboxes.onRemoved((sandboxId) => alerts.forget(sandboxId)));
     await sandboxes.reconcile();
 
     // With a bus: fs watches, and triggers and tasks run by a real runner (rules resume from the bus's KV).
@@ -177,6 +192,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const models = new ModelGateway({ store: store.models, secrets, apiKeys: store.apiKeys, sandboxes, orchestrator: deps.orchestrator, logger });
     cleanups.push(() => models.close());
     await models.listen(cfg.modelGateway);
+    await models.serveSandboxes(deps.signal);
 
     const domainForPort = await resolveDomain(cfg, logger);
     const tls = await prepareServerTls(cfg, logger, deps.signal);
@@ -192,7 +208,6 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
           headersTimeout: cfg.headersTimeoutMs,
           // Generous by default: uploads through the gateway may take longer than Node's 5 minutes.
           requestTimeout: cfg.requestTimeoutMs,
-    await models.serveSandboxes(deps.signal);
           keepAliveTimeout: cfg.keepAliveTimeoutMs,
           connectionsCheckingInterval: connectionsCheckingInterval(cfg.headersTimeoutMs, cfg.requestTimeoutMs),
         },
@@ -235,7 +250,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => teams.close());
     const volumes = new VolumeService({ store: store.volumes, orchestrator: deps.orchestrator, stateDir: cfg.stateDir, defaultSizeMB: cfg.volumeDefaultMB });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

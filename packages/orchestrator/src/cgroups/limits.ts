@@ -62,11 +62,12 @@ export class V1Limits implements LimitsBackend {
   }
 
   async sample(): Promise<CgroupSample> {
-    const [usage, stat, limit, cpu] = await Promise.all([
+    const [usage, stat, limit, cpu, oom] = await Promise.all([
       readText(join(this.dirs.memory, "memory.usage_in_bytes")),
       readText(join(this.dirs.memory, "memory.stat")),
       readText(join(this.dirs.memory, "memory.limit_in_bytes")),
       this.dirs.cpuacct === undefined ? Promise.resolve("0") : readText(join(this.dirs.cpuacct, "cpuacct.usage")),
+      readOptional(join(this.dirs.memory, "memory.oom_control")),
     ]);
     const s = parseKeyValues(stat);
     return {
@@ -74,6 +75,7 @@ export class V1Limits implements LimitsBackend {
       memoryUsedBytes: Number(usage.trim()),
       memoryCacheBytes: s.get("total_cache") ?? s.get("cache") ?? 0,
       memoryLimitBytes: capLimit(Number(limit.trim())),
+      oomKills: oom === undefined ? 0 : (parseKeyValues(oom).get("oom_kill") ?? 0),
     };
   }
 }
@@ -94,11 +96,12 @@ export class V2Limits implements LimitsBackend {
   }
 
   async sample(): Promise<CgroupSample> {
-    const [current, stat, max, cpu] = await Promise.all([
+    const [current, stat, max, cpu, events] = await Promise.all([
       readText(join(this.dir, "memory.current")),
       readText(join(this.dir, "memory.stat")),
       readText(join(this.dir, "memory.max")),
       readText(join(this.dir, "cpu.stat")),
+      readOptional(join(this.dir, "memory.events")),
     ]);
     const limit = max.trim() === "max" ? Number.POSITIVE_INFINITY : Number(max.trim());
     return {
@@ -106,6 +109,7 @@ export class V2Limits implements LimitsBackend {
       memoryUsedBytes: Number(current.trim()),
       memoryCacheBytes: parseKeyValues(stat).get("file") ?? 0,
       memoryLimitBytes: capLimit(limit),
+      oomKills: events === undefined ? 0 : (parseKeyValues(events).get("oom_kill") ?? 0),
     };
   }
 }

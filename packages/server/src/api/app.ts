@@ -18,6 +18,8 @@ import { registerMetricsRoute } from "./sandboxes/metrics.js";
 import { registerLogRoutes } from "./sandboxes/logs.js";
 import type { SandboxLogs } from "../logs/sandbox-logs.js";
 import { registerRestSpans } from "../telemetry/rest-spans.js";
+import { registerAlertRoutes } from "../alerts/alert-routes.js";
+import type { AlertService } from "../alerts/alert-service.js";
 import { registerForkRoute } from "./sandboxes/fork.js";
 import { registerPauseRoute } from "./sandboxes/pause.js";
 import { registerSnapshotRoutes } from "./sandboxes/snapshots.js";
@@ -47,6 +49,8 @@ export interface CreateApiOptions {
   logs?: SandboxLogs | undefined;
   /** A span per request, continuing callers' W3C trace context (only when the server exports traces). */
   tracing?: boolean | undefined;
+  /** Alert webhooks and their delivery log under /burrow/v1/alerts. */
+  alerts?: AlertService | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -115,6 +119,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   // The API-key hook registered above already guards these routes.
   if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices });
   registerLogRoutes(app, ctx, opts.logs);
+  if (opts.alerts) registerAlertRoutes(app, opts.alerts);
   registerUnsupportedRoutes(app, ctx);
   await app.ready();
   return app;

@@ -11,6 +11,8 @@ export interface SandboxMetricsOptions {
   logger?: Logger;
   /** Where each sample also goes (the per-sandbox gauges on /metrics). */
   gauges?: SandboxGauges;
+  /** Every sample as it is taken (alerts watch the OOM kill count). */
+  onSample?: (sandboxId: string, sample: SandboxMetricSample) => void;
 }
 
 export class SandboxMetrics {
@@ -92,6 +94,7 @@ export class SandboxMetrics {
       if (!sample || !ring) return;
       ring.push(sample);
       this.#opts.gauges?.set(sandboxId, sample);
+      this.#opts.onSample?.(sandboxId, sample);
       if (ring.length > this.#opts.retention) ring.splice(0, ring.length - this.#opts.retention);
     } catch (err) {
       if (!this.#abort.signal.aborted) this.#opts.logger?.warn({ err, sandboxId }, "metrics sample failed");

@@ -3,14 +3,14 @@
 import { SpanKind, SpanStatusCode, context, propagation, trace, type Span } from "@opentelemetry/api";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 
-const tracer = trace.getTracer("burrow-server");
 const spans = new WeakMap<FastifyRequest, Span>();
 
 export function registerRestSpans(app: FastifyInstance): void {
   app.addHook("onRequest", (request, _reply, done) => {
     const parent = propagation.extract(context.active(), request.headers);
     const route = request.routeOptions.url ?? "unmatched";
-    const span = tracer.startSpan(
+    // Per request: the API's proxy tracer would keep the first provider, and a server may be started again in-process.
+    const span = trace.getTracer("burrow-server").startSpan(
       `${request.method} ${route}`,
       { kind: SpanKind.SERVER, attributes: { "http.request.method": request.method, "http.route": route } },
       parent,
