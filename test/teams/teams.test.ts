@@ -148,7 +148,7 @@ maybe("teams", () => {
     expect((await a("DELETE", `/templates/${snapshotId}`)).status).toBe(204);
   });
 
-  test("team B cannot see, get, delete or mount team A's volume, nor read A's secrets", async () => {
+  test("team B cannot see, get, delete or mount team A's volume, nor read A's secrets; secrets are shared within a team", async () => {
     const name = `vol-${randomBytes(3).toString("hex")}`;
     const vol = await a("POST", "/volumes", { name });
     expect(vol.status, JSON.stringify(vol.json)).toBe(201);
@@ -168,7 +168,13 @@ maybe("teams", () => {
     expect(secret.status).toBe(201);
     const secretId = secret.json.secretID ?? secret.json.id;
     expect((await b("GET", `/secrets/${secretId}`)).status).toBe(404);
-    expect((await a("DELETE", `/secrets/${secretId}`)).status).toBe(204);
+    // Secrets are the team's: another key of team A sees and deletes it.
+    const member = await a("POST", "/api-keys", { name: "secrets-member" });
+    const asMember = api(member.json.key);
+    expect((await asMember("GET", `/secrets/${secretId}`)).status).toBe(200);
+    expect((await asMember("DELETE", `/secrets/${secretId}`)).status).toBe(204);
+    expect((await a("GET", `/secrets/${secretId}`)).status).toBe(404);
+    expect((await a("DELETE", `/api-keys/${member.json.id}`)).status).toBe(204);
   });
 
   test("bus, triggers, models: team B cannot subscribe to A's sandbox events, publish in A's namespace, trigger on A's sandbox or change the model gateway", async () => {

@@ -88,6 +88,20 @@ describe("teams and keys", () => {
     expect(teams.store.keysOf(team.teamId)).toEqual([]);
   });
 
+  test("a team's anchor key is its oldest key, the same for every key of the team", () => {
+    store.apiKeys.add("e2b_admin");
+    teams = open("e2b_admin");
+    const admin = teams.store.verify("e2b_admin")!;
+    const team = teams.store.createTeam("green");
+    const first = teams.store.addKey("e2b_g1", { teamId: team.teamId, name: "1", role: "admin" });
+    const second = teams.store.addKey("e2b_g2", { teamId: team.teamId, name: "2", role: "member" });
+    teams.store.revokeKey(first.id);
+    expect(teams.store.teamAnchorKey(second.id)).toBe(first.id);
+    expect(teams.store.teamAnchorKey(first.id)).toBe(first.id);
+    expect(teams.store.teamAnchorKey(admin.id)).toBe(admin.id);
+    expect(teams.store.teamAnchorKey(9999)).toBeUndefined();
+  });
+
   test("team names are unique", () => {
     teams = open(null);
     teams.store.createTeam("red");

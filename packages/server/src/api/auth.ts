@@ -32,7 +32,7 @@ export function registerAuth(app: FastifyInstance, ctx: ApiContext): void {
     if (!info) throw new BurrowError(Code.Unauthenticated, "invalid API key");
     ctx.teams.store.touch(info);
     request.apiKeyId = info.id;
-    request.caller = callerOf(info, key);
+    request.caller = callerOf(info, key, ctx.teams.store.teamAnchorKey(info.id));
     ctx.teams.streams.track(info.id, request.raw, reply.raw);
   });
 }

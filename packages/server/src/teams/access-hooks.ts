@@ -79,9 +79,10 @@ function checkParams(d: AccessHookDeps, caller: Caller, request: FastifyRequest)
   const url = route(request);
   const use = request.method === "GET" || request.method === "HEAD" ? "read" : "write";
   const sandboxId = params["sandboxID"] ?? params["sandboxId"];
-  // An ended sandbox's logs outlive its row; the log routes check the team recorded with them (api/sandboxes/logs.ts).
-  const endedLogs = url.endsWith("/sandboxes/:sandboxID/logs") && sandboxId !== undefined && !d.sandboxes.get(sandboxId);
-  if (sandboxId !== undefined && !endedLogs) d.ownership.requireSandbox(caller, sandboxId);
+  // Another team's sandbox is 404 like a missing one. A sandbox nobody has is the route's to answer (its own 404, or
+  // a 400 for a bad body first): an ended sandbox's logs outlive its row, and the log routes check the team recorded
+  // with them (api/sandboxes/logs.ts).
+  if (sandboxId !== undefined) d.ownership.requireSandboxIfExists(caller, sandboxId);
   if (params["checkpointID"] !== undefined) d.ownership.require(caller, "checkpoint", params["checkpointID"], use);
   if (params["templateID"] !== undefined) d.ownership.require(caller, "template", params["templateID"], use);
   if (params["alias"] !== undefined) d.ownership.require(caller, "template", params["alias"], "read");
@@ -133,7 +134,7 @@ function checkBody(d: AccessHookDeps, caller: Caller, request: FastifyRequest): 
   if (url === `${BURROW}/bus/publish` && typeof body?.["subject"] === "string") d.ownership.requireSubject(caller, body["subject"], "publish");
   if (url === `${BURROW}/bus/subscribe` && typeof query["subject"] === "string") d.ownership.requireSubject(caller, query["subject"], "subscribe");
   if (method === "POST" && (url === `${BURROW}/triggers` || url === `${BURROW}/tasks`)) checkRuleReferences(d, caller, body);
-  if (url === `${BURROW}/models/usage` && typeof query["sandboxID"] === "string") d.ownership.requireSandbox(caller, query["sandboxID"]);
+  if (url === `${BURROW}/models/usage` && typeof query["sandboxID"] === "string") d.ownership.requireSandboxIfExists(caller, query["sandboxID"]);
 }
 
 /** Instance-wide resources: the operator's (instance admin key) until they get team namespaces. */
@@ -159,12 +160,15 @@ function checkTemplateName(d: AccessHookDeps, caller: Caller, nameWithTag: strin
   throw new BurrowError(Code.AlreadyExists, `template name "${nameWithTag}" is taken on this server; choose another name`);
 }
 
-/** Sandboxes and templates a trigger rule or task names must be the team's (recursively, wherever they appear). */
+/**
+ * Sandboxes and templates a trigger rule or task names must be the team's (recursively, wherever they appear). A
+ * sandbox id nobody has is left to the route (a rule may wait for events of a sandbox that does not run now).
+ */
 function checkRuleReferences(d: AccessHookDeps, caller: Caller, body: unknown): void {
   const visit = (value: unknown, depth: number): void => {
     if (depth > 8 || typeof value !== "object" || value === null) return;
     for (const [key, v] of Object.entries(value)) {
-      if (key === "sandboxId" && typeof v === "string") d.ownership.requireSandbox(caller, v);
+      if (key === "sandboxId" && typeof v === "string") d.ownership.requireSandboxIfExists(caller, v);
       else if ((key === "template" || key === "templateId") && typeof v === "string") {
         if (!caller.instanceAdmin && d.ownership.teamOfTemplate(v) !== caller.teamId) {
           // Rules on a template see every sandbox started from it, other teams' too.

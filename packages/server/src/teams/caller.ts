@@ -13,13 +13,19 @@ export interface Caller {
   instanceAdmin: boolean;
   /** May manage its team's keys (the instance admin is one too). */
   teamAdmin: boolean;
+  /**
+   * The team's oldest key (team-store.ts teamAnchorKey): what tables keyed by an owner key (secrets) store, so that
+   * every key of a team shares them.
+   */
+  teamAnchorKeyId: number;
   /** The plaintext the request presented (E2B's `Team.apiKey` shows it back to its owner); never stored. */
   presentedKey: string;
 }
 
-export function callerOf(key: TeamKey, presentedKey: string): Caller {
+export function callerOf(key: TeamKey, presentedKey: string, teamAnchorKeyId = key.id): Caller {
   return {
     keyId: key.id,
+    teamAnchorKeyId,
     keyPublicId: key.publicId,
     teamId: key.teamId,
     instanceAdmin: key.role === "instance_admin",

@@ -131,6 +131,12 @@ export class Ownership {
     return row;
   }
 
+  /** 404 when the sandbox exists and is another team's; a sandbox nobody has is left to the caller to answer. */
+  requireSandboxIfExists(caller: Caller, sandboxId: string): void {
+    const row = this.#d.sandbox(sandboxId);
+    if (row && this.teamOfSandbox(row) !== caller.teamId) throw notFound("sandbox", sandboxId);
+  }
+
   /**
    * 404 unless the caller's team owns the resource (or, to read or use, it is public). Resources the server does not
    * know are let through: the route answers its own 404, or creates it.

@@ -89,6 +89,8 @@ export class TeamStore {
   readonly #db: Db;
   /** Keys by hash: authentication runs on every request. Invalidated on every key write. */
   readonly #byHash = new Map<string, TeamKey | null>();
+  /** Anchor keys by key: they never change once a key has a team. */
+  readonly #anchors = new Map<number, number>();
 
   constructor(db: Db) {
     this.#db = db;
@@ -196,6 +198,22 @@ export class TeamStore {
     const changed = this.#db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now.getTime(), id).changes > 0;
     this.#byHash.clear();
     return changed;
+  }
+
+  /**
+   * The oldest key (api_keys.id, revoked or not) of the team a key belongs to: a stable stand-in for the team in
+   * tables that reference a key as their owner (secrets.owner_key_id), so that every key of a team shares them.
+   * Keys are never deleted, so it never changes. Undefined for an unknown key.
+   */
+  teamAnchorKey(keyId: number): number | undefined {
+    const cached = this.#anchors.get(keyId);
+    if (cached !== undefined) return cached;
+    const row = this.#db
+      .prepare<[number], { id: number | null }>("SELECT min(id) AS id FROM api_keys WHERE team_id = (SELECT team_id FROM api_keys WHERE id = ?)")
+      .get(keyId);
+    if (row?.id == null) return undefined;
+    this.#anchors.set(keyId, row.id);
+    return row.id;
   }
 
   /** The team a key (api_keys.id) belongs to, revoked or not. */

@@ -8,9 +8,12 @@ import { newSecretSchema, secretIdParams, secretListQuery, secretSchema, secretU
 
 type Metadata = Record<string, string>;
 
-/** The owner of what a request creates and sees: the API key it authenticated with (the auth hook ran). */
+/**
+ * The owner of what a request creates and sees: its key's team, as the team's anchor key (teams/caller.ts), so every
+ * key of a team shares its secrets (the auth hook ran).
+ */
 function ownerOf(request: FastifyRequest): SecretOwner {
-  return { apiKeyId: request.apiKeyId! };
+  return { apiKeyId: request.caller?.teamAnchorKeyId ?? request.apiKeyId! };
 }
 
 export function registerSecretRoutes(app: FastifyInstance, secrets: SecretService): void {
