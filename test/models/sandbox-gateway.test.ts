@@ -80,8 +80,8 @@ sandboxTest("sandboxes call http://models.burrow without a key; usage is theirs,
   expect(JSON.parse(over.body)).toMatchObject({ error: { message: expect.stringContaining("sandbox budget"), code: "rate_limit_exceeded" } });
   expect(provider.received).toHaveLength(2);
 
-  // Another sandbox has a budget of its own.
-  const other = await spawn();
+  // Another sandbox has a budget of its own, and reaches models.burrow without internet access (it is on the host).
+  const other = await spawn({ allowInternetAccess: false });
   const theirs = await curl(other, "/v1/chat/completions", { model, messages: [] });
   expect(theirs.status, theirs.body).toBe(200);
   expect(provider.received).toHaveLength(3);
