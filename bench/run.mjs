@@ -27,3 +27,4 @@ if (!only || only === "desktop") await (await import("./desktop.mjs")).runDeskto
 if (!only || only === "models") await (await import("./models.mjs")).runModelBenchmarks();
 if (!only || only === "volumes") await (await import("./volumes.mjs")).runVolumeBenchmarks();
 if (!only || only === "tracing") await (await import("./tracing.mjs")).runTracingBenchmarks();
+if (!only || only === "egress") await (await import("./egress.mjs")).runEgressBenchmarks();

@@ -9,12 +9,13 @@ import { startServer } from "@burrow/server";
 import { pino } from "pino";
 
 /**
- * @param {{ stateDir: string, instance: string, subnet: string, pool: object, programs?: object[], mounts?: object[], orchestratorLogger?: object }} options
+ * @param {{ stateDir: string, instance: string, subnet: string, pool: object, programs?: object[], mounts?: object[], orchestratorLogger?: object, config?: object }} options
  *   `orchestratorLogger` receives the orchestrator's log (a benchmark reading figures it logs); silent when absent.
+ *   `config`: more orchestrator settings (e.g. `dnsUpstream`).
  */
-export async function startBurrow({ stateDir, instance, subnet, pool, programs, mounts, orchestratorLogger }) {
+export async function startBurrow({ stateDir, instance, subnet, pool, programs, mounts, orchestratorLogger, config }) {
   const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance, subnet, pool },
+    config: { ...config, stateDir, instance, subnet, pool },
     ...(orchestratorLogger ? { logger: orchestratorLogger } : {}),
     envd: programs ? { ...envdRuntimeFiles(), programs } : envdRuntimeFiles(),
     onProgress: (line) => process.stderr.write(`[bench] ${line}\n`),

@@ -37,7 +37,7 @@ export async function startDnsServer(opts: DnsServerOptions): Promise<DnsServer>
   const port = opts.port ?? 53;
   const udp: Socket = createSocket({ type: "udp4", reuseAddr: true });
   udp.on("message", (msg, rinfo) => {
-    void answer(opts, msg, rinfo.address, 512).then((reply) => reply && udp.send(reply, rinfo.port, rinfo.address));
+    void answer(opts, msg, rinfo.address, "udp").then((reply) => reply && udp.send(reply, rinfo.port, rinfo.address));
   });
   udp.on("error", () => undefined);
   await new Promise<void>((resolve, reject) => {
@@ -79,7 +79,7 @@ function serveTcp(opts: DnsServerOptions, socket: TcpSocket): void {
       if (buffered.length < 2 + length) break;
       const msg = buffered.subarray(2, 2 + length);
       buffered = buffered.subarray(2 + length);
-      void answer(opts, msg, socket.remoteAddress ?? "", 65535).then((reply) => {
+      void answer(opts, msg, socket.remoteAddress ?? "", "tcp").then((reply) => {
         if (!reply || socket.destroyed) return;
         const framed = Buffer.alloc(2 + reply.length);
         framed.writeUInt16BE(reply.length, 0);
@@ -92,7 +92,7 @@ function serveTcp(opts: DnsServerOptions, socket: TcpSocket): void {
 }
 
 /** The reply to one message, or undefined for something that is no query (dropped). */
-async function answer(opts: DnsServerOptions, msg: Buffer, from: string, maxSize: number): Promise<Buffer | undefined> {
+async function answer(opts: DnsServerOptions, msg: Buffer, from: string, transport: "udp" | "tcp"): Promise<Buffer | undefined> {
   let query: dnsPacket.DecodedPacket;
   try {
     query = dnsPacket.decode(msg);
@@ -101,7 +101,10 @@ async function answer(opts: DnsServerOptions, msg: Buffer, from: string, maxSize
   }
   if (query.type !== "query") return undefined;
   const question = query.questions?.[0];
-  const edns = (query.additionals ?? []).some((a) => a.type === "OPT");
+  const opt = (query.additionals ?? []).find((a) => a.type === "OPT") as { udpPayloadSize?: number } | undefined;
+  const edns = opt !== undefined;
+  // Over UDP, what the client said it takes (EDNS), at most 1232 bytes (no fragments), else DNS's classic 512.
+  const maxSize = transport === "tcp" ? 65535 : Math.max(512, Math.min(1232, opt?.udpPayloadSize ?? 512));
   const reply = (rcode: number, parts: { answers?: dnsPacket.Answer[]; authorities?: dnsPacket.Answer[]; blocked?: string; truncated?: boolean } = {}) => {
     const flags = (query.flags ?? 0) & dnsPacket.RECURSION_DESIRED;
     const packet: dnsPacket.Packet = {

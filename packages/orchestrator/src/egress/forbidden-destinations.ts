@@ -28,10 +28,23 @@ export function forbiddenDestinations(subnet: string, denyDestinations: readonly
       const mask = prefix.length === 0 ? 0 : (~0 << (32 - prefix.length)) >>> 0;
       if (((value & mask) >>> 0) === prefix.network) return why;
     }
-    // Read each time: the host's addresses change (DHCP, interfaces coming and going).
-    for (const list of Object.values(networkInterfaces())) {
-      for (const a of list ?? []) if (a.family === "IPv4" && a.address === ip) return "the host itself";
-    }
-    return undefined;
+    return hostAddresses().has(ip) ? "the host itself" : undefined;
   };
+}
+
+const HOST_ADDRESSES_TTL_MS = 2000;
+let hostCache: { at: number; addresses: Set<string> } | undefined;
+
+/**
+ * The host's IPv4 addresses, read again every 2 s: they change (DHCP, interfaces coming and going), but reading them
+ * costs about a millisecond, too much for every connection.
+ */
+function hostAddresses(): Set<string> {
+  const now = Date.now();
+  if (!hostCache || now - hostCache.at > HOST_ADDRESSES_TTL_MS) {
+    const addresses = new Set<string>();
+    for (const list of Object.values(networkInterfaces())) for (const a of list ?? []) if (a.family === "IPv4") addresses.add(a.address);
+    hostCache = { at: now, addresses };
+  }
+  return hostCache.addresses;
 }
