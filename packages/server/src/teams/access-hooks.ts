@@ -134,7 +134,7 @@ function checkBody(d: AccessHookDeps, caller: Caller, request: FastifyRequest): 
   if (url === `${BURROW}/bus/publish` && typeof body?.["subject"] === "string") d.ownership.requireSubject(caller, body["subject"], "publish");
   if (url === `${BURROW}/bus/subscribe` && typeof query["subject"] === "string") d.ownership.requireSubject(caller, query["subject"], "subscribe");
   if (method === "POST" && (url === `${BURROW}/triggers` || url === `${BURROW}/tasks`)) checkRuleReferences(d, caller, body);
-  if (url === `${BURROW}/models/usage` && typeof query["sandboxID"] === "string") d.ownership.requireSandboxIfExists(caller, query["sandboxID"]);
+  if (url === `${BURROW}/models/usage` && typeof query["sandboxID"] === "string") d.ownership.requireSandbox(caller, query["sandboxID"]);
 }
 
 /** Instance-wide resources: the operator's (instance admin key) until they get team namespaces. */
