@@ -7,7 +7,10 @@ import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, test } from "vitest";
 import { pino } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
+import Database from "better-sqlite3";
 import { openStore, type Store } from "../src/store/store.js";
+import { DB_FILE } from "../src/store/database.js";
+import { MIGRATIONS } from "../src/store/migrations.js";
 import { openTeamServices, type TeamServices } from "../src/teams/team-services.js";
 import { resolveQuotaDefaults, parseQuotaPatch, TeamQuotas, UNLIMITED_QUOTAS } from "../src/teams/team-quotas.js";
 import { callerOf } from "../src/teams/caller.js";
@@ -64,6 +67,28 @@ describe("teams and keys", () => {
     teams = open(null);
     expect(teams.store.teams()).toHaveLength(1);
     expect(teams.store.verify("e2b_first")!.role).toBe("instance_admin");
+  });
+
+  test("upgrade: keys of a database from before teams get public ids, the default team, and the oldest is the admin", () => {
+    store.close();
+    rmSync(dir, { recursive: true, force: true });
+    dir = mkdtempSync(join(tmpdir(), "burrow-teams-"));
+    const teamsMigration = MIGRATIONS.findIndex((m) => m.includes("CREATE TABLE teams"));
+    const old = new Database(join(dir, DB_FILE));
+    for (const m of MIGRATIONS.slice(0, teamsMigration)) old.exec(m);
+    old.pragma(`user_version = ${teamsMigration}`);
+    old.prepare("INSERT INTO api_keys (hash, prefix, created_at) VALUES ('h1', 'e2b_aaaa', 1), ('h2', 'e2b_bbbb', 2)").run();
+    old.close();
+    store = openStore(dir);
+    teams = open(null);
+    const rows = store.db.prepare("SELECT id, public_id, team_id, role FROM api_keys ORDER BY id").all() as Array<{ public_id: string; team_id: string; role: string }>;
+    expect(rows).toHaveLength(2);
+    for (const r of rows) {
+      expect(r.public_id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-a[0-9a-f]{3}-[0-9a-f]{12}$/);
+      expect(r.team_id).toBe(teams.defaultTeamId);
+    }
+    expect(rows[0]!.public_id).not.toBe(rows[1]!.public_id);
+    expect(rows.map((r) => r.role)).toEqual(["instance_admin", "member"]);
   });
 
   test("a configured key (BURROW_API_KEY) is the instance admin", () => {
