@@ -1,12 +1,13 @@
 // Traces over OTLP/HTTP from a server of its own (the real CLI process with OTEL_EXPORTER_OTLP_ENDPOINT): a stub
 // collector on the loopback decodes the JSON exports and finds a create's spans in one trace — the REST handler's
 // span continuing the caller's W3C traceparent, the orchestrator's create and its steps (launch, claim, envd /init)
-// below it.
+// below it; a template build's base and steps under the request that started it.
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, it } from "vitest";
+import { Template } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
@@ -99,5 +100,24 @@ describe("OpenTelemetry traces of a create", () => {
 
     const kill = await fetch(`${server.url}/sandboxes/${created.sandboxID}`, { method: "DELETE", headers: { "x-api-key": server.apiKey } });
     expect(kill.status).toBe(204);
+  }, 600_000);
+
+  it("exports a template build's steps under the request that started it", async () => {
+    const name = `otel-build-${randomBytes(4).toString("hex")}`;
+    const conn = { apiKey: server!.apiKey, apiUrl: server!.url, sandboxUrl: server!.url, debug: false };
+    await Template.build(Template().fromTemplate("base").runCmd(`echo ${name} > /tmp/built`), name, { ...conn, onBuildLogs: () => undefined });
+    const builds = () => collector!.spans.filter((s) => s.name === "template.build");
+    for (let i = 0; i < 100 && builds().length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    const build = builds().at(-1);
+    expect(build, JSON.stringify(collector!.spans.map((s) => s.name))).toBeDefined();
+    const inTrace = () => collector!.spans.filter((s) => s.traceId === build!.traceId);
+    for (let i = 0; i < 50 && !inTrace().some((s) => s.name === "template.step"); i++) await new Promise((r) => setTimeout(r, 100));
+    const request = inTrace().find((s) => s.spanId === build!.parentSpanId);
+    expect(request?.name).toBe("POST /v2/templates/:templateID/builds/:buildID");
+    expect(inTrace().find((s) => s.name === "template.base")?.parentSpanId).toBe(build!.spanId);
+    const step = inTrace().find((s) => s.name === "template.step");
+    expect(step?.parentSpanId).toBe(build!.spanId);
+    expect(step?.attributes?.find((a) => a.key === "burrow.step")?.value).toEqual({ stringValue: expect.stringContaining(`RUN echo ${name}`) });
+    await fetch(`${server!.url}/templates/${name}`, { method: "DELETE", headers: { "x-api-key": server!.apiKey } });
   }, 600_000);
 });

@@ -8,6 +8,7 @@ import { resolveBase } from "../bases/resolve-base.js";
 import { templateReadyTimeoutMs } from "../start-template-process.js";
 import type { TemplateRuntime } from "../template-store.js";
 import { buildLayer, type BuildLayerDeps } from "./build-layer.js";
+import { inSpan } from "../../tracing.js";
 import type { BuildRecord } from "./build-registry.js";
 import type { BuildSpec, BuildStep } from "./build-spec.js";
 import { applyStateStep, baseKey, expandVars, layerIdForKey, stepKey, type BuildState } from "./build-state.js";
@@ -21,18 +22,24 @@ export interface RunBuildDeps extends BuildLayerDeps {
   logger: Logger;
 }
 
-export async function runBuild(deps: RunBuildDeps, record: BuildRecord, spec: BuildSpec): Promise<void> {
+export function runBuild(deps: RunBuildDeps, record: BuildRecord, spec: BuildSpec): Promise<void> {
+  return inSpan("template.build", () => runBuildTraced(deps, record, spec), { "burrow.template_id": record.templateId, "burrow.build_id": record.buildId });
+}
+
+async function runBuildTraced(deps: RunBuildDeps, record: BuildRecord, spec: BuildSpec): Promise<void> {
   const { log } = record;
   const signal = record.controller.signal;
   let currentStep = "base";
   try {
     log.add("info", `Building template ${record.templateId} (build ${record.buildId})`, "base");
-    const base = await resolveBase(spec, {
-      store: deps.store,
-      config: deps.config,
-      log: (message) => log.add("info", message, "base"),
-      signal,
-    });
+    const base = await inSpan("template.base", () =>
+      resolveBase(spec, {
+        store: deps.store,
+        config: deps.config,
+        log: (message) => log.add("info", message, "base"),
+        signal,
+      }),
+    );
     log.add("info", `Base: ${base.description}`, "base");
     let key = baseKey(base.identity, spec.force);
     let layers = [...base.layers];
@@ -61,7 +68,10 @@ export async function runBuild(deps: RunBuildDeps, record: BuildRecord, spec: Bu
         record.counters.stepsCached++;
       } else {
         log.add("info", title, currentStep);
-        await buildLayer(deps, record, { step, stepNo: currentStep, layers, state, layerId }, signal);
+        const [stepNo, stepLayers, stepState] = [currentStep, layers, state];
+        await inSpan("template.step", () => buildLayer(deps, record, { step, stepNo, layers: stepLayers, state: stepState, layerId }, signal), {
+          "burrow.step": title,
+        });
         record.counters.stepsRun++;
       }
       layers = [layerId, ...layers];
