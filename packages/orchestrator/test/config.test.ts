@@ -50,9 +50,19 @@ describe("resolveOrchestratorConfig", () => {
       registries: { insecure: [], mirrors: {}, allowPublic: true },
       uploads: DEFAULT_UPLOAD_LIMITS,
       memoryPauseMaxAgeMs: DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
+      hostServices: [],
+      dnsUpstream: undefined,
     });
     expect(DEFAULT_POOL_SIZE).toBe(2);
     expect(DEFAULT_MEMORY_PAUSE_MAX_AGE_MS).toBe(3_600_000);
+  });
+
+  it("reads the resolver's upstream and the host services, and refuses a malformed host service", () => {
+    const config = resolveOrchestratorConfig({}, { BURROW_DNS_UPSTREAM: "192.0.2.53:5353", BURROW_HOST_SERVICES: "models.burrow=8123, svc.burrow=9000" });
+    expect(config.dnsUpstream).toBe("192.0.2.53:5353");
+    expect(config.hostServices).toEqual([{ name: "models.burrow", hostPort: 8123 }, { name: "svc.burrow", hostPort: 9000 }]);
+    expect(() => resolveOrchestratorConfig({}, { BURROW_HOST_SERVICES: "models.burrow" })).toThrow(/BURROW_HOST_SERVICES/);
+    expect(() => resolveOrchestratorConfig({}, { BURROW_HOST_SERVICES: "a=0" })).toThrow(/BURROW_HOST_SERVICES \(a\)/);
   });
 
   it("reads the documented variables", () => {
