@@ -2,6 +2,7 @@
 // breaker, budgets), usage per sandbox and model, and where the gateway listens.
 import type { FastifyInstance } from "fastify";
 import { errorResponses } from "../api/schemas.js";
+import { ownerOf as secretOwnerOf } from "../api/secrets/index.js";
 import { strictJsonBody } from "../api/strict-json.js";
 import type { GatewaySettings } from "./gateway-settings.js";
 import type { ModelGateway } from "./model-gateway.js";
@@ -83,7 +84,8 @@ export function registerModelRoutes(app: FastifyInstance, gateway: ModelGateway,
     },
     async (request, reply) => {
       const body = { ...request.body, priority: request.body.priority ?? 0, weight: request.body.weight ?? 1 };
-      const p = gateway.providers.create(body, request.apiKeyId!);
+      // The provider belongs to whoever owns the secrets it may name (the caller's team, as the secret routes say).
+      const p = gateway.providers.create(body, secretOwnerOf(request).apiKeyId);
       return reply.code(201).send(gateway.providers.view(p));
     },
   );
@@ -94,7 +96,7 @@ export function registerModelRoutes(app: FastifyInstance, gateway: ModelGateway,
       preValidation: strictJsonBody,
       schema: { summary: "Change a provider's fields (apiKey: null removes the key); its circuit closes", params: nameParams, body: { type: "object", properties: providerFields }, response: { 200: providerView, ...errorResponses(400, 401, 404) } },
     },
-    async (request) => gateway.providers.view(gateway.providers.update(request.params.name, request.body ?? {}, request.apiKeyId!)),
+    async (request) => gateway.providers.view(gateway.providers.update(request.params.name, request.body ?? {}, secretOwnerOf(request).apiKeyId)),
   );
 
   app.delete<{ Params: { name: string } }>(

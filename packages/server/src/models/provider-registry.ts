@@ -65,7 +65,7 @@ export class ProviderRegistry {
 
   /**
    * Fields sent replace the stored ones; `apiKey: null` removes the key. A new `{secret}` key names one of the
-   * caller's secrets, and the provider's key is then looked up among the caller's secrets from now on.
+   * caller's secrets (`callerKeyId`: the key owning them), and is looked up among them from now on.
    */
   update(name: string, patch: Partial<Omit<ProviderInput, "name">>, callerKeyId: number): Provider {
     const current = this.get(name);
@@ -107,7 +107,7 @@ export class ProviderRegistry {
   #checkSecretExists(key: ProviderInput["apiKey"], callerKeyId: number): void {
     if (!key || typeof key !== "object") return;
     if (!this.#secrets.hasName({ apiKeyId: callerKeyId }, key.secret)) {
-      throw new BurrowError(Code.InvalidArgument, `apiKey.secret ${JSON.stringify(key.secret)} names no secret of this API key (create it with POST /secrets first)`, {
+      throw new BurrowError(Code.InvalidArgument, `apiKey.secret ${JSON.stringify(key.secret)} names no secret of this API key's team (create it with POST /secrets first)`, {
         reason: "model_provider_invalid",
       });
     }

@@ -12,7 +12,7 @@ type Metadata = Record<string, string>;
  * The owner of what a request creates and sees: its key's team, as the team's anchor key (teams/caller.ts), so every
  * key of a team shares its secrets (the auth hook ran).
  */
-function ownerOf(request: FastifyRequest): SecretOwner {
+export function ownerOf(request: FastifyRequest): SecretOwner {
   return { apiKeyId: request.caller?.teamAnchorKeyId ?? request.apiKeyId! };
 }
 
