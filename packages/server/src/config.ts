@@ -7,6 +7,7 @@ import { BurrowError, Code } from "@burrow/protocol";
 import { resolveFsEventLimits, type FsEventLimits } from "./bus/fs-event-limits.js";
 import { resolveOutputEventLimits, type OutputEventLimits } from "./bus/output-event-throttle.js";
 import { resolvePositiveLimits } from "./positive-limits.js";
+import { resolveQuotaDefaults, type TeamQuotaOverrides, type TeamQuotaValues } from "./teams/team-quotas.js";
 import { resolveSandboxLogLimits, type SandboxLogLimits } from "./logs/log-limits.js";
 
 type EventStreamLimits = Required<SandboxEventStreamLimits>;
@@ -131,6 +132,8 @@ export interface ServerConfig {
    * @default host "127.0.0.1" (env BURROW_MODEL_GATEWAY_HOST), port 0 (env BURROW_MODEL_GATEWAY_PORT)
    */
   readonly modelGateway: Readonly<ModelGatewayAddress>;
+  /** Quotas every team gets unless overridden per team (PATCH /burrow/v1/teams/{id}); 0 = unlimited (env BURROW_TEAM_*, see teams/team-quotas.ts). */
+  readonly teamQuotas: Readonly<TeamQuotaValues>;
 }
 
 /** The model gateway's listening address. */
@@ -207,13 +210,14 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
   return Object.freeze(out as unknown as AdmissionConfig);
 }
 
-export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs" | "modelGateway">> & {
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs" | "modelGateway" | "teamQuotas">> & {
   modelGateway?: Partial<ModelGatewayAddress>;
   sandboxLogs?: Partial<SandboxLogLimits>;
   admission?: Partial<AdmissionConfig>;
   fsEvents?: Partial<FsEventLimits>;
   outputEvents?: Partial<OutputEventLimits>;
   eventStream?: Partial<EventStreamLimits>;
+  teamQuotas?: TeamQuotaOverrides;
 };
 
 /** A numeric setting with the name a message about it uses: its field's when given as input, else its variable's. */
@@ -298,6 +302,7 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     fsEvents: Object.freeze(resolveFsEventLimits(input.fsEvents, env)),
     outputEvents: Object.freeze(resolveOutputEventLimits(input.outputEvents, env)),
     eventStream: Object.freeze(resolvePositiveLimits(EVENT_STREAM_DEFAULTS, EVENT_STREAM_ENV, input.eventStream, env)),
+    teamQuotas: Object.freeze(resolveQuotaDefaults(input.teamQuotas, env)),
     volumeDefaultMB: positiveInt(numberSetting("volumeDefaultMB", input.volumeDefaultMB, env, "BURROW_VOLUME_DEFAULT_MB", DEFAULT_VOLUME_MB)),
     modelGateway: resolveModelGatewayAddress(input.modelGateway, env),
   });

@@ -37,7 +37,6 @@ import { startTracing } from "./telemetry/tracing.js";
 import { AlertService } from "./alerts/alert-service.js";
 import { WebhookStore } from "./alerts/webhook-store.js";
 import { openTeamServices } from "./teams/team-services.js";
-import { resolveQuotaDefaults, type TeamQuotaOverrides } from "./teams/team-quotas.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -58,8 +57,6 @@ export interface ServerDeps {
   bus?: Bus;
   /** Endpoints other packages serve on this port behind the API key (Burrow's MCP server at /mcp). */
   mounts?: readonly HttpMount[];
-  /** Quotas every team gets unless overridden per team; unset ones come from BURROW_TEAM_* (unlimited without). */
-  teamQuotas?: TeamQuotaOverrides;
 }
 
 export interface RunningServer {
@@ -240,7 +237,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       db: store.db,
       sandboxStore: store.sandboxes,
       resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
-      quotaDefaults: resolveQuotaDefaults(deps.teamQuotas, process.env),
+      quotaDefaults: cfg.teamQuotas,
       bus: deps.bus,
       logger,
       configuredKey: cfg.apiKey,

@@ -40,6 +40,14 @@ describe("resolveServerConfig", () => {
     expect(() => resolveServerConfig({}, { BURROW_FS_EVENT_BURST: "many" })).toThrow('BURROW_FS_EVENT_BURST ("many") must be a positive integer');
   });
 
+  it("resolves the teams' default quotas from BURROW_TEAM_*, unlimited (0) when unset", () => {
+    expect(resolveServerConfig({}, {}).teamQuotas.maxRunningSandboxes).toBe(0);
+    const cfg = resolveServerConfig({ teamQuotas: { maxVcpu: 4 } }, { BURROW_TEAM_MAX_RUNNING_SANDBOXES: "3", BURROW_TEAM_MAX_VCPU: "8" });
+    expect(cfg.teamQuotas).toMatchObject({ maxRunningSandboxes: 3, maxVcpu: 4, createsPerMinute: 0 });
+    expect(resolveServerConfig(cfg, {})).toEqual(cfg);
+    expect(() => resolveServerConfig({}, { BURROW_TEAM_CREATES_PER_MINUTE: "-1" })).toThrow(expect.objectContaining({ code: Code.InvalidArgument, message: expect.stringContaining("BURROW_TEAM_CREATES_PER_MINUTE") }));
+  });
+
   it("resolves the sandbox event stream's limits from its environment, for the server and every trigger engine alike", () => {
     expect(resolveServerConfig({}, {}).eventStream).toEqual({ maxAgeMs: 86_400_000, maxBytes: 1024 ** 3 });
     const cfg = resolveServerConfig({ eventStream: { maxBytes: 7 } }, { BURROW_EVENT_STREAM_MAX_AGE_MS: "60000", BURROW_EVENT_STREAM_MAX_BYTES: "5000" });

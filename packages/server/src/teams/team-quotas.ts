@@ -50,7 +50,7 @@ export function resolveQuotaDefaults(input: TeamQuotaOverrides = {}, env: NodeJS
     if (raw === undefined || raw === "") continue;
     const value = typeof raw === "number" ? raw : Number(raw);
     if (!Number.isInteger(value) || value < 0) {
-      throw new Error(`${input[name] !== undefined ? `teamQuotas.${name}` : QUOTA_ENV[name]} must be a non-negative integer (0 = unlimited), got "${raw}"`);
+      throw new BurrowError(Code.InvalidArgument, `${input[name] !== undefined ? `teamQuotas.${name}` : QUOTA_ENV[name]} must be a non-negative integer (0 = unlimited), got "${raw}"`);
     }
     out[name] = value;
   }
