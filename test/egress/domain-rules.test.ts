@@ -88,12 +88,17 @@ describe("egress domain rules (own server, fake internet with DNS)", () => {
   });
 
   afterAll(async () => {
-    await Promise.all(created.map((s) => s.kill().catch(() => undefined)));
-    if (server) await stopServerProcess(server, "SIGTERM");
-    await new Promise((resolve) => (service ? service.close(resolve) : resolve(undefined)));
-    burrowDown(instance);
-    rmSync(instance.stateDir, { recursive: true, force: true });
-    await internet?.close();
+    // Every step runs whatever an earlier one did (a failing `burrow down` must not strand the fake internet).
+    try {
+      await Promise.all(created.map((s) => s.kill().catch(() => undefined)));
+      if (server) await stopServerProcess(server, "SIGTERM");
+      service?.closeAllConnections();
+      await new Promise((resolve) => (service ? service.close(resolve) : resolve(undefined)));
+      burrowDown(instance);
+      rmSync(instance.stateDir, { recursive: true, force: true });
+    } finally {
+      await internet?.close();
+    }
   });
 
   it("allow a domain, deny ALL_TRAFFIC: the domain over HTTP and HTTPS, nothing else (NXDOMAIN, never asked upstream)", async () => {
