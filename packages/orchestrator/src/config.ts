@@ -98,6 +98,18 @@ export interface OrchestratorConfig {
    * `name=hostPort,…`)
    */
   hostServices: readonly { name: string; hostPort: number; port?: number }[];
+  /**
+   * Per-sandbox egress limits, enforced by nftables for every sandbox (through the egress proxy or not): new TCP
+   * connections per second (past it, refused with a reset) and bytes per second each way on connections the sandbox
+   * opened (past it, dropped; envd's traffic is not counted). @default off (env BURROW_EGRESS_CONN_PER_SEC,
+   * BURROW_EGRESS_BYTES_PER_SEC)
+   */
+  egressLimits: EgressLimits;
+}
+
+export interface EgressLimits {
+  connectionsPerSecond?: number | undefined;
+  bytesPerSecond?: number | undefined;
 }
 
 export interface UploadLimits {
@@ -139,7 +151,8 @@ export const DEFAULT_UPLOAD_LIMITS: UploadLimits = Object.freeze({
 });
 
 /** What a caller sets: any field, nested ones in part; the rest comes from the environment and the defaults. */
-export type OrchestratorConfigInput = Partial<Omit<OrchestratorConfig, "pool" | "defaultLimits" | "uploads">> & {
+export type OrchestratorConfigInput = Partial<Omit<OrchestratorConfig, "pool" | "defaultLimits" | "uploads" | "egressLimits">> & {
+  egressLimits?: EgressLimits | undefined;
   pool?: Partial<PoolConfig> | undefined;
   defaultLimits?: Partial<SandboxLimits> | undefined;
   uploads?: Partial<UploadLimits> | undefined;
@@ -220,8 +233,24 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
     memoryPauseMaxAgeMs: memoryPauseMaxAge ? integerOf(...memoryPauseMaxAge, 1) : DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
     hostServices: Object.freeze([...(input.hostServices ?? hostServicesFromEnv(env["BURROW_HOST_SERVICES"] ?? ""))]),
     dnsUpstream: "dnsUpstream" in input ? input.dnsUpstream : setting("dnsUpstream", undefined, "BURROW_DNS_UPSTREAM")?.[1],
+    egressLimits: Object.freeze(egressLimits(input.egressLimits, setting)),
     uploads: Object.freeze(uploadLimits(input.uploads, setting("uploads.maxBytes", input.uploads?.maxBytes, "BURROW_UPLOAD_MAX_BYTES"))),
   });
+}
+
+/** Each limit from the input, else its variable; unset (or 0 in the variable) is off. */
+function egressLimits(input: EgressLimits | undefined, setting: ReturnType<typeof settingOf>): EgressLimits {
+  const limit = (field: keyof EgressLimits, variable: string) => {
+    const given = setting(`egressLimits.${field}`, input?.[field], variable);
+    const value = given ? integerOf(...given, 0) : 0;
+    return value > 0 ? value : undefined;
+  };
+  const limits: EgressLimits = {};
+  const connections = limit("connectionsPerSecond", "BURROW_EGRESS_CONN_PER_SEC");
+  const bytes = limit("bytesPerSecond", "BURROW_EGRESS_BYTES_PER_SEC");
+  if (connections !== undefined) limits.connectionsPerSecond = connections;
+  if (bytes !== undefined) limits.bytesPerSecond = bytes;
+  return limits;
 }
 
 /** BURROW_HOST_SERVICES: `name=hostPort` pairs separated by commas. */

@@ -81,6 +81,7 @@ async function assemble(
   const network = createNetworkManager({
     instance: config.instance,
     subnet: config.subnet,
+    egressLimits: config.egressLimits,
     logger,
     runCommand: tools.runCommand,
   });

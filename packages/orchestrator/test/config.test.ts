@@ -52,6 +52,7 @@ describe("resolveOrchestratorConfig", () => {
       memoryPauseMaxAgeMs: DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
       hostServices: [],
       dnsUpstream: undefined,
+      egressLimits: {},
     });
     expect(DEFAULT_POOL_SIZE).toBe(2);
     expect(DEFAULT_MEMORY_PAUSE_MAX_AGE_MS).toBe(3_600_000);
@@ -63,6 +64,16 @@ describe("resolveOrchestratorConfig", () => {
     expect(config.hostServices).toEqual([{ name: "models.burrow", hostPort: 8123 }, { name: "svc.burrow", hostPort: 9000 }]);
     expect(() => resolveOrchestratorConfig({}, { BURROW_HOST_SERVICES: "models.burrow" })).toThrow(/BURROW_HOST_SERVICES/);
     expect(() => resolveOrchestratorConfig({}, { BURROW_HOST_SERVICES: "a=0" })).toThrow(/BURROW_HOST_SERVICES \(a\)/);
+  });
+
+  it("reads the egress limits (off by default and at 0), the input winning, and refuses a malformed one naming it", () => {
+    const config = resolveOrchestratorConfig({}, { BURROW_EGRESS_CONN_PER_SEC: "20", BURROW_EGRESS_BYTES_PER_SEC: "1048576" });
+    expect(config.egressLimits).toEqual({ connectionsPerSecond: 20, bytesPerSecond: 1048576 });
+    expect(resolveOrchestratorConfig({}, { BURROW_EGRESS_CONN_PER_SEC: "0" }).egressLimits).toEqual({});
+    expect(resolveOrchestratorConfig({ egressLimits: { bytesPerSecond: 5 } }, { BURROW_EGRESS_BYTES_PER_SEC: "9" }).egressLimits).toEqual({ bytesPerSecond: 5 });
+    expect(resolveOrchestratorConfig(config).egressLimits).toEqual(config.egressLimits);
+    expect(() => resolveOrchestratorConfig({}, { BURROW_EGRESS_BYTES_PER_SEC: "1M" })).toThrow(/BURROW_EGRESS_BYTES_PER_SEC/);
+    expect(() => resolveOrchestratorConfig({ egressLimits: { connectionsPerSecond: 2.5 } })).toThrow(/egressLimits.connectionsPerSecond/);
   });
 
   it("reads the documented variables", () => {

@@ -17,6 +17,7 @@ import { leaseOfVeth, type NetworkNames, networkNames, vethName } from "./names.
 import { NetworkError } from "./network-error.js";
 import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
+import type { EgressLimitRates } from "./egress-limits.js";
 import { dropEgressChainLines, EGRESS_MAP, egressScript, ipOfEgressChain } from "./egress-ruleset.js";
 import { bindScript, type HostServicePorts, type PortBinding, redirectScript, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
@@ -35,6 +36,8 @@ export interface NetworkManagerOptions {
   subnet: string;
   /** Extra destinations (CIDR) sandboxes may not reach even with internet access. 169.254.0.0/16 is always denied. */
   denyDestinations?: readonly string[];
+  /** Per-sandbox egress limits (egress-limits.ts). @default none */
+  egressLimits?: EgressLimitRates;
   /** MTU of the bridge and veths. @default the MTU of the default route's interface, else 1500 */
   mtu?: number;
   /** burrow-netattach, which plumbs namespaces for attach(). @default next to the launcher */
@@ -145,7 +148,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     assertNoConflicts(view, this.#subnet, this.#names.bridge);
     const mtu = this.#opts.mtu ?? uplinkMtu(view) ?? 1500;
     // Firewall first: the bridge never exists without its rules.
-    await this.#exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, gateway: this.gateway, denyDestinations: this.#deny }), signal });
+    await this.#exec("nft", ["-f", "-"], { input: setupScript({ names: this.#names, gateway: this.gateway, denyDestinations: this.#deny, limits: this.#opts.egressLimits }), signal });
     const br = this.#names.bridge;
     const gw = this.#subnet.network + GATEWAY_OFFSET;
     const batch: string[] = [];

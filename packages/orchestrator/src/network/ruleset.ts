@@ -10,6 +10,8 @@
 //           and, for @proxied sandboxes (rules with domains), TCP 80/443 to the egress proxy's listeners. Only
 //           DNAT'ed connections are accepted there, so a sandbox cannot reach those listeners any other way.
 //           @proxied sandboxes' UDP 443 (QUIC) is dropped, so clients fall back to TCP, which the proxy judges.
+//           Limits (egress-limits.ts, when configured): chains of their own at prerouting and postrouting with
+//           per-address meters on sandbox-opened connections — new TCP connections per second and bytes each way.
 //  bridge – the L2 view (traffic between bridge ports, which routing never sees). Each port may only send
 //           with the MAC and IP it was given (@bound), so a sandbox cannot borrow an allowed address or
 //           poison the bridge's MAC table; ports never talk to each other (ARP included); and a port
@@ -20,6 +22,7 @@
 // rules but keeps set elements, so a restarted orchestrator does not cut off running sandboxes.
 import type { EgressRules } from "./egress-rules.js";
 import { clearEgressScript, EGRESS_MAP, egressScript, PROXIED_SET } from "./egress-ruleset.js";
+import { egressLimitsScript, type EgressLimitRates } from "./egress-limits.js";
 import type { NetworkNames } from "./names.js";
 
 export interface RulesetOptions {
@@ -28,12 +31,14 @@ export interface RulesetOptions {
   gateway: string;
   /** Destinations sandboxes with internet access still may not reach (169.254.0.0/16 is always in). */
   denyDestinations: readonly string[];
+  /** Per-sandbox egress limits; none when absent. */
+  limits?: EgressLimitRates | undefined;
 }
 
 /** Name of the nat chain holding the DNAT rules of host services and the egress proxy (redirectScript). */
 export const REDIRECTS_CHAIN = "redirects";
 
-export function setupScript({ names, gateway, denyDestinations }: RulesetOptions): string {
+export function setupScript({ names, gateway, denyDestinations, limits }: RulesetOptions): string {
   const t = names.table;
   const br = JSON.stringify(names.bridge);
   const ports = JSON.stringify(`${names.vethPrefix}*`);
@@ -66,7 +71,7 @@ add rule inet ${t} forward iifname ${br} counter drop
 add chain inet ${t} postrouting { type nat hook postrouting priority 100; policy accept; }
 flush chain inet ${t} postrouting
 add rule inet ${t} postrouting oifname != ${br} ip saddr @internet masquerade
-add table bridge ${t}
+${egressLimitsScript(names, limits ?? {})}add table bridge ${t}
 add set bridge ${t} bound { type ifname . ether_addr . ipv4_addr; }
 add set bridge ${t} macs { type ifname . ether_addr; }
 add chain bridge ${t} prerouting { type filter hook prerouting priority -200; policy accept; }
