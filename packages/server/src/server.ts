@@ -159,6 +159,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       sandboxMetrics,
       logger,
       networks: store.networks,
+      snapshotAnchorKey: (keyId) => teams.store.teamAnchorKey(keyId),
     });
     cleanups.push(() => sandboxes.close());
     cleanups.push(sandboxes.onRemoved((sandboxId) => alerts.forget(sandboxId)));
@@ -243,6 +244,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       configuredKey: cfg.apiKey,
       createdKey: apiKey.created,
       buildStatus: deps.templates ? (templateId, buildId) => buildStatusOf(deps.templates!, templateId, buildId) : undefined,
+      volumes: () => store.volumes.list(),
     });
     cleanups.push(() => teams.close());
     const volumes = new VolumeService({ store: store.volumes, orchestrator: deps.orchestrator, stateDir: cfg.stateDir, defaultSizeMB: cfg.volumeDefaultMB });

@@ -169,7 +169,7 @@ describe("quotas", () => {
     const quotas = new TeamQuotas({
       defaults: { ...UNLIMITED_QUOTAS, maxRunningSandboxes: 2 },
       overrides: () => ({}),
-      usage: () => ({ runningSandboxes: running, vcpu: running * 2, memoryMB: running * 512 }),
+      usage: () => ({ runningSandboxes: running, vcpu: running * 2, memoryMB: running * 512, diskMB: 0 }),
       runningBuilds: () => 0,
     });
     const ask = { count: 1, cpuCount: 2, memoryMB: 512, diskMB: 0, timeoutSec: 60, kind: "new" as const };
@@ -191,7 +191,7 @@ describe("quotas", () => {
     const quotas = new TeamQuotas({
       defaults: { ...UNLIMITED_QUOTAS, createsPerMinute: 2 },
       overrides: (t) => (t === "big" ? { createsPerMinute: 0 } : {}),
-      usage: () => ({ runningSandboxes: 0, vcpu: 0, memoryMB: 0 }),
+      usage: () => ({ runningSandboxes: 0, vcpu: 0, memoryMB: 0, diskMB: 0 }),
       runningBuilds: () => 0,
       now: () => now,
     });

@@ -1,13 +1,18 @@
-// Snapshots are charged to their owner: the API key that created the sandbox today, a team once teams exist (the
-// owner is an opaque string so that the orchestrator never needs to know which). The orchestrator measures and
-// enforces (it knows the bytes); the limits are the control plane's.
+// Snapshots are charged to their owner: the team of the key that created the sandbox, named by the team's anchor key
+// (its oldest key, TeamStore.teamAnchorKey), so that every key of a team shares one quota; the owner is an opaque
+// string so that the orchestrator never needs to know what a team is. The orchestrator measures and enforces (it
+// knows the bytes); the limits are the control plane's. Snapshots charged before teams to a key that is not its
+// team's anchor stay charged to that key alone.
 import { SNAPSHOT_REFUSALS, type SnapshotQuota } from "@burrow/orchestrator";
 import { BurrowError } from "@burrow/protocol";
 import type { AdmissionConfig } from "../config.js";
 
-/** The owner a sandbox's snapshots are charged to. Sandboxes without a key (older rows) share one owner. */
-export function snapshotOwner(apiKeyId: number | null): string {
-  return apiKeyId === null ? "key:none" : `key:${apiKeyId}`;
+/**
+ * The owner a sandbox's snapshots are charged to: `anchorOf` maps the sandbox's key to its team's anchor key (without
+ * it, or for an unknown key, the key itself). Sandboxes without a key (older rows) share one owner.
+ */
+export function snapshotOwner(apiKeyId: number | null, anchorOf?: (keyId: number) => number | undefined): string {
+  return apiKeyId === null ? "key:none" : `key:${anchorOf?.(apiKeyId) ?? apiKeyId}`;
 }
 
 export function snapshotQuota(config: AdmissionConfig, owner: string): SnapshotQuota {

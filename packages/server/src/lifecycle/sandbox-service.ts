@@ -89,6 +89,8 @@ export interface SandboxServiceDeps {
   host?: HostCapacity;
   /** Network configs (E2B's `network`) of sandboxes: created with their rows, copied to forks. */
   networks?: SandboxNetworkStore;
+  /** The anchor key of a key's team (snapshot-quota.ts): snapshots are charged per team. @default the key itself */
+  snapshotAnchorKey?: (keyId: number) => number | undefined;
 }
 
 /** An error of a dependency as E2B's `{code, message}` (the HTTP status and its message). */
@@ -284,7 +286,7 @@ export class SandboxService {
     try {
       info = await orchestrator.snapshotSandbox(sandboxId, {
         ...(name !== undefined ? { name } : {}),
-        quota: this.#snapshotQuota(row),
+        quota: this.snapshotQuotaOf(row),
       });
     } catch (err) {
       throw this.#snapshotFailed(err, sandboxId, "orchestrator failed to snapshot sandbox");
@@ -338,7 +340,7 @@ export class SandboxService {
           return { envVars: {}, envdAccessToken };
         },
         // The hidden snapshot the forks start from is charged to the source's owner.
-        quota: this.#snapshotQuota(source),
+        quota: this.snapshotQuotaOf(source),
         ...(input.signal ? { signal: input.signal } : {}),
       });
     } catch (err) {
@@ -664,9 +666,9 @@ export class SandboxService {
     return template.aliases.includes(name) ? name : (template.aliases[0] ?? null);
   }
 
-  /** The quota a sandbox's snapshots are charged against: its owner's. */
-  #snapshotQuota(row: SandboxRow) {
-    return snapshotQuota(this.#d.config.admission, snapshotOwner(row.apiKeyId));
+  /** The quota a sandbox's snapshots (and checkpoints) are charged against: its team's. */
+  snapshotQuotaOf(row: SandboxRow) {
+    return snapshotQuota(this.#d.config.admission, snapshotOwner(row.apiKeyId, this.#d.snapshotAnchorKey));
   }
 
   /** A failed snapshot or fork: quota refusals are answers (507 or 429), anything else is logged as a failure. */

@@ -180,7 +180,7 @@ function checkRuleReferences(d: AccessHookDeps, caller: Caller, body: unknown): 
   visit(body, 0);
 }
 
-/** Quotas of what a request starts: new sandboxes (create, fork, branch), resumes, longer timeouts, builds. */
+/** Quotas of what a request starts: new sandboxes (create, fork, branch), resumes, longer timeouts, builds, volumes. */
 function admitQuotas(d: AccessHookDeps, caller: Caller, request: FastifyRequest): QuotaReservation | undefined {
   if (request.method !== "POST") return undefined;
   const url = route(request);
@@ -207,6 +207,8 @@ function admitQuotas(d: AccessHookDeps, caller: Caller, request: FastifyRequest)
   }
   if (url === "/sandboxes/:sandboxID/timeout" && typeof body["timeout"] === "number") d.quotas.checkTimeout(caller.teamId, body["timeout"]);
   if (url === "/v2/templates/:templateID/builds/:buildID") d.quotas.admitBuild(caller.teamId);
+  // Every volume gets the server's size limit (E2B's create names none).
+  if (url === "/volumes") return d.quotas.admitVolume(caller.teamId, d.config().volumeDefaultMB);
   return undefined;
 }
 

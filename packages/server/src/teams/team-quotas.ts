@@ -13,6 +13,8 @@ export interface TeamQuotaValues {
   maxMemoryMB: number;
   /** Disk of one sandbox, MiB. */
   maxDiskMBPerSandbox: number;
+  /** Sum of the disk limits of the team's sandboxes (running and paused) and volumes, MiB. */
+  maxDiskMB: number;
   /** Longest timeout (lifetime) a create, connect or setTimeout may ask for, seconds. */
   maxTimeoutSec: number;
   /** Template builds running at once. */
@@ -24,7 +26,7 @@ export interface TeamQuotaValues {
 export type TeamQuotaOverrides = Partial<TeamQuotaValues>;
 
 export const QUOTA_NAMES = [
-  "maxRunningSandboxes", "maxVcpu", "maxMemoryMB", "maxDiskMBPerSandbox", "maxTimeoutSec", "maxConcurrentBuilds", "createsPerMinute",
+  "maxRunningSandboxes", "maxVcpu", "maxMemoryMB", "maxDiskMBPerSandbox", "maxDiskMB", "maxTimeoutSec", "maxConcurrentBuilds", "createsPerMinute",
 ] as const satisfies readonly (keyof TeamQuotaValues)[];
 
 /** Environment variables of the defaults every team gets unless overridden (PATCH /burrow/v1/teams/{id}). */
@@ -33,13 +35,14 @@ export const QUOTA_ENV: Readonly<Record<keyof TeamQuotaValues, string>> = {
   maxVcpu: "BURROW_TEAM_MAX_VCPU",
   maxMemoryMB: "BURROW_TEAM_MAX_MEMORY_MB",
   maxDiskMBPerSandbox: "BURROW_TEAM_MAX_DISK_MB_PER_SANDBOX",
+  maxDiskMB: "BURROW_TEAM_MAX_DISK_MB",
   maxTimeoutSec: "BURROW_TEAM_MAX_TIMEOUT_SEC",
   maxConcurrentBuilds: "BURROW_TEAM_MAX_CONCURRENT_BUILDS",
   createsPerMinute: "BURROW_TEAM_CREATES_PER_MINUTE",
 };
 
 export const UNLIMITED_QUOTAS: TeamQuotaValues = {
-  maxRunningSandboxes: 0, maxVcpu: 0, maxMemoryMB: 0, maxDiskMBPerSandbox: 0, maxTimeoutSec: 0, maxConcurrentBuilds: 0, createsPerMinute: 0,
+  maxRunningSandboxes: 0, maxVcpu: 0, maxMemoryMB: 0, maxDiskMBPerSandbox: 0, maxDiskMB: 0, maxTimeoutSec: 0, maxConcurrentBuilds: 0, createsPerMinute: 0,
 };
 
 /** The configured defaults: explicit values first, then BURROW_TEAM_* variables; unlimited when neither is set. */
@@ -77,7 +80,14 @@ export interface TeamUsage {
   runningSandboxes: number;
   vcpu: number;
   memoryMB: number;
+  /**
+   * Disk limits the team holds, MiB: every sandbox it has (running or paused: a paused one keeps its writable layer)
+   * and every volume.
+   */
+  diskMB: number;
 }
+
+export const NO_USAGE: Readonly<TeamUsage> = Object.freeze({ runningSandboxes: 0, vcpu: 0, memoryMB: 0, diskMB: 0 });
 
 export interface SandboxAsk {
   count: number;
@@ -127,6 +137,7 @@ export class TeamQuotas {
       u.runningSandboxes += f.runningSandboxes;
       u.vcpu += f.vcpu;
       u.memoryMB += f.memoryMB;
+      u.diskMB += f.diskMB;
     }
     return u;
   }
@@ -161,6 +172,11 @@ export class TeamQuotas {
     if (q.maxMemoryMB > 0 && u.memoryMB + ask.count * ask.memoryMB > q.maxMemoryMB) {
       refuse("maxMemoryMB", `your team's running sandboxes use ${u.memoryMB} MiB of memory of ${q.maxMemoryMB} MiB (asked for ${ask.count * ask.memoryMB} MiB more)`);
     }
+    // A resumed sandbox's disk is already counted: it kept it while paused.
+    const newDisk = ask.kind === "new" ? ask.count * ask.diskMB : 0;
+    if (q.maxDiskMB > 0 && newDisk > 0 && u.diskMB + newDisk > q.maxDiskMB) {
+      refuse("maxDiskMB", `your team's sandboxes and volumes hold ${u.diskMB} MiB of disk of ${q.maxDiskMB} MiB (asked for ${newDisk} MiB more)`);
+    }
     const starts = this.#recentStarts(teamId);
     if (ask.kind === "new" && q.createsPerMinute > 0 && starts.length + ask.count > q.createsPerMinute) {
       refuse("createsPerMinute", `your team started ${starts.length} sandboxes in the last minute and may start ${q.createsPerMinute} per minute`);
@@ -169,7 +185,20 @@ export class TeamQuotas {
       const now = this.#now();
       for (let i = 0; i < ask.count; i++) starts.push(now);
     }
-    const held: TeamUsage = { runningSandboxes: ask.count, vcpu: ask.count * ask.cpuCount, memoryMB: ask.count * ask.memoryMB };
+    return this.#hold(teamId, { runningSandboxes: ask.count, vcpu: ask.count * ask.cpuCount, memoryMB: ask.count * ask.memoryMB, diskMB: newDisk });
+  }
+
+  /** Admit a new volume of `sizeMB` against the team's disk total, holding its place until `release`. */
+  admitVolume(teamId: string, sizeMB: number): QuotaReservation {
+    const q = this.effective(teamId);
+    const u = this.usage(teamId);
+    if (q.maxDiskMB > 0 && u.diskMB + sizeMB > q.maxDiskMB) {
+      refuse("maxDiskMB", `your team's sandboxes and volumes hold ${u.diskMB} MiB of disk of ${q.maxDiskMB} MiB (a volume takes ${sizeMB} MiB)`);
+    }
+    return this.#hold(teamId, { ...NO_USAGE, diskMB: sizeMB });
+  }
+
+  #hold(teamId: string, held: TeamUsage): QuotaReservation {
     const list = this.#inFlight.get(teamId) ?? [];
     list.push(held);
     this.#inFlight.set(teamId, list);

@@ -16,7 +16,7 @@ import type { Caller } from "./caller.js";
 import { KeyStreams } from "./key-streams.js";
 import { Ownership } from "./ownership.js";
 import { TeamMetrics } from "./team-metrics.js";
-import { TeamQuotas, type TeamQuotaValues } from "./team-quotas.js";
+import { NO_USAGE, TeamQuotas, type TeamQuotaValues, type TeamUsage } from "./team-quotas.js";
 import { registerTeamRoutes } from "./team-routes.js";
 import { TeamStore } from "./team-store.js";
 
@@ -50,6 +50,8 @@ export interface TeamServicesDeps {
   createdKey: string | null;
   /** A build's status, to count a team's running builds. */
   buildStatus?: ((templateId: string, buildId: string) => string | undefined) | undefined;
+  /** Volumes with the key that created them and their size limit, for the teams' disk totals. */
+  volumes?: (() => readonly { apiKeyId: number | null; sizeMB: number }[]) | undefined;
 }
 
 export function openTeamServices(d: TeamServicesDeps): TeamServices {
@@ -66,24 +68,30 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
     sandbox: (id) => d.sandboxStore.get(id),
     resolveTemplate: d.resolveTemplate,
   });
+  // What every team holds now: running sandboxes' counts, vCPUs and memory; every sandbox's and volume's disk.
   const running = () => {
-    const byTeam = new Map<string, { runningSandboxes: number; vcpu: number; memoryMB: number }>();
+    const byTeam = new Map<string, TeamUsage>();
+    const of = (team: string) => {
+      const u = byTeam.get(team) ?? { ...NO_USAGE };
+      byTeam.set(team, u);
+      return u;
+    };
     for (const row of d.sandboxStore.list()) {
+      const u = of(ownership.teamOfSandbox(row));
+      u.diskMB += row.diskSizeMB;
       if (row.state !== "running") continue;
-      const team = ownership.teamOfSandbox(row);
-      const u = byTeam.get(team) ?? { runningSandboxes: 0, vcpu: 0, memoryMB: 0 };
       u.runningSandboxes++;
       u.vcpu += row.cpuCount;
       u.memoryMB += row.memoryMB;
-      byTeam.set(team, u);
     }
+    for (const volume of d.volumes?.() ?? []) of(ownership.teamOfKeyId(volume.apiKeyId)).diskMB += volume.sizeMB;
     return byTeam;
   };
   const builds = new Map<string, Set<string>>();
   const quotas = new TeamQuotas({
     defaults: d.quotaDefaults,
     overrides: (teamId) => store.team(teamId)?.quotas ?? {},
-    usage: (teamId) => running().get(teamId) ?? { runningSandboxes: 0, vcpu: 0, memoryMB: 0 },
+    usage: (teamId) => running().get(teamId) ?? { ...NO_USAGE },
     runningBuilds: (teamId) => {
       const set = builds.get(teamId);
       if (!set) return 0;

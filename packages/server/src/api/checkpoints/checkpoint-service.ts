@@ -5,7 +5,6 @@ import type { Bus } from "@burrow/bus";
 import type { CheckpointInfo, CheckpointTree, Orchestrator } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { Logger } from "pino";
-import { snapshotOwner, snapshotQuota } from "../../admission/snapshot-quota.js";
 import type { ServerConfig } from "../../config.js";
 import { publishCheckpointEvent, type CheckpointBusEvent } from "../../bus/lifecycle-publisher.js";
 import { toE2bError } from "../../errors.js";
@@ -46,12 +45,12 @@ export class CheckpointService {
   constructor(private readonly deps: CheckpointServiceDeps) {}
 
   async create(sandboxId: string, label: string | undefined): Promise<CheckpointInfo> {
-    const { orchestrator, sandboxes, config } = this.deps;
+    const { orchestrator, sandboxes } = this.deps;
     const row = sandboxes.require(sandboxId);
     if (!orchestrator.checkpointSandbox) unsupported();
     const info = await orchestrator.checkpointSandbox(sandboxId, {
       ...(label !== undefined ? { label } : {}),
-      quota: snapshotQuota(config.admission, snapshotOwner(row.apiKeyId)),
+      quota: sandboxes.snapshotQuotaOf(row),
     });
     if (!info) throw sandboxNotFound(sandboxId);
     this.publish({ type: "checkpoint_created", sandboxId, templateId: row.templateId, metadata: row.metadata, checkpointId: info.checkpointId, parentId: info.parentId });
