@@ -78,7 +78,14 @@ export interface ServerConfig {
    * @default 3600000 (env BURROW_REQUEST_TIMEOUT_MS)
    */
   readonly requestTimeoutMs: number;
-  /** A keep-alive connection with no request in flight is closed after this long. @default 5000 (env BURROW_KEEP_ALIVE_TIMEOUT_MS) */
+  /**
+   * A keep-alive connection with no request in flight is closed after this long. Long, because clients pick a
+   * pooled connection before they have their request's first byte: undici's fetch reuses one idle for up to the
+   * advertised timeout minus 2 s, then reads an upload's body (a 100 MB Blob: seconds on a busy host) before the
+   * head goes out. With Node's 5 s the server closed connections idle a second or two in between, and the client
+   * got EPIPE instead of the answer; now that needs a client stalled for a minute or a connection idle for one.
+   * @default 65000 (env BURROW_KEEP_ALIVE_TIMEOUT_MS)
+   */
   readonly keepAliveTimeoutMs: number;
   /**
    * A connection on which nothing moves for this long, while a request body is being received or its answer is
@@ -343,7 +350,7 @@ type ConnectionLimits = Pick<
 export const DEFAULT_CONNECTION_LIMITS: ConnectionLimits = Object.freeze({
   headersTimeoutMs: 60_000,
   requestTimeoutMs: 3_600_000,
-  keepAliveTimeoutMs: 5_000,
+  keepAliveTimeoutMs: 65_000,
   idleTimeoutMs: 300_000,
   maxConnectionsPerClient: 4096,
 });
