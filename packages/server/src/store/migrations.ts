@@ -144,32 +144,4 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (sandbox_id, path)
    );
    CREATE INDEX sandbox_volumes_volume ON sandbox_volumes (volume_id);`,
-  // The model gateway (models/): providers (a literal key sealed like a secret, or a secret's name), one settings row
-  // (JSON), and usage per sandbox ("" for host callers), API key (0 for none) and model.
-  `CREATE TABLE model_providers (
-     name          TEXT PRIMARY KEY,
-     kind          TEXT NOT NULL,           -- openai | anthropic
-     base_url      TEXT NOT NULL,
-     key_source    TEXT NOT NULL,           -- none | literal | secret
-     key_sealed    BLOB,
-     key_secret    TEXT,
-     models        TEXT NOT NULL,           -- JSON array
-     priority      INTEGER NOT NULL,
-     weight        INTEGER NOT NULL,
-     owner_key_id  INTEGER NOT NULL REFERENCES api_keys(id) ON DELETE CASCADE,
-     created_at    INTEGER NOT NULL
-   );
-   CREATE TABLE model_settings (
-     id        INTEGER PRIMARY KEY CHECK (id = 1),
-     settings  TEXT NOT NULL
-   );
-   CREATE TABLE model_usage (
-     subject        TEXT NOT NULL,
-     api_key_id     INTEGER NOT NULL,
-     model          TEXT NOT NULL,
-     requests       INTEGER NOT NULL,
-     input_tokens   INTEGER NOT NULL,
-     output_tokens  INTEGER NOT NULL,
-     PRIMARY KEY (subject, api_key_id, model)
-   );`,
 ];
