@@ -19,6 +19,7 @@ import { TeamMetrics } from "./team-metrics.js";
 import { NO_USAGE, TeamQuotas, type TeamQuotaValues, type TeamUsage } from "./team-quotas.js";
 import { registerTeamRoutes } from "./team-routes.js";
 import { TeamStore } from "./team-store.js";
+import { registerTemplateNames } from "./template-names.js";
 
 export const DEFAULT_TEAM_NAME = "default";
 
@@ -30,6 +31,8 @@ export interface TeamServices {
   metrics: TeamMetrics;
   streams: KeyStreams;
   defaultTeamId: string;
+  /** Template id and names of a reference (id, name, `name:tag`), whoever owns it. */
+  resolveTemplate: (ref: string) => { templateId: string; aliases: string[] } | undefined;
   /** Count a template build of a team as running until the builder says it ended (maxConcurrentBuilds). */
   buildStarted(teamId: string, templateId: string, buildId: string): void;
   /** The sandboxes a caller's team owns, of the rows given. */
@@ -115,6 +118,7 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
     metrics,
     streams,
     defaultTeamId,
+    resolveTemplate: d.resolveTemplate,
     buildStarted: (teamId, templateId, buildId) => {
       const set = builds.get(teamId) ?? new Set<string>();
       set.add(`${templateId}\n${buildId}`);
@@ -134,6 +138,8 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
   /** The key that created a volume (null: unknown), undefined when there is none; without volumes, always none. */
   volumeOwnerKey?: (ref: { volumeId: string } | { name: string }) => number | null | undefined;
 }): void {
+  // Names first: the access hooks judge the stored names requests are rewritten to.
+  registerTemplateNames(app, { defaultTeamId: t.defaultTeamId, exists: (ref) => t.resolveTemplate(ref) !== undefined });
   registerAccessHooks(app, {
     ownership: t.ownership,
     quotas: t.quotas,
