@@ -1,7 +1,8 @@
 // A fake internet for egress tests: a network namespace of its own holding "public" hosts at TEST-NET-3 addresses
 // (203.0.113.0/24, RFC 5737), joined to the host by a veth (192.0.2.0/30, TEST-NET-1) and routed so that sandboxes
 // reach it through Burrow's normal egress path (the forward chain and masquerading, like any internet destination).
-// Every host answers HTTP on port 80 with "hello from <its address>" (and `/bytes/<n>` with n bytes). With `names`,
+// Every host answers HTTP on port 80 with "hello from <its address>" (`/bytes/<n>` with n bytes, `/headers` with the
+// request's raw headers as a JSON array). With `names`,
 // a DNS server at DNS_ADDRESS maps test names (ending in .test, `*.x.test` wildcards, a list = one answer per A query,
 // the last repeating: DNS rebinding) to fake hosts (TTL `ttl`, 0 by default), and every host also answers HTTPS on 443 with a
 // certificate for all those names from a test CA made here with openssl (`caCert`). Nothing leaves the machine:
@@ -26,6 +27,7 @@ const SERVER = `const http=require("http"),https=require("https"),dgram=require(
 const cfg=JSON.parse(process.argv[1]);
 const handler=(q,r)=>{const m=/^\\/bytes\\/(\\d+)$/.exec(q.url);if(m){let left=Number(m[1]);r.writeHead(200,{"content-length":left});
 const chunk=Buffer.alloc(65536);const pump=()=>{while(left>0){const n=Math.min(left,chunk.length);left-=n;if(!r.write(n===chunk.length?chunk:chunk.subarray(0,n))){r.once("drain",pump);return}}r.end()};pump();return}
+if(q.url==="/headers"){r.setHeader("content-type","application/json");r.end(JSON.stringify(q.rawHeaders));return}
 r.end("hello from "+q.socket.localAddress)};
 let pending=1;const ready=()=>{if(--pending===0)console.log("listening")};
 pending++;http.createServer(handler).listen(80,"0.0.0.0",ready);

@@ -5,6 +5,7 @@
 import { BurrowError, Code } from "@burrow/protocol";
 import { envdAt, initEnvd } from "./envd-client/index.js";
 import { toRecord, type LiveSandboxes } from "./live-sandboxes.js";
+import { installSandboxCa, trustEnv } from "./egress/sandbox-trust.js";
 import { hasEgressRules, type EgressRules } from "./network/egress-rules.js";
 import type { CreateSandboxOptions, EgressRuleLists, SandboxRecord } from "./orchestrator-api.js";
 import { egressRulesOf } from "./sandbox-egress.js";
@@ -30,6 +31,8 @@ export interface CreateSandboxDeps {
   pools: SandboxPools;
   /** Where the new sandbox goes once claimed. */
   live: LiveSandboxes;
+  /** The egress CA sandboxes trust (egress/sandbox-trust.ts), when header transforms are on. */
+  sandboxCaPem?: () => string | undefined;
 }
 
 export function createSandbox(deps: CreateSandboxDeps, opts: CreateSandboxOptions): Promise<SandboxRecord> {
@@ -100,11 +103,12 @@ export async function claim(
   } else if (record.allowInternetAccess !== opts.allowInternetAccess) {
     await sandbox.network.setInternetAccess(opts.allowInternetAccess);
   }
+  const caPem = deps.sandboxCaPem?.();
   await inSpan("envd.init", () =>
     initEnvd(
       envdAt(record.ip, record.initToken),
       {
-        envVars: { ...template.runtime?.env, ...opts.envVars },
+        envVars: { ...trustEnv(caPem), ...template.runtime?.env, ...opts.envVars },
         accessToken: opts.envdAccessToken,
         defaultUser: template.runtime?.user ?? "user",
         defaultWorkdir: template.runtime?.workdir ?? "/home/user",
@@ -112,6 +116,7 @@ export async function claim(
       opts.signal,
     ),
   );
+  if (caPem !== undefined) await installSandboxCa(envdAt(record.ip, opts.envdAccessToken), caPem, opts.signal);
   if (!deps.pools.wasStarted(sandbox)) {
     await inSpan("orchestrator.start_command", () => startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal }));
   }
@@ -123,7 +128,7 @@ export async function claim(
     startedAt: new Date().toISOString(),
     pooled: false,
     // What a cold boot needs to do this claim's /init and start command again (cold-boot.ts).
-    boot: { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars }, accessToken: opts.envdAccessToken },
+    boot: { layers: [...template.layers], runtime: template.runtime, envVars: { ...trustEnv(caPem), ...opts.envVars }, accessToken: opts.envdAccessToken },
   };
   await writeRecord(sandbox.dir, sandbox.record);
 }

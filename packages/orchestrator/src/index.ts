@@ -23,6 +23,7 @@ export type {
 } from "./orchestrator-api.js";
 export type { SandboxLimits } from "./types.js";
 export type { EgressEvent, EgressRuleLists, SandboxEgress, VolumeHost, VolumeMount } from "./orchestrator-api.js";
+export type { EgressInterceptor } from "./egress/header-relay.js";
 export { VOLUME_ROOT_UID } from "./volumes/volume-storage.js";
 export { ALL_TRAFFIC, parseEgressTarget, type EgressTarget } from "./network/egress-rules.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";

@@ -27,6 +27,7 @@ import type {
   SnapshotUsage,
   TemplateInfo,
 } from "./orchestrator-api.js";
+import type { EgressInterceptor } from "./egress/header-relay.js";
 import type { EgressEvent, SandboxEgress, VolumeHost } from "./orchestrator-api.js";
 import type {
   BranchCheckpointOptions,
@@ -186,7 +187,7 @@ export class LocalOrchestrator implements Orchestrator {
     const checkpoint = this.checkpointStore.get(opts.template);
     if (checkpoint) return startChild(this.branchDeps(), checkpoint, opts);
     const { templates, host } = this.parts;
-    return createSandbox({ templates, builder: this.templateBuilder, host, pools: this.pools, live: this.live }, opts);
+    return createSandbox({ templates, builder: this.templateBuilder, host, pools: this.pools, live: this.live, sandboxCaPem: () => this.parts.egress.sandboxCaPem }, opts);
   }
 
   snapshotSandbox(sandboxId: string, opts?: SnapshotSandboxOptions): Promise<SnapshotInfo | undefined> {
@@ -338,6 +339,10 @@ export class LocalOrchestrator implements Orchestrator {
 
   registerHostService(service: { name: string; hostPort: number; port?: number }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>> {
     return this.parts.egress.registerHostService(service, opts?.signal);
+  }
+
+  setEgressInterceptor(interceptor: EgressInterceptor | undefined): void {
+    this.parts.egress.setInterceptor(interceptor);
   }
 
   get sandboxGateway(): string {

@@ -1,5 +1,6 @@
 // What the control plane sees of an orchestrator. Implemented in-process for one machine
 // (LocalOrchestrator); a NATS request/reply client can implement the same interface for many.
+import type { EgressInterceptor } from "./egress/header-relay.js";
 import type { SandboxLimits } from "./types.js";
 
 export type SandboxState = "running" | "paused";
@@ -348,6 +349,12 @@ export interface Orchestrator {
   registerHostService?(service: { name: string; hostPort: number; port?: number }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>>;
   /** The sandboxes' gateway address (where host services are reached). */
   readonly sandboxGateway?: string;
+  /**
+   * Apply sandboxes' header transforms at egress with `interceptor` (undefined: none). Sandboxes whose egress lists
+   * name a domain go through the egress proxy; hosts the interceptor has headers for are relayed with them (TLS
+   * terminated with its certificates), all others spliced.
+   */
+  setEgressInterceptor?(interceptor: EgressInterceptor | undefined): void;
 }
 
 /** One connection the egress proxy carried or refused, or one name the resolver refused (egress/egress-audit.ts). */

@@ -139,6 +139,12 @@ export interface ServerConfig {
    * @default host "127.0.0.1" (env BURROW_MODEL_GATEWAY_HOST), port 0 (env BURROW_MODEL_GATEWAY_PORT)
    */
   readonly modelGateway: Readonly<ModelGatewayAddress>;
+  /**
+   * A PEM file of CAs that upstream servers' certificates are also checked against when the egress proxy applies a
+   * sandbox's header transforms over HTTPS (beside the host's system trust store), e.g. a private PKI's.
+   * @default null (env BURROW_EGRESS_UPSTREAM_CA)
+   */
+  readonly egressUpstreamCa: string | null;
   /** Quotas every team gets unless overridden per team (PATCH /burrow/v1/teams/{id}); 0 = unlimited (env BURROW_TEAM_*, see teams/team-quotas.ts). */
   readonly teamQuotas: Readonly<TeamQuotaValues>;
 }
@@ -312,6 +318,7 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     teamQuotas: Object.freeze(resolveQuotaDefaults(input.teamQuotas, env)),
     volumeDefaultMB: positiveInt(numberSetting("volumeDefaultMB", input.volumeDefaultMB, env, "BURROW_VOLUME_DEFAULT_MB", DEFAULT_VOLUME_MB)),
     modelGateway: resolveModelGatewayAddress(input.modelGateway, env),
+    egressUpstreamCa: input.egressUpstreamCa !== undefined ? input.egressUpstreamCa : env["BURROW_EGRESS_UPSTREAM_CA"] || null,
   });
 }
 

@@ -18,6 +18,7 @@ import { openStore, type Store } from "./store/store.js";
 import { VolumeService } from "./volumes/volume-service.js";
 import { openSecrets } from "./secrets/index.js";
 import { ModelGateway } from "./models/index.js";
+import { startHeaderTransforms } from "./network/egress-interceptor.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { publishEgressEvents } from "./egress/egress-publisher.js";
@@ -191,6 +192,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => models.close());
     await models.listen(cfg.modelGateway);
     await models.serveSandboxes(deps.signal);
+    cleanups.push(await startHeaderTransforms(deps.orchestrator, { cfg, networks: store.networks, secrets, signal: deps.signal }));
 
     const domainForPort = await resolveDomain(cfg, logger);
     const tls = await prepareServerTls(cfg, logger, deps.signal);

@@ -8,6 +8,7 @@ import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts }
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
+import { relayIfTransformed, type EgressInterceptor } from "./header-relay.js";
 
 export interface ProxyPolicy extends SandboxPolicy {
   sandboxId: string;
@@ -22,6 +23,8 @@ export interface EgressProxyOptions {
   /** Why the proxy must never connect to an address (loopback, the host's own, the sandboxes' subnet …), or undefined. */
   forbidden: (ip: string) => string | undefined;
   audit: EgressAudit;
+  /** Header transforms (header-relay.ts): hosts it has rules for are relayed with them instead of spliced. */
+  interceptor?: () => EgressInterceptor | undefined;
 }
 
 export interface EgressProxy {
@@ -101,7 +104,14 @@ function handle(opts: EgressProxyOptions, port: number, client: Socket): void {
       ({ verdict, ip }) => {
         const record: EgressRecord = { ...base, host: result.host, ...(ip ? { ip } : {}), verdict: verdict.allowed ? "allowed" : "denied", rule: verdict.rule, atMs: 0 };
         if (!verdict.allowed || ip === undefined) refuse(opts, client, tls, { ...record, atMs: Date.now() });
-        else splice(opts, client, ip, port, buffered, record);
+        else {
+          const target = { sandboxId: policy.sandboxId, host: result.host!, ip, port, tls };
+          const done = (bytes: { bytesOut: number; bytesIn: number }) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
+          relayIfTransformed(opts.interceptor?.(), client, buffered, target, done).then(
+            (relayed) => relayed || splice(opts, client, ip, port, buffered, record),
+            () => client.destroy(),
+          );
+        }
       },
       () => client.destroy(),
     );

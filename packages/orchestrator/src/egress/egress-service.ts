@@ -8,6 +8,7 @@ import { startDnsServer, type DnsServer } from "./dns-server.js";
 import { EgressAudit } from "./egress-audit.js";
 import { startEgressProxy, type EgressProxy, type ProxyPolicy } from "./egress-proxy.js";
 import { forbiddenDestinations } from "./forbidden-destinations.js";
+import type { EgressInterceptor } from "./header-relay.js";
 import { HostServices, type HostService } from "./host-services.js";
 
 export interface EgressServiceOptions {
@@ -28,6 +29,8 @@ export class EgressService {
   readonly forwarder: DnsForwarder;
   #dns: DnsServer | undefined;
   #proxy: EgressProxy | undefined;
+  /** Header transforms, handed over by the server (setInterceptor). */
+  #interceptor: EgressInterceptor | undefined;
   readonly #opts: EgressServiceOptions;
   /** Redirect updates one at a time, in the order they were asked for. */
   #redirects: Promise<void> = Promise.resolve();
@@ -65,12 +68,23 @@ export class EgressService {
         resolve4: (name) => this.forwarder.resolve4(name),
         forbidden: forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []),
         audit: this.audit,
+        interceptor: () => this.#interceptor,
       });
       await this.#applyRedirects(signal);
     } catch (err) {
       await this.close();
       throw err;
     }
+  }
+
+  /** Apply header transforms with `interceptor` from now on (undefined: splice every connection again). */
+  setInterceptor(interceptor: EgressInterceptor | undefined): void {
+    this.#interceptor = interceptor;
+  }
+
+  /** The CA sandboxes must trust for header transforms over TLS, when there is an interceptor. */
+  get sandboxCaPem(): string | undefined {
+    return this.#interceptor?.sandboxCaPem;
   }
 
   /** Make a host service reachable from every sandbox; the returned function takes it away again. */

@@ -77,6 +77,7 @@ export const sandboxDetailSchema = {
         denyOut: { type: "array", items: { type: "string" } },
         allowPublicTraffic: { type: "boolean" },
         maskRequestHost: { type: "string" },
+        rules: { type: "object", additionalProperties: true },
       },
     },
     lifecycle: {

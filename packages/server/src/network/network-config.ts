@@ -1,11 +1,12 @@
 // E2B's sandbox network config (create body `network` and `allow_internet_access`, PUT /sandboxes/{id}/network) as
 // Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall, by domain
 // (`example.com`, `*.example.com`) by its resolver and transparent egress proxy; ingress (allowPublicTraffic's traffic
-// token, maskRequestHost) by the gateway. What cannot be enforced yet (header transforms, a user's egress proxy,
-// httpsPorts) is refused with 501 rather than accepted and ignored.
+// token, maskRequestHost) by the gateway; header transforms (`rules`, network-rules.ts) by the egress proxy. What
+// cannot be enforced yet (a user's egress proxy, httpsPorts) is refused with 501 rather than accepted and ignored.
 import { randomBytes } from "node:crypto";
 import { ALL_TRAFFIC, parseEgressTarget, type SandboxEgress } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
+import { denyOutWithMarker, networkRules, stripOrchestratorMarker, type NetworkRules } from "./network-rules.js";
 
 /** What a sandbox keeps of its network config (the store's JSON). */
 export interface SandboxNetworkConfig {
@@ -18,6 +19,10 @@ export interface SandboxNetworkConfig {
   maskRequestHost?: string;
   /** Issued at create when allowPublicTraffic is false. */
   trafficAccessToken?: string;
+  /** Header transforms per host (network-rules.ts), placeholders as written. */
+  rules?: NetworkRules;
+  /** Whose secrets the rules' placeholders name (the team's anchor key id when they were set). */
+  rulesOwner?: number;
 }
 
 /** The create body's `network` as sent (its JSON types already checked by the schema). */
@@ -56,6 +61,8 @@ export function networkFromCreate(body: NetworkBody | undefined): SandboxNetwork
     allowPublicTraffic: body.allowPublicTraffic ?? true,
   };
   if (body.maskRequestHost !== undefined) config.maskRequestHost = maskRequestHost(body.maskRequestHost);
+  const rules = networkRules(body.rules);
+  if (rules) config.rules = rules;
   if (!config.allowPublicTraffic) config.trafficAccessToken = newTrafficToken();
   return config;
 }
@@ -74,6 +81,8 @@ export function networkFromUpdate(current: SandboxNetworkConfig | undefined, bod
   const mask = body.maskRequestHost !== undefined ? body.maskRequestHost : current?.maskRequestHost;
   if (mask !== undefined && mask !== "") next.maskRequestHost = maskRequestHost(mask);
   if (current?.trafficAccessToken !== undefined) next.trafficAccessToken = current.trafficAccessToken;
+  const rules = networkRules(body.rules);
+  if (rules) next.rules = rules;
   return next;
 }
 
@@ -89,7 +98,7 @@ export function copiedNetwork(
   if (source === undefined && (egress === undefined || (egress.allowOut.length === 0 && egress.denyOut.length === 0))) return undefined;
   const copy: SandboxNetworkConfig = {
     allowOut: [...(egress?.allowOut ?? [])],
-    denyOut: [...(egress?.denyOut ?? [])],
+    denyOut: stripOrchestratorMarker(egress?.denyOut ?? []),
     allowPublicTraffic: source?.allowPublicTraffic ?? true,
   };
   if (source?.maskRequestHost !== undefined) copy.maskRequestHost = source.maskRequestHost;
@@ -104,22 +113,22 @@ export function copiedNetwork(
  */
 export function withInheritedEgress(config: SandboxNetworkConfig | undefined, inherited: SandboxEgress): SandboxNetworkConfig | undefined {
   if (inherited.allowOut.length === 0 && inherited.denyOut.length === 0) return config;
-  return { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: [...inherited.denyOut] };
+  return { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: stripOrchestratorMarker(inherited.denyOut) };
 }
 
 /** allowOut/denyOut for the orchestrator's create, undefined when the config has none. */
 export function egressListsOf(config: SandboxNetworkConfig | undefined): { allowOut: string[]; denyOut: string[] } | undefined {
-  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: [...config.denyOut] } : undefined;
+  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: denyOutWithMarker(config.denyOut, config.rules) } : undefined;
 }
 
 /** What the firewall enforces for a config. */
 export function egressOf(config: SandboxNetworkConfig | undefined, allowInternetAccess: boolean): SandboxEgress {
-  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: [...(config?.denyOut ?? [])] };
+  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: denyOutWithMarker(config?.denyOut ?? [], config?.rules) };
 }
 
 /** True when the firewall needs rules of the sandbox's own (not just the internet switch). */
 export function hasEgressRules(config: SandboxNetworkConfig | undefined): boolean {
-  return (config?.allowOut.length ?? 0) > 0 || (config?.denyOut.length ?? 0) > 0;
+  return (config?.allowOut.length ?? 0) > 0 || (config?.denyOut.length ?? 0) > 0 || config?.rules !== undefined;
 }
 
 /** SandboxDetail.network in E2B's field names (the traffic token is not part of it). */
@@ -129,6 +138,7 @@ export function networkView(config: SandboxNetworkConfig) {
     denyOut: [...config.denyOut],
     allowPublicTraffic: config.allowPublicTraffic,
     ...(config.maskRequestHost !== undefined ? { maskRequestHost: config.maskRequestHost } : {}),
+    ...(config.rules !== undefined ? { rules: config.rules } : {}),
   };
 }
 
@@ -137,9 +147,6 @@ function newTrafficToken(): string {
 }
 
 function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProxy?: unknown; httpsPorts?: number[] }): void {
-  if (body.rules !== undefined && Object.keys(body.rules).length > 0) {
-    throw new BurrowError(Code.Unimplemented, "network rules with header transforms are not supported by Burrow yet", { reason: "network_rules_unsupported" });
-  }
   if (body.egressProxy !== undefined && body.egressProxy !== null) {
     throw new BurrowError(Code.Unimplemented, "network.egressProxy is not supported by Burrow yet", { reason: "egress_proxy_unsupported" });
   }

@@ -6,6 +6,7 @@ import type { ApiContext } from "../context.js";
 import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
 import { hasEgressRules, networkFromCreate, withInheritedEgress, type NetworkBody } from "../../network/network-config.js";
+import { ruleSecretsOwner } from "../../network/rule-secrets.js";
 import { inheritedEgress } from "./network.js";
 import { toSandbox } from "./serialize.js";
 
@@ -63,6 +64,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
         if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
         // Validated before anything starts: a bad entry is a 400 and nothing was created.
         let network = networkFromCreate(body.network);
+        if (network?.rules) network.rulesOwner = ruleSecretsOwner(ctx, request, network.rules);
         let allowInternetAccess = body.allow_internet_access;
         // A snapshot or checkpoint keeps its sandbox's egress for creates that set none of their own.
         const inherited = setsEgress(body) ? undefined : await inheritedEgress(ctx, body.templateID);

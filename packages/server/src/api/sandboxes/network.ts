@@ -7,6 +7,7 @@ import type { FastifyInstance } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxEgress } from "@burrow/orchestrator";
 import { egressOf, networkFromUpdate, type NetworkUpdateBody } from "../../network/network-config.js";
+import { ruleSecretsOwner } from "../../network/rule-secrets.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, networkUpdateSchema, sandboxIdParams } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
@@ -49,6 +50,7 @@ export function registerNetworkRoutes(app: FastifyInstance, ctx: ApiContext): vo
         throw new BurrowError(Code.Aborted, `Sandbox "${sandboxID}" is paused: resume it (connect) before changing its network`, { reason: "sandbox_paused" });
       }
       const next = networkFromUpdate(ctx.networks.get(sandboxID), request.body ?? {});
+      if (next.rules) next.rulesOwner = ruleSecretsOwner(ctx, request, next.rules);
       // allow_internet_access is switched when sent; an update about rules alone keeps it as it is.
       const allowInternetAccess = request.body?.allow_internet_access ?? row.allowInternetAccess;
       if (!ctx.orchestrator.setSandboxEgress) throw egressUnsupported();

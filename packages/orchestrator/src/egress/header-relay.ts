@@ -1,0 +1,185 @@
+// Header transforms at egress: for a host the sandbox's network rules set headers for, the egress proxy does not
+// splice bytes but speaks HTTP/1.1 with the sandbox (over TLS with a certificate of the interceptor's CA on 443) and
+// re-originates every request to the address it judged, with the rule's headers set (replacing any the sandbox sent
+// under those names). Upstream TLS is verified against the interceptor's CAs with the host's name. The values exist
+// only here, on the way out; nothing of them is ever written back towards the sandbox.
+import { Agent as HttpAgent, createServer, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { Socket } from "node:net";
+import { Duplex, PassThrough } from "node:stream";
+import { createSecureContext, TLSSocket } from "node:tls";
+
+/** What the server hands the orchestrator so that the egress proxy can apply header transforms. */
+export interface EgressInterceptor {
+  /**
+   * The headers (values resolved) a sandbox's requests to `host` get, or undefined when its rules name none for it
+   * (then the connection is spliced untouched, TLS included). Asked once per connection. Throws when a value cannot
+   * be resolved (a secret deleted since): the sandbox's requests then get a 502 without reaching the host.
+   */
+  headersFor(sandboxId: string, host: string): Promise<Record<string, string> | undefined>;
+  /** Key and certificate (PEM) for `host`, issued by the CA every sandbox trusts. */
+  certificateFor(host: string): Promise<{ key: string; cert: string }>;
+  /** The CAs (PEM) upstream servers' certificates are checked against. */
+  readonly upstreamCa: readonly string[];
+  /** The certificate (PEM) of the CA `certificateFor` issues with, which sandboxes are made to trust. */
+  readonly sandboxCaPem: string;
+}
+
+export interface RelayTarget {
+  sandboxId: string;
+  host: string;
+  ip: string;
+  port: number;
+  tls: boolean;
+}
+
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Connection-level headers: each side of the relay has its own connection. */
+const HOP_BY_HOP = new Set(["connection", "keep-alive", "proxy-connection", "te", "upgrade"]);
+
+/**
+ * Relay `client` (whose first bytes, already read, are `first`) with header transforms. Resolves the byte counts
+ * when the connection is over.
+ */
+export function relayWithHeaders(
+  client: Socket,
+  first: Buffer,
+  target: RelayTarget,
+  headers: Record<string, string> | Error,
+  interceptor: EgressInterceptor,
+): Promise<{ bytesOut: number; bytesIn: number }> {
+  return new Promise((resolve) => {
+    // The first bytes were consumed by the name reader; replay them ahead of the rest.
+    const readable = new PassThrough();
+    readable.write(first);
+    client.pipe(readable);
+    const inbound = Duplex.from({ readable, writable: client });
+    inbound.on("error", () => client.destroy());
+    client.resume();
+
+    const agent = target.tls
+      ? new HttpsAgent({ keepAlive: true, maxSockets: 1, ca: [...interceptor.upstreamCa] })
+      : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    const server = createServer({ requestTimeout: 0 }, (req, res) => forward(req, res, target, headers, agent));
+    // Upgrades (WebSocket) and CONNECT are not relayed with transforms: the connection ends.
+    server.on("upgrade", (_req, socket: Duplex) => socket.destroy());
+    server.on("clientError", (_err, socket: Duplex) => socket.destroy());
+
+    let done = false;
+    client.once("close", () => {
+      if (done) return;
+      done = true;
+      agent.destroy();
+      server.close();
+      resolve({ bytesOut: client.bytesRead, bytesIn: client.bytesWritten });
+    });
+
+    if (!target.tls) {
+      server.emit("connection", inbound);
+      return;
+    }
+    interceptor.certificateFor(target.host).then(
+      ({ key, cert }) => {
+        const tlsSocket = new TLSSocket(inbound as unknown as Socket, {
+          isServer: true,
+          secureContext: createSecureContext({ key, cert }),
+          ALPNProtocols: ["http/1.1"],
+        });
+        const timer = setTimeout(() => client.destroy(), HANDSHAKE_TIMEOUT_MS);
+        tlsSocket.on("error", () => client.destroy());
+        tlsSocket.once("secure", () => {
+          clearTimeout(timer);
+          server.emit("connection", tlsSocket);
+        });
+        tlsSocket.once("close", () => {
+          clearTimeout(timer);
+          client.destroy();
+        });
+      },
+      () => client.destroy(),
+    );
+  });
+}
+
+function forward(req: IncomingMessage, res: ServerResponse, target: RelayTarget, headers: Record<string, string> | Error, agent: HttpAgent): void {
+  if (headers instanceof Error) {
+    reply(res, 502, `Burrow: the header rules for ${target.host} cannot be applied (${headers.message})\n`);
+    return;
+  }
+  // The connection was judged by its first request's host; a later request naming another host would get this
+  // host's headers, or reach an address its own name was never judged for.
+  const host = (req.headers.host ?? "").toLowerCase().replace(/:\d+$/, "");
+  if (host !== target.host) {
+    reply(res, 421, `Burrow: this connection is for ${target.host}, not ${host || "(no Host)"}\n`);
+    return;
+  }
+  const outgoing = outgoingHeaders(req.rawHeaders, headers);
+  const options = {
+    host: target.ip,
+    port: target.port,
+    method: req.method,
+    path: req.url,
+    headers: outgoing,
+    setHost: false,
+    agent,
+    ...(target.tls ? { servername: target.host } : {}),
+  };
+  const upstream = (target.tls ? httpsRequest : httpRequest)(options, (up) => {
+    const back: string[] = [];
+    for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
+      if (!HOP_BY_HOP.has(up.rawHeaders[i]!.toLowerCase())) back.push(up.rawHeaders[i]!, up.rawHeaders[i + 1]!);
+    }
+    res.writeHead(up.statusCode ?? 502, up.statusMessage, back);
+    up.pipe(res);
+    up.on("error", () => res.destroy());
+  });
+  upstream.on("error", (err) => {
+    if (!res.headersSent) reply(res, 502, `Burrow: ${target.host} could not be reached (${err.message})\n`);
+    else res.destroy();
+  });
+  req.pipe(upstream);
+  res.on("close", () => {
+    if (!res.writableFinished) upstream.destroy();
+  });
+}
+
+/** The sandbox's headers as sent (names as written), without hop-by-hop ones and those the rules set, then the rules'. */
+function outgoingHeaders(raw: readonly string[], set: Record<string, string>): OutgoingHttpHeaders {
+  const replaced = new Set(Object.keys(set).map((n) => n.toLowerCase()));
+  const out: [string, string][] = [];
+  for (let i = 0; i + 1 < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (!HOP_BY_HOP.has(lower) && !replaced.has(lower)) out.push([name, raw[i + 1]!]);
+  }
+  for (const [name, value] of Object.entries(set)) out.push([name, value]);
+  return out.flat() as unknown as OutgoingHttpHeaders;
+}
+
+function reply(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { "Content-Type": "text/plain", "Content-Length": Buffer.byteLength(body) });
+  res.end(body);
+}
+
+/**
+ * Relay with header transforms when the interceptor has rules for the target's host; false (and nothing read or
+ * written) when it has none, so that the caller splices. `onDone` gets the byte counts when a relay ends.
+ */
+export async function relayIfTransformed(
+  interceptor: EgressInterceptor | undefined,
+  client: Socket,
+  first: Buffer,
+  target: RelayTarget,
+  onDone: (bytes: { bytesOut: number; bytesIn: number }) => void,
+): Promise<boolean> {
+  if (!interceptor) return false;
+  let headers: Record<string, string> | Error | undefined;
+  try {
+    headers = await interceptor.headersFor(target.sandboxId, target.host);
+  } catch (err) {
+    headers = err instanceof Error ? err : new Error(String(err));
+  }
+  if (headers === undefined) return false;
+  void relayWithHeaders(client, first, target, headers, interceptor).then(onDone);
+  return true;
+}

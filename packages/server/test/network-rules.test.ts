@@ -1,0 +1,71 @@
+// network.rules as the API accepts them (header transforms): validation that names the bad host, header, value or
+// placeholder; E2B's host matching (exact name first, else the longest wildcard, never merged; a wildcard never names
+// its apex); the secrets the placeholders name; the marker that sends a sandbox with rules through the egress proxy.
+import { BurrowError, Code } from "@burrow/protocol";
+import { describe, expect, it } from "vitest";
+import { denyOutWithMarker, headersFor, networkRules, requireRuleSecrets, secretNamesOf, stripOrchestratorMarker, TRANSFORMS_MARKER } from "../src/network/network-rules.js";
+import { egressListsOf, networkFromCreate, networkView } from "../src/network/network-config.js";
+
+const rule = (headers: Record<string, string>) => [{ transform: { headers } }];
+
+function refusal(body: Record<string, unknown>): string {
+  try {
+    networkRules(body);
+  } catch (err) {
+    expect(err).toBeInstanceOf(BurrowError);
+    expect((err as BurrowError).code).toBe(Code.InvalidArgument);
+    return (err as Error).message;
+  }
+  throw new Error("accepted");
+}
+
+describe("network rules", () => {
+  it("accepts E2B's shapes (a rule without transform, empty headers) and lower-cases hosts", () => {
+    expect(networkRules({ "API.Example.com": rule({ Authorization: "Bearer ${e2b.secrets.OPENAI}" }), "*.x.test": [{}, { transform: {} }] })).toEqual({
+      "api.example.com": rule({ Authorization: "Bearer ${e2b.secrets.OPENAI}" }),
+      "*.x.test": [{}, { transform: {} }],
+    });
+    expect(networkRules({})).toBeUndefined();
+    expect(networkRules(undefined)).toBeUndefined();
+  });
+
+  it("refuses bad hosts, header names, values and placeholders, naming them", () => {
+    expect(refusal({ "*": rule({ A: "b" }) })).toMatch(/'\*'/);
+    expect(refusal({ "10.0.0.1": rule({ A: "b" }) })).toMatch(/10\.0\.0\.1/);
+    expect(refusal({ "a.test": rule({ "Bad Name": "b" }) })).toMatch(/Bad Name/);
+    expect(refusal({ "a.test": rule({ "X-A": "b\r\nX-B: c" }) })).toMatch(/X-A/);
+    expect(refusal({ "a.test": rule({ "Content-Length": "5" }) })).toMatch(/Content-Length/);
+    expect(refusal({ "a.test": rule({ "X-A": "${e2b.identity.tokens.t}" }) })).toMatch(/e2b\.identity\.tokens\.t/);
+    expect(refusal({ "a.test": [{ transform: { headers: { "X-A": 5 } } }] })).toMatch(/X-A/);
+    expect(refusal({ "a.test": [{ transform: { body: {} } }] })).toMatch(/body/);
+    expect(refusal({ "a.test": "x" })).toMatch(/a\.test/);
+  });
+
+  it("matches the exact host, else the longest wildcard below its apex, without merging", () => {
+    const rules = networkRules({
+      "*.example.com": rule({ "X-Which": "wide" }),
+      "*.api.example.com": rule({ "X-Which": "narrow" }),
+      "api.example.com": [{ transform: { headers: { "X-Which": "exact", "X-First": "1" } } }, { transform: { headers: { "X-Which": "exact-2" } } }],
+    });
+    expect(headersFor(rules, "api.example.com")).toEqual({ "X-Which": "exact-2", "X-First": "1" });
+    expect(headersFor(rules, "v1.api.example.com")).toEqual({ "X-Which": "narrow" });
+    expect(headersFor(rules, "a.b.example.com")).toEqual({ "X-Which": "wide" });
+    expect(headersFor(rules, "example.com")).toBeUndefined();
+    expect(headersFor(rules, "API.EXAMPLE.COM.")).toEqual({ "X-Which": "exact-2", "X-First": "1" });
+  });
+
+  it("names the secrets the placeholders name, and refuses a missing one by name", () => {
+    const rules = networkRules({ "a.test": rule({ A: "${e2b.secrets.one} and ${e2b.secrets.two}" }), "b.test": rule({ B: "${e2b.secrets.one}" }) })!;
+    expect(secretNamesOf(rules).sort()).toEqual(["one", "two"]);
+    expect(() => requireRuleSecrets(rules, (n) => n === "one")).toThrow(/'two'/);
+    expect(() => requireRuleSecrets(rules, () => true)).not.toThrow();
+  });
+
+  it("a config with rules reaches the orchestrator with the marker, which GET and copies never show", () => {
+    const config = networkFromCreate({ rules: { "a.test": rule({ A: "b" }) } })!;
+    expect(egressListsOf(config)).toEqual({ allowOut: [], denyOut: [TRANSFORMS_MARKER] });
+    expect(networkView(config)).toEqual({ allowOut: [], denyOut: [], allowPublicTraffic: true, rules: { "a.test": rule({ A: "b" }) } });
+    expect(egressListsOf(networkFromCreate({ denyOut: ["1.2.3.4"] }))).toEqual({ allowOut: [], denyOut: ["1.2.3.4"] });
+    expect(stripOrchestratorMarker(denyOutWithMarker(["x.test"], {}))).toEqual(["x.test"]);
+  });
+});
