@@ -137,15 +137,12 @@ function checkBody(d: AccessHookDeps, caller: Caller, request: FastifyRequest): 
   if (url === `${BURROW}/models/usage` && typeof query["sandboxID"] === "string") d.ownership.requireSandbox(caller, query["sandboxID"]);
 }
 
-/** Instance-wide resources: the operator's (instance admin key) until they get team namespaces. */
+/** Instance-wide resources: the operator's (instance admin key). Queues and agents are per team (bus-names.ts). */
 function checkInstanceWide(request: FastifyRequest): void {
   const url = route(request);
   // The model gateway's providers and settings serve every team. Its usage is per sandbox (filtered on the way out).
   if (url.startsWith(`${BURROW}/models/`) && request.method !== "GET") {
     throw new BurrowError(Code.PermissionDenied, "model providers and gateway settings are the operator's; changing them needs the instance admin key");
-  }
-  if (url.startsWith(`${BURROW}/queues/`) || url.startsWith(`${BURROW}/agents`)) {
-    throw new BurrowError(Code.PermissionDenied, "queues and agent keys are instance-wide; they need the instance admin key (team-scoped queues are not built yet)");
   }
 }
 

@@ -12,6 +12,7 @@ import { registerAccessHooks } from "./access-hooks.js";
 import { registerApiKeyRoutes } from "./api-key-routes.js";
 import { AuditLog } from "./audit-log.js";
 import { registerAuditRoutes } from "./audit-routes.js";
+import { registerBusNames } from "./bus-names.js";
 import type { Caller } from "./caller.js";
 import { KeyStreams } from "./key-streams.js";
 import { Ownership } from "./ownership.js";
@@ -140,6 +141,7 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
 }): void {
   // Names first: the access hooks judge the stored names requests are rewritten to.
   registerTemplateNames(app, { defaultTeamId: t.defaultTeamId, exists: (ref) => t.resolveTemplate(ref) !== undefined });
+  registerBusNames(app, { defaultTeamId: t.defaultTeamId });
   registerAccessHooks(app, {
     ownership: t.ownership,
     quotas: t.quotas,
