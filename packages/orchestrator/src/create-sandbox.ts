@@ -116,7 +116,9 @@ export async function claim(
       opts.signal,
     ),
   );
-  if (caPem !== undefined) await installSandboxCa(envdAt(record.ip, opts.envdAccessToken), caPem, opts.signal);
+  // Best effort: a template without a shell or with a read-only /etc still makes a sandbox, whose TLS to hosts with
+  // header rules then fails verification (what its user sees) while everything else works.
+  if (caPem !== undefined) await installSandboxCa(envdAt(record.ip, opts.envdAccessToken), caPem, opts.signal).catch(() => undefined);
   if (!deps.pools.wasStarted(sandbox)) {
     await inSpan("orchestrator.start_command", () => startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal }));
   }
