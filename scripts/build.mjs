@@ -19,4 +19,5 @@ run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "
 run(process.execPath, [join(root, "packages", "envd", "build.mjs")]);
 run(process.execPath, [join(root, "packages", "code-interpreter", "build.mjs")]);
 run(process.execPath, [join(root, "packages", "mcp", "build.mjs")]);
+run(process.execPath, [join(root, "packages", "dashboard", "build.mjs")]);
 run("bash", [join(root, "packages", "orchestrator", "native", "build.sh")]);

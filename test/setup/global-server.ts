@@ -7,6 +7,7 @@ import type { TestProject } from "vitest/node";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { codeInterpreterRuntimeFiles } from "@burrow/code-interpreter/runtime-files";
 import { createMcpHttpHandler, mcpGatewayRuntimeFiles } from "@burrow/mcp";
+import { createDashboardHandler } from "@burrow/dashboard";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { createBus, createBusMetrics } from "@burrow/bus";
 import { Registry } from "prom-client";
@@ -46,8 +47,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
       bus,
       registry,
       logger: pino({ level: process.env.BURROW_LOG_LEVEL ?? "warn" }),
-      // Burrow's MCP server at /mcp, wired as `burrow up` wires it.
-      mounts: [{ path: "/mcp", handle: createMcpHttpHandler() }],
+      // Burrow's MCP server at /mcp and the dashboard at /dashboard, wired as `burrow up` wires them.
+      mounts: [
+        { path: "/mcp", handle: createMcpHttpHandler() },
+        { path: "/dashboard", public: true, handle: createDashboardHandler() },
+      ],
     },
   );
   const apiKey = readFileSync(join(test.stateDir, "api-key"), "utf8").trim();

@@ -53,12 +53,13 @@ export const up = defineCommand({
 });
 
 async function runServer(config: UpConfig): Promise<void> {
-  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { mcpGatewayRuntimeFiles }, { createMcpHttpHandler }, { LocalOrchestrator }, { createBus, createBusMetrics }, { startServer }, { pino }, { Registry }] =
+  const [{ envdRuntimeFiles }, { codeInterpreterRuntimeFiles }, { mcpGatewayRuntimeFiles }, { createMcpHttpHandler }, { createDashboardHandler }, { LocalOrchestrator }, { createBus, createBusMetrics }, { startServer }, { pino }, { Registry }] =
     await Promise.all([
       import("@burrow/envd"),
       import("@burrow/code-interpreter/runtime-files"),
       import("@burrow/mcp/gateway-runtime-files"),
       import("@burrow/mcp"),
+      import("@burrow/dashboard"),
       import("@burrow/orchestrator"),
       import("@burrow/bus"),
       import("@burrow/server"),
@@ -94,7 +95,11 @@ async function runServer(config: UpConfig): Promise<void> {
         registry,
         logger: logger.child({ component: "server" }),
         // Burrow's own MCP server, in-process, calling this server's HTTP APIs with the caller's key.
-        mounts: [{ path: "/mcp", handle: createMcpHttpHandler({ onError: (err) => logger.error({ err }, "MCP request failed") }) }],
+        // The web dashboard's files (public: the page signs in with a key it then sends on every API call).
+        mounts: [
+          { path: "/mcp", handle: createMcpHttpHandler({ onError: (err) => logger.error({ err }, "MCP request failed") }) },
+          { path: "/dashboard", public: true, handle: createDashboardHandler({ prefix: "/dashboard" }) },
+        ],
       },
     );
   } catch (error) {
