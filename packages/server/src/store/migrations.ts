@@ -144,4 +144,14 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (sandbox_id, path)
    );
    CREATE INDEX sandbox_volumes_volume ON sandbox_volumes (volume_id);`,
+  // Teams' metrics (GET /teams/{id}/metrics), a sample per active team every few seconds, kept for a bounded time
+  // (teams/team-metrics.ts).
+  `CREATE TABLE team_metric_samples (
+     team_id     TEXT NOT NULL,
+     ts          INTEGER NOT NULL,          -- unix seconds
+     concurrent  INTEGER NOT NULL,
+     start_rate  REAL NOT NULL,             -- sandboxes started per second over the interval before ts
+     PRIMARY KEY (team_id, ts)
+   ) WITHOUT ROWID;
+   CREATE INDEX team_metric_samples_ts ON team_metric_samples (ts);`,
 ];

@@ -107,7 +107,7 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
       return set.size;
     },
   });
-  const metrics = new TeamMetrics({ running: () => new Map([...running()].map(([team, u]) => [team, u.runningSandboxes])) });
+  const metrics = new TeamMetrics({ db: d.db, running: () => new Map([...running()].map(([team, u]) => [team, u.runningSandboxes])) });
   metrics.start();
   const audit = new AuditLog({ db: d.db, bus: d.bus, logger: d.logger });
   const streams = new KeyStreams();
