@@ -163,6 +163,16 @@ describe("egress header transforms (own server, fake internet)", () => {
     }
   });
 
+  it("a fork keeps its source's rules", async () => {
+    const source = await spawn({ rules: rulesFor("api.test", { "X-Key": `\${e2b.secrets.${SECRET}}` }) });
+    const results = await Sandbox.fork(source.sandboxId, { ...opts(), timeoutMs: 120_000 });
+    const fork = results[0];
+    if (!(fork instanceof Sandbox)) throw fork ?? new Error("no fork");
+    created.push(fork);
+    expect(valuesOf(await seen(fork, "https://api.test/headers"), "x-key")).toEqual([VALUE]);
+    expect((await api("GET", `/sandboxes/${fork.sandboxId}`)).json.network.rules).toEqual(rulesFor("api.test", { "X-Key": `\${e2b.secrets.${SECRET}}` }));
+  });
+
   it("bad rules are a 400 naming what is wrong, and a failed update keeps the old rules", async () => {
     await expect(spawn({ rules: rulesFor("api.test", { Authorization: "${e2b.secrets.no_such_secret}" }) })).rejects.toThrow(/no_such_secret/);
     const bad = async (network: Record<string, unknown>) => (await api("POST", "/sandboxes", { templateID: "base", network })).json;

@@ -102,6 +102,9 @@ export function copiedNetwork(
     allowPublicTraffic: source?.allowPublicTraffic ?? true,
   };
   if (source?.maskRequestHost !== undefined) copy.maskRequestHost = source.maskRequestHost;
+  // A fork (egress copied from the source itself) keeps the source's header transforms; a checkpoint's child has
+  // the egress recorded with the checkpoint, which says nothing of them.
+  if (egress === source && source?.rules !== undefined) Object.assign(copy, { rules: source.rules, rulesOwner: source.rulesOwner });
   if (!copy.allowPublicTraffic) copy.trafficAccessToken = newTrafficToken();
   return copy;
 }
