@@ -4,6 +4,8 @@ export interface TestProxyOptions {
   port?: number;
   username?: string;
   password?: string;
+  /** The address its connections to destinations leave from. */
+  localAddress?: string;
 }
 
 export interface TestProxy {

@@ -6,7 +6,7 @@
 import { createServer as createHttpServer } from "node:http";
 import { connect, createServer } from "node:net";
 
-/** @param {{ host: string, port?: number, username?: string, password?: string }} opts */
+/** @param {{ host: string, port?: number, username?: string, password?: string, localAddress?: string }} opts */
 export async function startSocks5Proxy(opts) {
   const log = [];
   const sockets = new Set();
@@ -52,7 +52,7 @@ export async function startSocks5Proxy(opts) {
           const rest = buf.subarray(end);
           client.off("data", onData);
           log.push(`CONNECT ${host}:${port}`);
-          const upstream = connect({ host, port });
+          const upstream = connect({ host, port, ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) });
           upstream.on("error", () => {
             client.end(Buffer.from([5, 5, 0, 1, 0, 0, 0, 0, 0, 0]));
           });
@@ -74,7 +74,7 @@ export async function startSocks5Proxy(opts) {
   return listen(server, opts, log, sockets);
 }
 
-/** @param {{ host: string, port?: number, username?: string, password?: string }} opts */
+/** @param {{ host: string, port?: number, username?: string, password?: string, localAddress?: string }} opts */
 export async function startHttpConnectProxy(opts) {
   const log = [];
   const sockets = new Set();
@@ -95,7 +95,7 @@ export async function startHttpConnectProxy(opts) {
     }
     const [host, port] = [req.url.slice(0, req.url.lastIndexOf(":")), Number(req.url.slice(req.url.lastIndexOf(":") + 1))];
     log.push(`CONNECT ${host}:${port}`);
-    const upstream = connect({ host, port });
+    const upstream = connect({ host, port, ...(opts.localAddress ? { localAddress: opts.localAddress } : {}) });
     upstream.on("error", () => client.end("HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n"));
     upstream.once("connect", () => {
       client.write("HTTP/1.1 200 Connection Established\r\n\r\n");

@@ -28,6 +28,7 @@ import type {
   TemplateInfo,
 } from "./orchestrator-api.js";
 import type { EgressInterceptor } from "./egress/header-relay.js";
+import type { UpstreamProxy } from "./egress/upstream-proxy.js";
 import type { EgressEvent, SandboxEgress, VolumeHost } from "./orchestrator-api.js";
 import type {
   BranchCheckpointOptions,
@@ -343,6 +344,10 @@ export class LocalOrchestrator implements Orchestrator {
 
   setEgressInterceptor(interceptor: EgressInterceptor | undefined): void {
     this.parts.egress.setInterceptor(interceptor);
+  }
+
+  setEgressUpstreams(lookup: ((sandboxId: string) => UpstreamProxy | undefined) | undefined): void {
+    this.parts.egress.setUpstreamProxies(lookup);
   }
 
   get sandboxGateway(): string {

@@ -1,6 +1,7 @@
 // What the control plane sees of an orchestrator. Implemented in-process for one machine
 // (LocalOrchestrator); a NATS request/reply client can implement the same interface for many.
 import type { EgressInterceptor } from "./egress/header-relay.js";
+import type { UpstreamProxy } from "./egress/upstream-proxy.js";
 import type { SandboxLimits } from "./types.js";
 
 export type SandboxState = "running" | "paused";
@@ -355,6 +356,12 @@ export interface Orchestrator {
    * terminated with its certificates), all others spliced.
    */
   setEgressInterceptor?(interceptor: EgressInterceptor | undefined): void;
+  /**
+   * Where sandboxes whose egress lists carry TUNNEL_MARKER connect through (their user's proxy, looked up per
+   * connection): every TCP port of theirs goes through the egress proxy and then that proxy; none, or a sandbox
+   * the lookup answers nothing for, and their TCP is refused.
+   */
+  setEgressUpstreams?(lookup: ((sandboxId: string) => UpstreamProxy | undefined) | undefined): void;
 }
 
 /** One connection the egress proxy carried or refused, or one name the resolver refused (egress/egress-audit.ts). */

@@ -19,6 +19,7 @@ import { VolumeService } from "./volumes/volume-service.js";
 import { openSecrets } from "./secrets/index.js";
 import { ModelGateway } from "./models/index.js";
 import { startHeaderTransforms } from "./network/egress-interceptor.js";
+import { startEgressUpstreams } from "./network/egress-proxy-config.js";
 import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { publishEgressEvents } from "./egress/egress-publisher.js";
@@ -193,6 +194,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     await models.listen(cfg.modelGateway);
     await models.serveSandboxes(deps.signal);
     cleanups.push(await startHeaderTransforms(deps.orchestrator, { cfg, networks: store.networks, secrets, signal: deps.signal }));
+    cleanups.push(startEgressUpstreams(deps.orchestrator, store.networks));
 
     const domainForPort = await resolveDomain(cfg, logger);
     const tls = await prepareServerTls(cfg, logger, deps.signal);

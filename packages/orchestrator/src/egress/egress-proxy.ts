@@ -6,6 +6,7 @@
 // bytes both ways; TLS is never terminated. Refused: 403 with a short text (HTTP) or a closed connection (TLS).
 import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
+import { relay } from "./tunnel-proxy.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
 import { relayIfTransformed, type EgressInterceptor } from "./header-relay.js";
@@ -20,6 +21,8 @@ export interface EgressProxyOptions {
   ports: readonly number[];
   policyOf: (ip: string) => ProxyPolicy | undefined;
   resolve4: (name: string) => Promise<string[]>;
+  /** A connection through the sandbox's user's proxy (tunnel-proxy.ts), or undefined to connect directly. */
+  dial?: (sandboxId: string, ip: string, port: number) => Promise<Socket> | undefined;
   /** Why the proxy must never connect to an address (loopback, the host's own, the sandboxes' subnet …), or undefined. */
   forbidden: (ip: string) => string | undefined;
   audit: EgressAudit;
@@ -149,6 +152,14 @@ function refuse(opts: EgressProxyOptions, client: Socket, tls: boolean, record: 
 }
 
 function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, first: Buffer, record: EgressRecord): void {
+  const dialed = opts.dial?.(record.sandboxId, ip, port);
+  if (dialed) {
+    dialed.then(
+      (upstream) => relay(client, upstream, first, (bytes) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() })),
+      (err: Error) => refuse(opts, client, port === 443, { ...record, verdict: "denied", rule: `egress proxy: ${err.message}`, atMs: Date.now() }),
+    );
+    return;
+  }
   const upstream = new Socket({ readableHighWaterMark: HIGH_WATER_MARK, writableHighWaterMark: HIGH_WATER_MARK } as SocketConstructorOpts);
   upstream.connect({ host: ip, port, noDelay: true });
   client.setNoDelay(true);

@@ -10,6 +10,8 @@ import { startEgressProxy, type EgressProxy, type ProxyPolicy } from "./egress-p
 import { forbiddenDestinations } from "./forbidden-destinations.js";
 import type { EgressInterceptor } from "./header-relay.js";
 import { HostServices, type HostService } from "./host-services.js";
+import { dialThroughUserProxy, startTunnelProxy, type TunnelProxy } from "./tunnel-proxy.js";
+import type { UpstreamProxy } from "./upstream-proxy.js";
 
 export interface EgressServiceOptions {
   network: BurrowNetworkManager;
@@ -31,6 +33,9 @@ export class EgressService {
   #proxy: EgressProxy | undefined;
   /** Header transforms, handed over by the server (setInterceptor). */
   #interceptor: EgressInterceptor | undefined;
+  /** Sandboxes' own proxies, looked up per connection (setUpstreamProxies). */
+  #upstreams: ((sandboxId: string) => UpstreamProxy | undefined) | undefined;
+  #tunnel: TunnelProxy | undefined;
   readonly #opts: EgressServiceOptions;
   /** Redirect updates one at a time, in the order they were asked for. */
   #redirects: Promise<void> = Promise.resolve();
@@ -61,6 +66,19 @@ export class EgressService {
       },
     });
     try {
+      const forbidden = forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []);
+      const resolve4 = (name: string) => this.forwarder.resolve4(name);
+      const upstreamOf = (sandboxId: string) => this.#upstreams?.(sandboxId);
+      this.#tunnel = await startTunnelProxy({
+        gateway: network.gateway,
+        policyOf: (ip) => {
+          const policy = policyOf(ip);
+          return policy && { ...policy, upstream: upstreamOf(policy.sandboxId) };
+        },
+        resolve4,
+        forbidden,
+        audit: this.audit,
+      });
       this.#proxy = await startEgressProxy({
         gateway: network.gateway,
         ports: PROXIED_PORTS,
@@ -69,6 +87,10 @@ export class EgressService {
         forbidden: forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []),
         audit: this.audit,
         interceptor: () => this.#interceptor,
+        dial: (sandboxId, ip, port) => {
+          const upstream = upstreamOf(sandboxId);
+          return upstream && dialThroughUserProxy({ resolve4, forbidden }, upstream, ip, port);
+        },
       });
       await this.#applyRedirects(signal);
     } catch (err) {
@@ -80,6 +102,14 @@ export class EgressService {
   /** Apply header transforms with `interceptor` from now on (undefined: splice every connection again). */
   setInterceptor(interceptor: EgressInterceptor | undefined): void {
     this.#interceptor = interceptor;
+  }
+
+  /**
+   * Where each sandbox whose lists carry the tunnel marker connects through (undefined, or a sandbox it answers
+   * nothing for: such connections are refused, never made directly).
+   */
+  setUpstreamProxies(lookup: ((sandboxId: string) => UpstreamProxy | undefined) | undefined): void {
+    this.#upstreams = lookup;
   }
 
   /** The CA sandboxes must trust for header transforms over TLS, when there is an interceptor. */
@@ -107,6 +137,7 @@ export class EgressService {
         this.hostServices.list().map((s) => ({ port: s.port, hostPort: s.hostPort })),
         this.#proxy?.listeners ?? new Map(),
         signal,
+        this.#tunnel?.port,
       ),
     );
     this.#redirects = next.catch(() => undefined);
@@ -114,8 +145,9 @@ export class EgressService {
   }
 
   async close(): Promise<void> {
-    await Promise.allSettled([this.#dns?.close(), this.#proxy?.close()]);
+    await Promise.allSettled([this.#dns?.close(), this.#proxy?.close(), this.#tunnel?.close()]);
     this.#dns = undefined;
     this.#proxy = undefined;
+    this.#tunnel = undefined;
   }
 }

@@ -7,6 +7,10 @@
 // A sandbox whose rules name domains is also in @proxied: its TCP 80/443 is redirected to the egress proxy and its
 // UDP 443 (QUIC, which the proxy cannot judge) dropped (ruleset.ts); its chain holds only the CIDR entries.
 //
+// A sandbox whose lists carry TUNNEL_MARKER (its egress goes through its user's proxy) is also in @tunneled: every
+// TCP port its name-judging listeners do not take is redirected to the egress proxy's catch-all listener
+// (egress/tunnel-proxy.ts), which connects through the user's proxy.
+//
 // Every script is applied as one `nft -f` transaction: an update replaces the chain's rules, the map element and
 // the set element together, and a failing one leaves the old rules in place.
 import type { EgressRules } from "./egress-rules.js";
@@ -19,6 +23,14 @@ export const EGRESS_MAP = "egress";
 export const EGRESS_CHAIN_PREFIX = "egress_";
 /** Set of the sandbox addresses whose TCP 80/443 goes through the egress proxy (rules with domains). */
 export const PROXIED_SET = "proxied";
+/** Set of the sandbox addresses whose TCP goes through their user's proxy. */
+export const TUNNELED_SET = "tunneled";
+/**
+ * A denyOut entry the control plane adds for a sandbox with a user's proxy (a name no one can register: .invalid),
+ * so that the fact travels with its rules (forks, checkpoints, restarts); as a domain entry it also sends the
+ * sandbox's 80/443 through the name-judging listeners.
+ */
+export const TUNNEL_MARKER = "egress-proxy.burrow.invalid";
 
 export function egressChainName(ip: string): string {
   return `${EGRESS_CHAIN_PREFIX}${ip.replaceAll(".", "_")}`;
@@ -47,6 +59,8 @@ export function egressScript(names: NetworkNames, ip: string, internet: boolean,
   if (rules !== undefined) {
     lines.push(`add element inet ${t} ${PROXIED_SET} { ${ip} }`);
     if (!hasDomainRules(rules)) lines.push(`delete element inet ${t} ${PROXIED_SET} { ${ip} }`);
+    lines.push(`add element inet ${t} ${TUNNELED_SET} { ${ip} }`);
+    if (!rules.denyOut.includes(TUNNEL_MARKER)) lines.push(`delete element inet ${t} ${TUNNELED_SET} { ${ip} }`);
   }
   if (hasEgressRules(rules)) {
     const chain = egressChainName(ip);
@@ -71,6 +85,8 @@ export function clearEgressScript(names: NetworkNames, ip: string): string {
     `delete element inet ${t} internet { ${ip} }`,
     `add element inet ${t} ${PROXIED_SET} { ${ip} }`,
     `delete element inet ${t} ${PROXIED_SET} { ${ip} }`,
+    `add element inet ${t} ${TUNNELED_SET} { ${ip} }`,
+    `delete element inet ${t} ${TUNNELED_SET} { ${ip} }`,
     ...dropEgressChainLines(names, ip),
   ].join("\n") + "\n";
 }

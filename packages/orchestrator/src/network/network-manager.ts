@@ -61,7 +61,7 @@ export interface BurrowNetworkManager extends NetworkManager {
   /** The egress of the sandbox at `ip` (the resolver and the egress proxy judge by it), or undefined for none. */
   egressOf(ip: string): AttachedEgress | undefined;
   /** Replace the DNAT rules of host services and of the egress proxy's listeners (ruleset.ts, redirectScript). */
-  setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal): Promise<void>;
+  setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number): Promise<void>;
 }
 
 /** What the resolver and the egress proxy know of a sandbox by its address. */
@@ -278,8 +278,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     return undefined;
   }
 
-  async setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal): Promise<void> {
-    await this.#exec("nft", ["-f", "-"], { input: redirectScript(this.#names, this.gateway, services, proxy), signal });
+  async setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number): Promise<void> {
+    await this.#exec("nft", ["-f", "-"], { input: redirectScript(this.#names, this.gateway, services, proxy, tunnelPort), signal });
   }
 
   async teardown(): Promise<void> {

@@ -21,7 +21,7 @@
 // setup() runs the script with `add` + `flush chain`, in one nft transaction: re-running it replaces the
 // rules but keeps set elements, so a restarted orchestrator does not cut off running sandboxes.
 import type { EgressRules } from "./egress-rules.js";
-import { clearEgressScript, EGRESS_MAP, egressScript, PROXIED_SET } from "./egress-ruleset.js";
+import { clearEgressScript, EGRESS_MAP, egressScript, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
 import { egressLimitsScript, type EgressLimitRates } from "./egress-limits.js";
 import type { NetworkNames } from "./names.js";
 
@@ -48,6 +48,7 @@ add table inet ${t}
 add set inet ${t} internet { type ipv4_addr; }
 add map inet ${t} ${EGRESS_MAP} { type ipv4_addr : verdict; }
 add set inet ${t} ${PROXIED_SET} { type ipv4_addr; }
+add set inet ${t} ${TUNNELED_SET} { type ipv4_addr; }
 add chain inet ${t} ${REDIRECTS_CHAIN}
 add chain inet ${t} prerouting { type nat hook prerouting priority -100; policy accept; }
 flush chain inet ${t} prerouting
@@ -99,14 +100,24 @@ export interface HostServicePorts {
 
 /**
  * The redirects chain's rules, replacing the old ones in one transaction: host services for every sandbox, then the
- * egress proxy's listeners (original port → listener port) for @proxied sandboxes.
+ * egress proxy's listeners (original port → listener port) for @proxied sandboxes, then every other TCP port of
+ * @tunneled sandboxes (but the gateway's) to the catch-all listener `tunnelPort`.
  */
-export function redirectScript(names: NetworkNames, gateway: string, services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>): string {
+export function redirectScript(
+  names: NetworkNames,
+  gateway: string,
+  services: readonly HostServicePorts[],
+  proxy: ReadonlyMap<number, number>,
+  tunnelPort?: number,
+): string {
   const t = names.table;
   const lines = [`flush chain inet ${t} ${REDIRECTS_CHAIN}`];
   for (const s of services) lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip daddr ${gateway} tcp dport ${s.port} dnat ip to ${gateway}:${s.hostPort}`);
   for (const [port, listener] of proxy) {
     lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip saddr @${PROXIED_SET} tcp dport ${port} dnat ip to ${gateway}:${listener}`);
+  }
+  if (tunnelPort !== undefined) {
+    lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip saddr @${TUNNELED_SET} ip daddr != ${gateway} meta l4proto tcp dnat ip to ${gateway}:${tunnelPort}`);
   }
   return `${lines.join("\n")}\n`;
 }

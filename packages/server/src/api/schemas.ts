@@ -78,6 +78,7 @@ export const sandboxDetailSchema = {
         allowPublicTraffic: { type: "boolean" },
         maskRequestHost: { type: "string" },
         rules: { type: "object", additionalProperties: true },
+        egressProxy: { type: "object", properties: { address: { type: "string" }, username: { type: "string" } } },
       },
     },
     lifecycle: {

@@ -1,11 +1,13 @@
 // E2B's sandbox network config (create body `network` and `allow_internet_access`, PUT /sandboxes/{id}/network) as
 // Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall, by domain
 // (`example.com`, `*.example.com`) by its resolver and transparent egress proxy; ingress (allowPublicTraffic's traffic
-// token, maskRequestHost) by the gateway; header transforms (`rules`, network-rules.ts) by the egress proxy. What
-// cannot be enforced yet (a user's egress proxy, httpsPorts) is refused with 501 rather than accepted and ignored.
+// token, maskRequestHost) by the gateway; header transforms (`rules`, network-rules.ts) and a user's own proxy
+// (`egressProxy`, egress-proxy-config.ts) by the egress proxy. What cannot be enforced yet (httpsPorts) is refused
+// with 501 rather than accepted and ignored.
 import { randomBytes } from "node:crypto";
 import { ALL_TRAFFIC, parseEgressTarget, type SandboxEgress } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
+import { egressProxyOf, egressProxyView, stripTunnelMarker, withTunnelMarker, type EgressProxyConfig } from "./egress-proxy-config.js";
 import { denyOutWithMarker, networkRules, stripOrchestratorMarker, type NetworkRules } from "./network-rules.js";
 
 /** What a sandbox keeps of its network config (the store's JSON). */
@@ -23,6 +25,8 @@ export interface SandboxNetworkConfig {
   rules?: NetworkRules;
   /** Whose secrets the rules' placeholders name (the team's anchor key id when they were set). */
   rulesOwner?: number;
+  /** The sandbox's own proxy (egress-proxy-config.ts); its password is never answered. */
+  egressProxy?: EgressProxyConfig;
 }
 
 /** The create body's `network` as sent (its JSON types already checked by the schema). */
@@ -63,6 +67,8 @@ export function networkFromCreate(body: NetworkBody | undefined): SandboxNetwork
   if (body.maskRequestHost !== undefined) config.maskRequestHost = maskRequestHost(body.maskRequestHost);
   const rules = networkRules(body.rules);
   if (rules) config.rules = rules;
+  const proxy = egressProxyOf(body.egressProxy);
+  if (proxy) config.egressProxy = proxy;
   if (!config.allowPublicTraffic) config.trafficAccessToken = newTrafficToken();
   return config;
 }
@@ -83,6 +89,9 @@ export function networkFromUpdate(current: SandboxNetworkConfig | undefined, bod
   if (current?.trafficAccessToken !== undefined) next.trafficAccessToken = current.trafficAccessToken;
   const rules = networkRules(body.rules);
   if (rules) next.rules = rules;
+  // Like the lists, an update without it clears it (E2B: repeat it in every update that should keep tunneling).
+  const proxy = egressProxyOf(body.egressProxy);
+  if (proxy) next.egressProxy = proxy;
   return next;
 }
 
@@ -98,10 +107,11 @@ export function copiedNetwork(
   if (source === undefined && (egress === undefined || (egress.allowOut.length === 0 && egress.denyOut.length === 0))) return undefined;
   const copy: SandboxNetworkConfig = {
     allowOut: [...(egress?.allowOut ?? [])],
-    denyOut: stripOrchestratorMarker(egress?.denyOut ?? []),
+    denyOut: stripTunnelMarker(stripOrchestratorMarker(egress?.denyOut ?? [])),
     allowPublicTraffic: source?.allowPublicTraffic ?? true,
   };
   if (source?.maskRequestHost !== undefined) copy.maskRequestHost = source.maskRequestHost;
+  if (source?.egressProxy !== undefined) copy.egressProxy = source.egressProxy;
   // A fork (egress copied from the source itself) keeps the source's header transforms; a checkpoint's child has
   // the egress recorded with the checkpoint, which says nothing of them.
   if (egress === source && source?.rules !== undefined) Object.assign(copy, { rules: source.rules, rulesOwner: source.rulesOwner });
@@ -116,22 +126,22 @@ export function copiedNetwork(
  */
 export function withInheritedEgress(config: SandboxNetworkConfig | undefined, inherited: SandboxEgress): SandboxNetworkConfig | undefined {
   if (inherited.allowOut.length === 0 && inherited.denyOut.length === 0) return config;
-  return { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: stripOrchestratorMarker(inherited.denyOut) };
+  return { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: stripTunnelMarker(stripOrchestratorMarker(inherited.denyOut)) };
 }
 
 /** allowOut/denyOut for the orchestrator's create, undefined when the config has none. */
 export function egressListsOf(config: SandboxNetworkConfig | undefined): { allowOut: string[]; denyOut: string[] } | undefined {
-  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: denyOutWithMarker(config.denyOut, config.rules) } : undefined;
+  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: withTunnelMarker(denyOutWithMarker(config.denyOut, config.rules), config.egressProxy) } : undefined;
 }
 
 /** What the firewall enforces for a config. */
 export function egressOf(config: SandboxNetworkConfig | undefined, allowInternetAccess: boolean): SandboxEgress {
-  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: denyOutWithMarker(config?.denyOut ?? [], config?.rules) };
+  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: withTunnelMarker(denyOutWithMarker(config?.denyOut ?? [], config?.rules), config?.egressProxy) };
 }
 
 /** True when the firewall needs rules of the sandbox's own (not just the internet switch). */
 export function hasEgressRules(config: SandboxNetworkConfig | undefined): boolean {
-  return (config?.allowOut.length ?? 0) > 0 || (config?.denyOut.length ?? 0) > 0 || config?.rules !== undefined;
+  return (config?.allowOut.length ?? 0) > 0 || (config?.denyOut.length ?? 0) > 0 || config?.rules !== undefined || config?.egressProxy !== undefined;
 }
 
 /** SandboxDetail.network in E2B's field names (the traffic token is not part of it). */
@@ -142,6 +152,7 @@ export function networkView(config: SandboxNetworkConfig) {
     allowPublicTraffic: config.allowPublicTraffic,
     ...(config.maskRequestHost !== undefined ? { maskRequestHost: config.maskRequestHost } : {}),
     ...(config.rules !== undefined ? { rules: config.rules } : {}),
+    ...(config.egressProxy !== undefined ? { egressProxy: egressProxyView(config.egressProxy) } : {}),
   };
 }
 
@@ -150,9 +161,6 @@ function newTrafficToken(): string {
 }
 
 function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProxy?: unknown; httpsPorts?: number[] }): void {
-  if (body.egressProxy !== undefined && body.egressProxy !== null) {
-    throw new BurrowError(Code.Unimplemented, "network.egressProxy is not supported by Burrow yet", { reason: "egress_proxy_unsupported" });
-  }
   if (body.httpsPorts !== undefined && body.httpsPorts.length > 0) {
     throw new BurrowError(Code.Unimplemented, "network.httpsPorts is not supported by Burrow yet", { reason: "https_ports_unsupported" });
   }

@@ -1,0 +1,144 @@
+// A sandbox's own egress proxy (E2B's network.egressProxy), with the official SDK against a Burrow server of this
+// file's own: SOCKS5 (user/password) and HTTP CONNECT proxies run inside the fake internet's namespace
+// (test/helpers/test-proxies.mjs, at P, connecting out from P), next to a TCP target on an arbitrary port that
+// answers with the address it sees. Every TCP port of the sandbox goes through the proxy (the proxy logs it, the
+// target sees P), wrong credentials fail closed, updateNetwork takes the proxy away and sets it again live, GET never
+// shows the password, bad addresses are 400 naming them. Every address is the fake internet's (203.0.113.0/24).
+import { spawn, type ChildProcess } from "node:child_process";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { Sandbox } from "e2b";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
+import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { newTestInstance } from "../helpers/test-instance.js";
+
+const A = "203.0.113.10"; // the target: HTTP on 80 (fake internet), "seen <peer>" on 7000 (below)
+const P = "203.0.113.30"; // the proxies: SOCKS5 on 1080, HTTP CONNECT on 3128
+const SOCKS = { address: `socks5://${P}:1080`, username: "alice", password: "s3cret" };
+const HTTP = { address: `http://${P}:3128`, username: "bob", password: "pw" };
+
+const instance = newTestInstance("eproxy");
+let internet: FakeInternet;
+let server: ServerProcess;
+let proxies: ChildProcess;
+const proxyLog: string[] = [];
+const created: Sandbox[] = [];
+
+const opts = () => ({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url, debug: false as const });
+
+async function create(network: object): Promise<Sandbox> {
+  const sandbox = await Sandbox.create("base", { ...opts(), timeoutMs: 300_000, network } as never);
+  created.push(sandbox);
+  return sandbox;
+}
+
+/** The body of a GET from inside the sandbox, or "" when the connection failed. */
+async function get(sandbox: Sandbox, url: string): Promise<string> {
+  internet.assertRouted();
+  const r = await sandbox.commands.run(`curl -s -m 8 ${url} 2>&1 || true`, { timeoutMs: 60_000 });
+  return r.stdout.trim();
+}
+
+// Runs in the namespace: both proxies and the target on port 7000, each log line on stdout.
+const SCRIPT = (helper: string) => `import { createServer } from "node:net";
+import { startHttpConnectProxy, startSocks5Proxy } from ${JSON.stringify(helper)};
+const tap = (name, p) => { p.log.push = (...l) => { for (const x of l) console.log(name + " " + x); return l.length; }; };
+tap("socks", await startSocks5Proxy({ host: "${P}", port: 1080, username: "${SOCKS.username}", password: "${SOCKS.password}", localAddress: "${P}" }));
+tap("http", await startHttpConnectProxy({ host: "${P}", port: 3128, username: "${HTTP.username}", password: "${HTTP.password}", localAddress: "${P}" }));
+const target = createServer((s) => s.end("HTTP/1.1 200 OK\\r\\nContent-Length: " + ("seen " + s.remoteAddress).length + "\\r\\nConnection: close\\r\\n\\r\\nseen " + s.remoteAddress));
+await new Promise((r) => target.listen(7000, "${A}", r));
+console.log("ready");`;
+
+describe("egress through the user's proxy (own server, fake internet)", () => {
+  beforeAll(async () => {
+    internet = await startFakeInternet([A, P]);
+    const helper = pathToFileURL(join(import.meta.dirname, "..", "helpers", "test-proxies.mjs")).href;
+    proxies = spawn("ip", ["netns", "exec", internet.netns, process.execPath, "--input-type=module", "-e", SCRIPT(helper)], { stdio: ["ignore", "pipe", "inherit"] });
+    await new Promise<void>((resolve, reject) => {
+      let buffered = "";
+      proxies.once("exit", (code) => reject(new Error(`the proxies exited (${code})`)));
+      proxies.stdout!.on("data", (d: Buffer) => {
+        buffered += d.toString();
+        const lines = buffered.split("\n");
+        buffered = lines.pop()!;
+        for (const line of lines) line === "ready" ? resolve() : proxyLog.push(line);
+      });
+    });
+    server = await startServerProcess(instance, await freePort(), ["--pool-size", "0"]);
+  });
+
+  afterAll(async () => {
+    try {
+      await Promise.all(created.map((s) => s.kill().catch(() => undefined)));
+      if (server) await stopServerProcess(server, "SIGTERM");
+      burrowDown(instance);
+      rmSync(instance.stateDir, { recursive: true, force: true });
+    } finally {
+      if (proxies && proxies.exitCode === null) {
+        proxies.kill("SIGTERM");
+        await new Promise((resolve) => proxies.once("exit", resolve));
+      }
+      await internet?.close();
+    }
+  });
+
+  it("every TCP port goes through a SOCKS5 proxy with credentials; the target sees the proxy; GET shows no password", async () => {
+    const sandbox = await create({ egressProxy: SOCKS });
+    expect(await get(sandbox, `http://${A}:7000/`)).toBe(`seen ${P}`);
+    expect(await get(sandbox, `http://${A}/`)).toBe(`hello from ${A}`);
+    expect(proxyLog.filter((l) => l.startsWith("socks "))).toEqual([`socks CONNECT ${A}:7000`, `socks CONNECT ${A}:80`]);
+    const info = await Sandbox.getInfo(sandbox.sandboxId, opts());
+    const network = (info as unknown as { network?: { egressProxy?: object } }).network;
+    expect(network?.egressProxy).toEqual({ address: SOCKS.address, username: SOCKS.username });
+    const raw = await fetch(`${server.url}/sandboxes/${sandbox.sandboxId}`, { headers: { "x-api-key": server.apiKey } });
+    expect(await raw.text()).not.toContain(SOCKS.password);
+  });
+
+  it("through an HTTP CONNECT proxy with Proxy-Authorization", async () => {
+    const sandbox = await create({ egressProxy: HTTP });
+    expect(await get(sandbox, `http://${A}:7000/`)).toBe(`seen ${P}`);
+    expect(proxyLog).toContain(`http CONNECT ${A}:7000`);
+  });
+
+  it("wrong credentials fail closed: no connection, never a direct one", async () => {
+    const sandbox = await create({ egressProxy: { ...SOCKS, password: "wrong" } });
+    const before = proxyLog.length;
+    expect(await get(sandbox, `http://${A}:7000/`)).toBe("");
+    expect(proxyLog.slice(before)).toEqual(["socks AUTH FAILED"]);
+  });
+
+  it("updateNetwork takes the proxy away and sets it again, live", async () => {
+    const sandbox = await create({ egressProxy: SOCKS });
+    expect(await get(sandbox, `http://${A}:7000/`)).toBe(`seen ${P}`);
+    await sandbox.updateNetwork({});
+    const direct = await get(sandbox, `http://${A}:7000/`);
+    expect(direct).toMatch(/^seen /);
+    expect(direct).not.toBe(`seen ${P}`);
+    await sandbox.updateNetwork({ egressProxy: HTTP } as never);
+    expect(await get(sandbox, `http://${A}:7000/`)).toBe(`seen ${P}`);
+    expect(proxyLog.at(-1)).toBe(`http CONNECT ${A}:7000`);
+  });
+
+  it("bad proxies are 400 naming the value", async () => {
+    const post = (egressProxy: object) =>
+      fetch(`${server.url}/sandboxes`, {
+        method: "POST",
+        headers: { "x-api-key": server.apiKey, "content-type": "application/json" },
+        body: JSON.stringify({ templateID: "base", network: { egressProxy } }),
+      });
+    for (const [egressProxy, text] of [
+      [{ address: "ftp://proxy.test:21" }, "ftp://proxy.test:21"],
+      [{ address: "127.0.0.1:1080" }, "127.0.0.1:1080"],
+      [{ address: `${P}:99999` }, "port 99999"],
+      [{ address: `${P}:1080`, password: "x" }, "password needs a username"],
+    ] as const) {
+      const res = await post(egressProxy);
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { code: number; message: string };
+      expect(body.code).toBe(400);
+      expect(body.message).toContain(text);
+    }
+  });
+});
