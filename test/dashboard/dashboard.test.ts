@@ -143,4 +143,52 @@ describe("dashboard in Chromium", () => {
 
     expect(pageErrors).toEqual([]);
   });
+
+  it("pauses, resumes, sets the timeout of and kills a sandbox from the list", async () => {
+    // Signed in already when the first test ran in this page; not when this one runs alone.
+    await page.goto(base);
+    await page.waitForSelector("table, #api-key");
+    if (await page.locator("#api-key").count()) {
+      await page.fill("#api-key", env.apiKey);
+      await page.click("#sign-in");
+      await page.waitForSelector("table");
+    }
+    const tag = `dash-${randomBytes(4).toString("hex")}`;
+    sandbox = await Sandbox.create({ ...connection(env), metadata: { suite: tag } });
+    const id = sandbox.sandboxId;
+    await page.fill("#metadata-filter", `suite=${tag}`);
+    await page.press("#metadata-filter", "Enter");
+    const row = page.locator(`tr[data-sandbox-id="${id}"]`);
+    await row.waitFor({ timeout: 15_000 });
+
+    const before = await Sandbox.getInfo(id, connection(env));
+    await row.locator("button.timeout").click();
+    await row.locator(".timeout-edit input").fill("3000");
+    await row.locator(".timeout-edit button").click();
+    await expect
+      .poll(async () => (await Sandbox.getInfo(id, connection(env))).endAt.getTime() - Date.now(), { timeout: 15_000 })
+      .toBeGreaterThan(2_000_000);
+    expect((await Sandbox.getInfo(id, connection(env))).endAt.getTime()).toBeGreaterThan(before.endAt.getTime());
+
+    await row.locator("button.pause").click();
+    await expect
+      .poll(() => row.getAttribute("data-state"), { timeout: 30_000 })
+      .toBe("paused")
+      .catch(async (error: unknown) => {
+        throw new Error(`${String(error)}; page: ${await page.locator("main").innerText()}; errors: ${pageErrors.join(" | ")}`);
+      });
+    expect((await Sandbox.getInfo(id, connection(env))).state).toBe("paused");
+    await shot("5-paused");
+
+    await row.locator("button.resume").click();
+    await expect.poll(() => row.getAttribute("data-state"), { timeout: 30_000 }).toBe("running");
+    expect((await sandbox.commands.run("echo resumed")).stdout).toBe("resumed\n");
+
+    await row.locator("button.kill").click();
+    await expect.poll(() => row.count(), { timeout: 15_000 }).toBe(0);
+    await expect(Sandbox.getInfo(id, connection(env))).rejects.toThrow(/not found/i);
+    sandbox = undefined;
+
+    expect(pageErrors).toEqual([]);
+  });
 });

@@ -114,7 +114,7 @@ export function SandboxesPage() {
                 <td class="metadata">{Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(", ")}</td>
                 <td class="actions">
                   {s.state === "running" ? (
-                    <button class="pause" onClick={() => act("pause", () => api("POST", `${sandboxPath(s.sandboxID)}/pause`))}>Pause</button>
+                    <button class="pause" onClick={() => act("pause", () => api("POST", `${sandboxPath(s.sandboxID)}/pause`, {}))}>Pause</button>
                   ) : (
                     <button class="resume" onClick={() => act("resume", () => api("POST", `${sandboxPath(s.sandboxID)}/connect`, { timeout: 300 }))}>Resume</button>
                   )}
