@@ -2,10 +2,11 @@
 // are asked for), its limits, a ready sandbox from a pool or a fresh launch, and the claim that makes it the
 // caller's: limits and network policy as asked, envd's /init with the caller's env vars and token, the template's
 // start command.
+import { join } from "node:path";
 import { BurrowError, Code } from "@burrow/protocol";
 import { envdAt, initEnvd } from "./envd-client/index.js";
 import { toRecord, type LiveSandboxes } from "./live-sandboxes.js";
-import { installSandboxCa, trustEnv } from "./egress/sandbox-trust.js";
+import { hasTrustedCa, installSandboxCa, trustEnv } from "./egress/sandbox-trust.js";
 import { hasEgressRules, type EgressRules } from "./network/egress-rules.js";
 import type { CreateSandboxOptions, EgressRuleLists, SandboxRecord } from "./orchestrator-api.js";
 import { egressRulesOf } from "./sandbox-egress.js";
@@ -116,9 +117,12 @@ export async function claim(
       opts.signal,
     ),
   );
-  // Best effort: a template without a shell or with a read-only /etc still makes a sandbox, whose TLS to hosts with
-  // header rules then fails verification (what its user sees) while everything else works.
-  if (caPem !== undefined) await installSandboxCa(envdAt(record.ip, opts.envdAccessToken), caPem, opts.signal).catch(() => undefined);
+  // Launches write the CA into the writable layer; a sandbox launched before the CA was known (the first pool of a
+  // start) gets it through envd, best effort: a template without a shell still makes a sandbox, whose TLS to hosts
+  // with header rules then fails verification (what its user sees) while everything else works.
+  if (caPem !== undefined && !hasTrustedCa(join(sandbox.dir, "upper"))) {
+    await installSandboxCa(envdAt(record.ip, opts.envdAccessToken), caPem, opts.signal).catch(() => undefined);
+  }
   if (!deps.pools.wasStarted(sandbox)) {
     await inSpan("orchestrator.start_command", () => startTemplateProcess(envdAt(record.ip, opts.envdAccessToken), template, { signal: opts.signal }));
   }

@@ -101,6 +101,7 @@ async function assemble(
     layerPath: (layerId) => templates.layerPath(layerId),
     gateway: network.gateway,
     hostServices: egress.hostServices,
+    trustedCa: () => egress.sandboxCaPem,
     logger,
   });
   return { config, logger, templates, host, cgroups, network, storage, egress };

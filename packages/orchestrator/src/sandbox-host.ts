@@ -7,6 +7,7 @@ import { basename, join } from "node:path";
 import { BurrowError, Code, ENVD_PORT } from "@burrow/protocol";
 import type { OrchestratorConfig } from "./config.js";
 import { statePaths } from "./config.js";
+import { writeTrustedCa } from "./egress/sandbox-trust.js";
 import { envdAt, waitForEnvd } from "./envd-client/index.js";
 import { envdListening } from "./envd-listening.js";
 import { randomId } from "./ids.js";
@@ -36,6 +37,8 @@ export interface SandboxHostDeps {
   runtimeDir: string;
   runtimeCommand: string[];
   layerPath: (layerId: string) => string;
+  /** The egress CA sandboxes trust (egress/sandbox-trust.ts), written into each writable layer at launch. */
+  trustedCa?: () => string | undefined;
   /** The burrow-reaper that parents sandbox inits. */
   reaper: ReaperPaths;
   storage: SandboxStorage;
@@ -93,6 +96,8 @@ export class SandboxHost {
           if (opts.writableDir) await rename(opts.writableDir, dir);
           else await this.deps.storage.createWritableDir(dir);
           await this.prepareWritableLayer(dir, upper);
+          const ca = this.deps.trustedCa?.();
+          if (ca !== undefined) await writeTrustedCa(upper, ca, template.layers.map((l) => this.deps.layerPath(l)), config.uidBase);
         })(),
         (async () => {
           cgroup = await cgroups.open(sandboxId);
