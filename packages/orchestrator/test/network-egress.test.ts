@@ -132,7 +132,11 @@ describe("egress ruleset (real kernel)", () => {
 
   it("re-adopts a sandbox's rules after a restart and reaps the chains of addresses nobody leases", async () => {
     const kept = await reserve("sbx-kept", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["198.51.100.0/24"] } });
-    const gone = await reserve("sbx-gone", { allowInternetAccess: false, egress: { allowOut: ["198.51.100.1"], denyOut: [] } });
+    // A sandbox with a domain entry and a user's proxy: its address is in @proxied and @tunneled too.
+    const gone = await reserve("sbx-gone", { allowInternetAccess: false, egress: { allowOut: ["198.51.100.1"], denyOut: ["x.test", "egress-proxy.burrow.invalid"] } });
+    const setText = (set: string) => sh(["list", "set", "inet", table, set]);
+    expect(setText("proxied")).toContain(gone.ip);
+    expect(setText("tunneled")).toContain(gone.ip);
     // A restarted orchestrator: a new manager over the same kernel state, which adopts only one of the two.
     const again = createNetworkManager({ instance, subnet, runCommand });
     await again.setup();
@@ -141,6 +145,9 @@ describe("egress ruleset (real kernel)", () => {
     expect(chainRules(kept.ip)).toEqual(["ip daddr 198.51.100.0/24 drop", "accept"]);
     expect(chainRules(gone.ip)).toBeUndefined();
     expect(mapText()).not.toContain(`${gone.ip} :`);
+    // Left in @proxied / @tunneled, the address would send a later sandbox's TCP to the proxy.
+    expect(setText("proxied")).not.toContain(gone.ip);
+    expect(setText("tunneled")).not.toContain(gone.ip);
     // The adopted rules are known: switching the internet off keeps the deny list's chain.
     await adopted.setInternetAccess(false);
     expect(chainRules(kept.ip)).toEqual(["drop"]);

@@ -18,7 +18,7 @@ import { NetworkError } from "./network-error.js";
 import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
 import type { EgressLimitRates } from "./egress-limits.js";
-import { dropEgressChainLines, EGRESS_MAP, egressScript, ipOfEgressChain } from "./egress-ruleset.js";
+import { dropEgressChainLines, EGRESS_MAP, egressScript, ipOfEgressChain, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
 import { bindScript, type HostServicePorts, type PortBinding, redirectScript, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
 /** Anything with `info` and `warn` taking a message (console, pino). */
@@ -357,17 +357,23 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     }
   }
 
-  /** Remove @internet, @bound and @macs elements whose address nobody leases (left over from a crash). */
+  /**
+   * Remove @internet, @proxied, @tunneled, @bound and @macs elements whose address nobody leases (left over from a
+   * crash): a stale @tunneled element would send a later sandbox's TCP at that address, rules or not, to a proxy.
+   */
   async #dropStaleElements(signal?: AbortSignal): Promise<void> {
     const t = this.#names.table;
-    const [inet, bridge] = await Promise.all([
-      this.#exec("nft", ["-j", "list", "set", "inet", t, "internet"], { signal }),
+    const addressSets = ["internet", PROXIED_SET, TUNNELED_SET];
+    const [bridge, ...inet] = await Promise.all([
       this.#exec("nft", ["-j", "list", "table", "bridge", t], { signal }),
+      ...addressSets.map((set) => this.#exec("nft", ["-j", "list", "set", "inet", t, set], { signal })),
     ]);
     const lines: string[] = [];
-    for (const ip of setElements(inet, "internet") as string[]) {
-      if (!this.#leased(ip)) lines.push(`delete element inet ${t} internet { ${ip} }`);
-    }
+    addressSets.forEach((set, i) => {
+      for (const ip of setElements(inet[i]!, set) as string[]) {
+        if (!this.#leased(ip)) lines.push(`delete element inet ${t} ${set} { ${ip} }`);
+      }
+    });
     lines.push(...(await this.#staleEgressLines(signal)));
     for (const e of setElements(bridge, "bound")) {
       const [port, mac, ip] = e as [string, string, string];
