@@ -3,8 +3,15 @@
 // rules are IP-only (pure nftables), in the same run, to the same fake host in a network namespace on this machine
 // (test/helpers/fake-internet.mjs; nothing leaves the machine). Latency: sequential HTTP requests, each on a new
 // connection, timed inside the sandbox (python3's clock, so the SDK's round trips do not count). Throughput: 100 MB
-// downloads with curl. Targets (issue 10): ≤ 1.2× the direct latency, ≥ 80% of the direct throughput.
+// downloads with curl, the cases alternating round by round, median of 5. Targets (issue 10): ≤ 1.2× the direct
+// latency, ≥ 80% of the direct throughput.
+// A third figure for the download: a plain Node pipe relay in a process of its own, which sandboxes reach as a host
+// service (relay.burrow:8080; port 80 is the model gateway's), DNAT'ed to the gateway like the proxy, and which
+// connects to the same fake host: the egress proxy's path with nothing of Burrow's in the relay, i.e. "plain Node
+// pipe speed".
+import { spawn } from "node:child_process";
 import { rmSync, mkdtempSync } from "node:fs";
+import { createServer } from "node:net";
 import { randomBytes } from "node:crypto";
 import { Sandbox } from "e2b";
 import { DNS_ADDRESS, startFakeInternet } from "../test/helpers/fake-internet.mjs";
@@ -16,7 +23,7 @@ const HOST = "203.0.113.10";
 const NAME = "bench.test";
 const REQUESTS = Number(process.env.BENCH_EGRESS_REQUESTS ?? 200);
 const BYTES = 100 * 2 ** 20;
-const DOWNLOADS = Number(process.env.BENCH_EGRESS_DOWNLOADS ?? 3);
+const DOWNLOADS = Number(process.env.BENCH_EGRESS_DOWNLOADS ?? 5);
 
 // Per-request milliseconds of `count` GETs, each on a new connection; prints the median and p95.
 const LATENCY = `import http.client, sys, time
@@ -42,15 +49,35 @@ async function latency(sandbox, host) {
   return { p50, p95 };
 }
 
-async function throughput(sandbox, url) {
-  const speeds = [];
+/** MiB/s of one download. */
+async function download(sandbox, url) {
+  const out = await sandbox.commands.run(`curl -s -o /dev/null -w '%{size_download} %{speed_download}' ${url}`, { timeoutMs: 300_000 });
+  const [size, speed] = out.stdout.trim().split(" ").map(Number);
+  if (size !== BYTES) throw new Error(`downloaded ${size} bytes, not ${BYTES}`);
+  return speed / 2 ** 20;
+}
+
+/** Median MiB/s of each [sandbox, url], taken in alternating rounds so that the machine's load falls on all alike. */
+async function throughputs(cases) {
+  const speeds = cases.map(() => []);
   for (let i = 0; i < DOWNLOADS; i++) {
-    const out = await sandbox.commands.run(`curl -s -o /dev/null -w '%{size_download} %{speed_download}' ${url}`, { timeoutMs: 300_000 });
-    const [size, speed] = out.stdout.trim().split(" ").map(Number);
-    if (size !== BYTES) throw new Error(`downloaded ${size} bytes, not ${BYTES}`);
-    speeds.push(speed / 2 ** 20);
+    for (const [j, [sandbox, url]] of cases.entries()) speeds[j].push(await download(sandbox, url));
   }
-  return median(speeds);
+  return speeds.map((s) => median(s));
+}
+
+// The plain relay: every connection piped to the fake host's port 80, 1 MiB socket buffers like the proxy's.
+const RELAY = `const net=require("net");const HWM=2**20;
+const s=net.createServer({highWaterMark:HWM},(c)=>{const u=net.connect({host:process.argv[1],port:80,readableHighWaterMark:HWM,writableHighWaterMark:HWM});
+u.once("connect",()=>{c.pipe(u);u.pipe(c)});u.on("error",()=>c.destroy());c.on("error",()=>u.destroy())});
+s.listen(Number(process.argv[2]),"0.0.0.0",()=>console.log("ready"));`;
+
+async function freePort() {
+  const s = createServer();
+  await new Promise((resolve) => s.listen(0, "127.0.0.1", resolve));
+  const { port } = s.address();
+  await new Promise((resolve) => s.close(resolve));
+  return port;
 }
 
 export async function runEgressBenchmarks() {
@@ -58,13 +85,19 @@ export async function runEgressBenchmarks() {
   const internet = await startFakeInternet([HOST], { names: { [NAME]: HOST }, ttl: 60 });
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-egress-");
   let burrow;
+  const relayPort = await freePort();
+  const relay = spawn(process.execPath, ["-e", RELAY, HOST, String(relayPort)], { stdio: ["ignore", "pipe", "inherit"] });
   try {
+    await new Promise((resolve, reject) => {
+      relay.once("exit", (code) => reject(new Error(`the relay exited (${code})`)));
+      relay.stdout.once("data", resolve);
+    });
     burrow = await startBurrow({
       stateDir,
       instance: `g${randomBytes(2).toString("hex")}`,
       subnet: freeSubnet(),
       pool: { size: 0 },
-      config: { dnsUpstream: DNS_ADDRESS },
+      config: { dnsUpstream: DNS_ADDRESS, hostServices: [{ name: "relay.burrow", hostPort: relayPort, port: 8080 }] },
     });
     const create = (network) => Sandbox.create("base", { ...burrow.opts, timeoutMs: 600_000, network });
     const direct = await create({ allowOut: [HOST], denyOut: ["0.0.0.0/0"] });
@@ -76,14 +109,20 @@ export async function runEgressBenchmarks() {
       const p = await latency(proxied, NAME);
       report("request latency p50, via egress proxy", p.p50, "ms", d.p50, "direct", "≤ 1.2×");
       report("request latency p95, via egress proxy", p.p95, "ms", d.p95, "direct");
-      const dt = await throughput(direct, `http://${HOST}/bytes/${BYTES}`);
-      const pt = await throughput(proxied, `http://${NAME}/bytes/${BYTES}`);
+      const [dt, pt, rt] = await throughputs([
+        [direct, `http://${HOST}/bytes/${BYTES}`],
+        [proxied, `http://${NAME}/bytes/${BYTES}`],
+        [direct, `http://relay.burrow:8080/bytes/${BYTES}`],
+      ]);
       report("100 MB download, via egress proxy", pt, "MiB/s", dt, "direct", "≥ 0.8×");
+      report("100 MB download, via a plain Node pipe relay", rt, "MiB/s", dt, "direct");
+      report("100 MB download, via egress proxy vs plain relay", pt, "MiB/s", rt, "plain relay");
     } finally {
       await Promise.all([direct.kill(), proxied.kill()].map((p) => p.catch(() => undefined)));
     }
   } finally {
     if (burrow) await stopBurrow(burrow);
+    relay.kill("SIGTERM");
     await internet.close();
     rmSync(stateDir, { recursive: true, force: true });
   }
