@@ -4,6 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { burrowEnv, hasBurrowEnv } from "../conformance/env.js";
+import { keyedApi } from "./team-api.js";
 
 const maybe = hasBurrowEnv ? describe : describe.skip;
 const BUS = "/burrow/v1";
@@ -14,16 +15,7 @@ interface CreatedTeam {
 }
 
 function api(key: string) {
-  const env = burrowEnv();
-  return async (method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> => {
-    const res = await fetch(`${env.apiUrl}${path}`, {
-      method,
-      headers: { "x-api-key": key, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  };
+  return keyedApi(burrowEnv().apiUrl, key);
 }
 
 maybe("queues and agents per team", () => {

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RateLimitError, Sandbox, SandboxError } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance } from "../helpers/test-instance.js";
+import { keyedApi, sdkOptions } from "./team-api.js";
 
 const QUOTA_MB = 100;
 const instance = newTestInstance("teamq");
@@ -22,19 +23,11 @@ interface TeamKeys {
 }
 
 function api(key: string) {
-  return async (method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> => {
-    const res = await fetch(`${server!.url}${path}`, {
-      method,
-      headers: { "x-api-key": key, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  };
+  return keyedApi(server!.url, key);
 }
 
 function opts(apiKey: string) {
-  return { apiKey, apiUrl: server!.url, sandboxUrl: server!.url, debug: false as const };
+  return sdkOptions(server!.url, server!.url, apiKey);
 }
 
 async function create(key: string): Promise<Sandbox> {

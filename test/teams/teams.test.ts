@@ -5,6 +5,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { NotFoundError, RateLimitError, Sandbox } from "e2b";
 import { burrowEnv, hasBurrowEnv } from "../conformance/env.js";
+import { keyedApi, sdkOptions } from "./team-api.js";
 
 const maybe = hasBurrowEnv ? describe : describe.skip;
 const TEMPLATE = "base";
@@ -16,21 +17,12 @@ interface CreatedTeam {
 }
 
 function api(key: string) {
-  const env = burrowEnv();
-  return async (method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> => {
-    const res = await fetch(`${env.apiUrl}${path}`, {
-      method,
-      headers: { "x-api-key": key, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    });
-    const text = await res.text();
-    return { status: res.status, json: text ? JSON.parse(text) : undefined };
-  };
+  return keyedApi(burrowEnv().apiUrl, key);
 }
 
 function opts(apiKey: string) {
   const env = burrowEnv();
-  return { apiKey, apiUrl: env.apiUrl, sandboxUrl: env.sandboxUrl, debug: false as const };
+  return sdkOptions(env.apiUrl, env.sandboxUrl, apiKey);
 }
 
 maybe("teams", () => {
