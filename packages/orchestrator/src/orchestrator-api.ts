@@ -1,5 +1,6 @@
 // What the control plane sees of an orchestrator. Implemented in-process for one machine
 // (LocalOrchestrator); a NATS request/reply client can implement the same interface for many.
+import type { EgressRecord } from "./egress/egress-audit.js";
 import type { EgressInterceptor } from "./egress/header-relay.js";
 import type { UpstreamProxy } from "./egress/upstream-proxy.js";
 import type { SandboxLimits } from "./types.js";
@@ -364,19 +365,9 @@ export interface Orchestrator {
   setEgressUpstreams?(lookup: ((sandboxId: string) => UpstreamProxy | undefined) | undefined): void;
 }
 
-/** One connection the egress proxy carried or refused, or one name the resolver refused (egress/egress-audit.ts). */
-export interface EgressEvent {
-  sandboxId: string;
+/** One connection the egress proxy carried or refused, or one name the resolver refused, with its sandbox's template. */
+export interface EgressEvent extends EgressRecord {
   templateId: string;
-  atMs: number;
-  via: "proxy" | "dns";
-  verdict: "allowed" | "denied";
-  rule: string;
-  host?: string;
-  ip?: string;
-  port?: number;
-  bytesOut: number;
-  bytesIn: number;
 }
 
 /**
