@@ -18,16 +18,6 @@
 
 static int mkdir_p1(const char *path, mode_t mode) { return mkdir(path, mode) == 0 || errno == EEXIST ? 0 : -1; }
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOVE_MOUNT_T_EMPTY_PATH
-#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
-#endif
-
 /* A fresh (unlocked) recursive copy of the mount tree at `fd`, as a detached mount fd. Works
  * from an fd, so no host path has to be walked with the sandbox's credentials. */
 static int clone_tree(int fd) {

@@ -12,6 +12,17 @@
 #define MAX_USERNS_LIMITS 16
 #define MAX_VOLUMES 16
 
+/* The new mount API's flags, for C libraries whose headers predate them. */
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
+#endif
+#ifndef MOVE_MOUNT_T_EMPTY_PATH
+#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
+#endif
+
 /* The sandbox's network (netlink.c): veth == NULL for none. */
 struct net_config {
   const char *veth, *bridge; /* host end of the veth pair, and the bridge it joins */

@@ -19,16 +19,6 @@
 
 #include "sandbox.h"
 
-#ifndef OPEN_TREE_CLONE
-#define OPEN_TREE_CLONE 1
-#endif
-#ifndef MOVE_MOUNT_F_EMPTY_PATH
-#define MOVE_MOUNT_F_EMPTY_PATH 0x00000004
-#endif
-#ifndef MOVE_MOUNT_T_EMPTY_PATH
-#define MOVE_MOUNT_T_EMPTY_PATH 0x00000040
-#endif
-
 /* PATH inside: absolute, not "/", no empty, "." or ".." components, no trailing slash. */
 static int bad_mount_path(const char *p) {
   if (p[0] != '/' || p[1] == 0 || strlen(p) >= 4096) return 1;
