@@ -4,7 +4,7 @@
 import { randomBytes } from "node:crypto";
 import { beforeAll, describe, expect, test } from "vitest";
 import { burrowEnv, hasBurrowEnv } from "../conformance/env.js";
-import { keyedApi } from "./team-api.js";
+import { keyedApi } from "../helpers/keyed-api.js";
 
 const maybe = hasBurrowEnv ? describe : describe.skip;
 const BUS = "/burrow/v1";

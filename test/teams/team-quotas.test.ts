@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RateLimitError, Sandbox, SandboxError } from "e2b";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance } from "../helpers/test-instance.js";
-import { keyedApi, sdkOptions } from "./team-api.js";
+import { keyedApi, sdkOptions } from "../helpers/keyed-api.js";
 
 const QUOTA_MB = 100;
 const instance = newTestInstance("teamq");

@@ -5,7 +5,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { NotFoundError, RateLimitError, Sandbox } from "e2b";
 import { burrowEnv, hasBurrowEnv } from "../conformance/env.js";
-import { keyedApi, sdkOptions } from "./team-api.js";
+import { keyedApi, sdkOptions } from "../helpers/keyed-api.js";
 
 const maybe = hasBurrowEnv ? describe : describe.skip;
 const TEMPLATE = "base";

@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Sandbox, Template } from "e2b";
 import { burrowEnv, hasBurrowEnv } from "../conformance/env.js";
-import { keyedApi } from "./team-api.js";
+import { keyedApi } from "../helpers/keyed-api.js";
 
 const maybe = hasBurrowEnv ? describe : describe.skip;
 

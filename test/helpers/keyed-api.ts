@@ -1,4 +1,4 @@
-// REST calls and SDK options as one team's key, for the suites that run two teams on one server.
+// REST calls and SDK options with a given API key (suites that run several keys or teams on one server).
 
 export interface ApiAnswer {
   status: number;
@@ -6,7 +6,7 @@ export interface ApiAnswer {
   json: any;
 }
 
-/** A caller of `baseUrl`'s REST API with `key`: JSON in, status and parsed JSON (or undefined when empty) out. */
+/** A caller of `baseUrl`'s REST API with `key`: JSON in, status and parsed JSON (undefined when empty) out. */
 export function keyedApi(baseUrl: string, key: string) {
   return async (method: string, path: string, body?: unknown): Promise<ApiAnswer> => {
     const res = await fetch(`${baseUrl}${path}`, {
