@@ -6,7 +6,7 @@
 import { linkSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { randomBytes, X509Certificate } from "node:crypto";
 import { join } from "node:path";
-import { issueServerCertificate, type LocalCa } from "../tls/index.js";
+import { issueServerCertificate, readIfExists, type LocalCa } from "../tls/index.js";
 import { openssl } from "../tls/openssl.js";
 
 const DIR_NAME = "egress-ca";
@@ -67,13 +67,4 @@ export async function ensureEgressCa(stateDir: string, opts: { signal?: AbortSig
       return leaf;
     },
   };
-}
-
-function readIfExists(file: string): string | undefined {
-  try {
-    return readFileSync(file, "utf8");
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw err;
-  }
 }

@@ -162,7 +162,8 @@ export async function issueServerCertificate(
   }
 }
 
-function readIfExists(file: string): string | undefined {
+/** A file's text, or undefined when it does not exist (other errors are thrown). */
+export function readIfExists(file: string): string | undefined {
   try {
     return readFileSync(file, "utf8");
   } catch (err) {
