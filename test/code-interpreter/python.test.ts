@@ -41,6 +41,17 @@ describe("python", () => {
     expect((await shared.sandbox.runCode("x")).text).toBe("2");
   });
 
+  it("runs code sent right after a failing run (the kernel aborts nothing)", async () => {
+    // The second run is queued behind the first, so it reaches the kernel the moment the error is reported:
+    // ipykernel's stop_on_error would abort it without running it and the client would get nothing at all.
+    for (let i = 0; i < 5; i++) {
+      const [failed, next] = await Promise.all([shared.sandbox.runCode("1 / 0"), shared.sandbox.runCode(`${i} + 1`)]);
+      expect(failed.error?.name).toBe("ZeroDivisionError");
+      expect(next.error).toBeUndefined();
+      expect(next.text).toBe(String(i + 1));
+    }
+  });
+
   it("returns a displayed DataFrame as html, text and data", async () => {
     const results: Result[] = [];
     const execution = await shared.sandbox.runCode(

@@ -36,6 +36,17 @@ export interface JupyterKernelOptions extends StartKernelOptions {
 
 const PROBE_INTERVAL_MS = 500;
 
+/**
+ * A run ends when both of its ends have arrived: IOPub's idle status (after every output) and shell's
+ * execute_reply (which says whether the code ran at all). The two sockets are not ordered with each other.
+ */
+interface Run {
+  queue: AsyncQueue<KernelEvent>;
+  silent: boolean;
+  idle: boolean;
+  replied: boolean;
+}
+
 interface Probe {
   ids: Set<string>;
   shellSeen: boolean;
@@ -48,7 +59,7 @@ export class JupyterKernel implements Kernel {
   readonly #codec: MessageCodec;
   readonly #shell: Dealer;
   readonly #iopub: Subscriber;
-  readonly #runs = new Map<string, { queue: AsyncQueue<KernelEvent>; silent: boolean }>();
+  readonly #runs = new Map<string, Run>();
   readonly #snippets: EnvSnippets | undefined;
   readonly #logger: Logger;
   #probe: Probe | undefined;
@@ -140,10 +151,12 @@ export class JupyterKernel implements Kernel {
       store_history: !silent,
       user_expressions: {},
       allow_stdin: false,
-      stop_on_error: true,
+      // Runs are serialised by the context, so nothing is ever queued behind a failing one. With true, ipykernel
+      // aborts (without running it) any request that arrives shortly after an error: the next run would be lost.
+      stop_on_error: false,
     });
     const queue = new AsyncQueue<KernelEvent>();
-    this.#runs.set(msg.header.msg_id, { queue, silent });
+    this.#runs.set(msg.header.msg_id, { queue, silent, idle: false, replied: false });
     try {
       await this.#shell.send(this.#codec.encode(msg));
       yield* queue;
@@ -201,11 +214,21 @@ export class JupyterKernel implements Kernel {
   }
 
   #onShell(msg: JupyterMessage): void {
+    const parentId = msg.parent_header.msg_id ?? "";
     const probe = this.#probe;
-    if (probe && msg.header.msg_type === "kernel_info_reply" && probe.ids.has(msg.parent_header.msg_id ?? "")) {
+    if (probe && msg.header.msg_type === "kernel_info_reply" && probe.ids.has(parentId)) {
       probe.shellSeen = true;
       if (probe.iopubSeen) probe.ready();
+      return;
     }
+    const run = this.#runs.get(parentId);
+    if (!run || msg.header.msg_type !== "execute_reply") return;
+    if (msg.content.status === "aborted") {
+      // Never a silent nothing: the client learns its code did not run.
+      run.queue.push({ type: "error", name: "ExecutionAborted", value: "the kernel aborted this run without running it", traceback: "" });
+    }
+    run.replied = true;
+    if (run.idle) run.queue.end();
   }
 
   #onIopub(msg: JupyterMessage): void {
@@ -221,7 +244,9 @@ export class JupyterKernel implements Kernel {
     const c = msg.content;
     switch (msg.header.msg_type) {
       case "status":
-        if (c.execution_state === "idle") run.queue.end();
+        if (c.execution_state !== "idle") return;
+        run.idle = true;
+        if (run.replied) run.queue.end();
         return;
       case "execute_input":
         if (!run.silent && typeof c.execution_count === "number") run.queue.push({ type: "execution_count", count: c.execution_count });
