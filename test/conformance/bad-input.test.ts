@@ -169,6 +169,58 @@ maybe("bad input", () => {
       expectRestError(await create(huge), 413);
     });
 
+    test("a client still uploading an oversized body gets its 413, not a broken connection", async () => {
+      // The body is sent in two parts with a pause between them: a server that answers and closes at once makes
+      // the second write fail (EPIPE/reset) before the client has read anything.
+      const url = new URL(`${env().apiUrl}/v2/sandboxes`);
+      const part = Buffer.alloc(1024 * 1024, 0x20);
+      const total = part.length * 3;
+      const result = await new Promise<{ status: number; body: string; connection: string | undefined }>((resolve, reject) => {
+        const req = request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { "X-API-KEY": env().apiKey, "content-type": "application/json", "content-length": total },
+        });
+        req.once("error", reject);
+        req.once("response", (res) => {
+          let body = "";
+          res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+          res.once("end", () => resolve({ status: res.statusCode ?? 0, body, connection: res.headers.connection }));
+        });
+        req.write(part);
+        setTimeout(() => {
+          req.write(part);
+          setTimeout(() => req.end(part), 200);
+        }, 200);
+      });
+      expect(result.status).toBe(413);
+      expect(JSON.parse(result.body)).toMatchObject({ code: 413, message: expect.stringMatching(/larger than/) });
+      expect(result.connection).not.toBe("close");
+    });
+
+    test("a huge declared body is refused at once, without being read", async () => {
+      const url = new URL(`${env().apiUrl}/v2/sandboxes`);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = request({
+          host: url.hostname,
+          port: url.port,
+          path: url.pathname,
+          method: "POST",
+          headers: { "X-API-KEY": env().apiKey, "content-type": "application/json", "content-length": 1024 * 1024 * 1024 },
+        });
+        req.once("error", reject);
+        req.once("response", (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+          req.destroy();
+        });
+        req.flushHeaders();
+      });
+      expect(status).toBe(413);
+    });
+
     test("bad and unknown sandbox ids are 404 (400 or 414 when malformed) in E2B's shape", async () => {
       for (const id of ["nosuchsandbox", "UPPER-case", "..%2F..%2Fetc%2Fpasswd", "%00", "a".repeat(300), "%E2%9C%93", "%E0%A4%A", "%"]) {
         expectRestError(await api(`/sandboxes/${id}`), [400, 404, 414]);

@@ -8,6 +8,7 @@ import { registerAuth } from "./auth.js";
 import { registerTeams } from "../teams/team-services.js";
 import type { ApiContext } from "./context.js";
 import { registerHealthRoutes } from "./health.js";
+import { registerOversizedBodyGuard } from "./oversized-body.js";
 import { registerConnectRoutes } from "./sandboxes/connect.js";
 import { registerCreateRoutes } from "./sandboxes/create.js";
 import { registerGetRoute } from "./sandboxes/get.js";
@@ -90,6 +91,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     templateSize: (ref) => ctx.orchestrator.resolveTemplate(ref)?.defaults,
     volumeOwnerKey: (ref) => ctx.volumes.findVolume(ref, { apiKeyId: null })?.apiKeyId,
   });
+  registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);
   registerHealthRoutes(app, ctx);
   registerCreateRoutes(app, ctx);
   registerListRoutes(app, ctx);

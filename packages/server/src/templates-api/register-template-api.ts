@@ -105,7 +105,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
     scope.put<{ Params: { templateID: string; hash: string }; Querystring: { token?: string } }>(
       `${UPLOAD_PATH_PREFIX}/:templateID/:hash`,
       {
-        config: { public: true },
+        config: { public: true, streamedBody: true },
         schema: {
           params: { type: "object", required: ["templateID", "hash"], properties: { templateID: { type: "string" }, hash: { type: "string", pattern: HASH } } },
         },

@@ -63,7 +63,7 @@ export function registerVolumeContentRoutes(app: FastifyInstance, volumes: Volum
     // File bodies arrive as raw streams, whatever their content type; PATCH's JSON is parsed as usual.
     scope.addContentTypeParser("application/octet-stream", (_request, payload, done) => done(null, payload));
     const base = "/volumecontent/:volumeID";
-    const route = { config: { public: true }, schema: { params } };
+    const route = { config: { public: true, streamedBody: true }, schema: { params } };
 
     scope.get(`${base}/dir`, route, async (request: ContentRequest) =>
       withFiles(request, (files) => files.list(pathOf(request.query), int(request.query, "depth") ?? 1)),
