@@ -8,6 +8,7 @@ import { registerAuth } from "./auth.js";
 import { registerTeams } from "../teams/team-services.js";
 import type { ApiContext } from "./context.js";
 import { registerHealthRoutes } from "./health.js";
+import { registerServerStatsRoute } from "./server-stats.js";
 import { registerOversizedBodyGuard } from "./oversized-body.js";
 import { registerConnectRoutes } from "./sandboxes/connect.js";
 import { registerCreateRoutes } from "./sandboxes/create.js";
@@ -93,6 +94,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   });
   registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);
   registerHealthRoutes(app, ctx);
+  registerServerStatsRoute(app, { registry: ctx.registry, stateDir: ctx.config.stateDir });
   registerCreateRoutes(app, ctx);
   registerListRoutes(app, ctx);
   registerGetRoute(app, ctx);
