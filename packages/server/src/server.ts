@@ -251,7 +251,14 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       volumes: () => store.volumes.list(),
     });
     cleanups.push(() => teams.close());
-    const volumes = new VolumeService({ store: store.volumes, orchestrator: deps.orchestrator, stateDir: cfg.stateDir, defaultSizeMB: cfg.volumeDefaultMB });
+    const volumes = new VolumeService({
+      store: store.volumes,
+      orchestrator: deps.orchestrator,
+      stateDir: cfg.stateDir,
+      defaultSizeMB: cfg.volumeDefaultMB,
+      teamOfKey: (id) => teams.ownership.teamOfKeyId(id),
+      defaultTeamId: teams.defaultTeamId,
+    });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
     const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;

@@ -57,7 +57,7 @@ describe("team disk total", () => {
     store.sandboxes.insert(row("sbx-paused", blueKey.id, 1000));
     store.sandboxes.setState("sbx-paused", "paused");
     store.sandboxes.insert(row("sbx-red", redKey.id, 5000));
-    store.volumes.insert({ volumeId: "vol-blue", name: "blue-data", sizeMB: 500, tokenSalt: "s", apiKeyId: blueKey.id, createdAt: new Date() });
+    store.volumes.insert({ volumeId: "vol-blue", teamId: blue.teamId, name: "blue-data", sizeMB: 500, tokenSalt: "s", apiKeyId: blueKey.id, createdAt: new Date() });
     expect(teams.quotas.usage(blue.teamId)).toEqual({ runningSandboxes: 1, vcpu: 1, memoryMB: 256, diskMB: 2500 });
 
     const ask = { count: 1, cpuCount: 1, memoryMB: 256, diskMB: 1000, timeoutSec: 60, kind: "new" as const };

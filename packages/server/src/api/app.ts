@@ -90,7 +90,6 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     sandboxes: ctx.sandboxes,
     config: () => ctx.config,
     templateSize: (ref) => ctx.orchestrator.resolveTemplate(ref)?.defaults,
-    volumeOwnerKey: (ref) => ctx.volumes.findVolume(ref, { apiKeyId: null })?.apiKeyId,
   });
   registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);
   registerHealthRoutes(app, ctx);

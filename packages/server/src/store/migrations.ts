@@ -154,4 +154,39 @@ export const MIGRATIONS: readonly string[] = [
      PRIMARY KEY (team_id, ts)
    ) WITHOUT ROWID;
    CREATE INDEX team_metric_samples_ts ON team_metric_samples (ts);`,
+  // Volume names are unique per team (E2B's behaviour), not per server: volumes get the team that owns them (their
+  // creating key's; rows of an unknown key go to the default team, '' when no team exists yet, adopted at start by
+  // volumes/volume-service.ts) and UNIQUE (team_id, name). SQLite cannot drop a column's UNIQUE, so both tables are
+  // rebuilt, sandbox_volumes first (it references volumes), and renamed into place.
+  `CREATE TABLE volumes_v2 (
+     volume_id   TEXT PRIMARY KEY,
+     team_id     TEXT NOT NULL,
+     name        TEXT NOT NULL,
+     size_mb     INTEGER NOT NULL,
+     token_salt  TEXT NOT NULL,
+     api_key_id  INTEGER REFERENCES api_keys(id) ON DELETE SET NULL,
+     created_at  INTEGER NOT NULL,          -- unix ms
+     UNIQUE (team_id, name)
+   );
+   INSERT INTO volumes_v2 (volume_id, team_id, name, size_mb, token_salt, api_key_id, created_at)
+     SELECT v.volume_id,
+            COALESCE((SELECT k.team_id FROM api_keys k WHERE k.id = v.api_key_id),
+                     (SELECT t.team_id FROM teams t WHERE t.name = 'default'),
+                     (SELECT t.team_id FROM teams t ORDER BY t.created_at, t.name LIMIT 1),
+                     ''),
+            v.name, v.size_mb, v.token_salt, v.api_key_id, v.created_at
+       FROM volumes v;
+   CREATE TABLE sandbox_volumes_v2 (
+     sandbox_id  TEXT NOT NULL REFERENCES sandboxes(sandbox_id) ON DELETE CASCADE,
+     volume_id   TEXT NOT NULL REFERENCES volumes_v2(volume_id),
+     path        TEXT NOT NULL,
+     position    INTEGER NOT NULL,
+     PRIMARY KEY (sandbox_id, path)
+   );
+   INSERT INTO sandbox_volumes_v2 (sandbox_id, volume_id, path, position) SELECT sandbox_id, volume_id, path, position FROM sandbox_volumes;
+   DROP TABLE sandbox_volumes;
+   DROP TABLE volumes;
+   ALTER TABLE volumes_v2 RENAME TO volumes;
+   ALTER TABLE sandbox_volumes_v2 RENAME TO sandbox_volumes;
+   CREATE INDEX sandbox_volumes_volume ON sandbox_volumes (volume_id);`,
 ];

@@ -23,8 +23,6 @@ export interface AccessHookDeps {
   config: () => ServerConfig;
   /** A template's default size, for quotas of creates (unknown templates: E2B's defaults). */
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
-  /** The key that created a volume (null: unknown key), undefined when there is no such volume. */
-  volumeOwnerKey: (ref: { volumeId: string } | { name: string }) => number | null | undefined;
   /** Record a build of the team as running (for maxConcurrentBuilds). */
   buildStarted: (teamId: string, templateId: string, buildId: string) => void;
 }
@@ -86,8 +84,6 @@ function checkParams(d: AccessHookDeps, caller: Caller, request: FastifyRequest)
   if (params["checkpointID"] !== undefined) d.ownership.require(caller, "checkpoint", params["checkpointID"], use);
   if (params["templateID"] !== undefined) d.ownership.require(caller, "template", params["templateID"], use);
   if (params["alias"] !== undefined) d.ownership.require(caller, "template", params["alias"], "read");
-  const volumeId = params["volumeID"];
-  if (volumeId !== undefined) d.ownership.requireVolume(caller, volumeId, d.volumeOwnerKey({ volumeId }));
   if (params["id"] !== undefined && (url.startsWith(`${BURROW}/triggers/`) || url.startsWith(`${BURROW}/tasks/`))) {
     const owner = d.ownership.recordedOwner("trigger", params["id"]);
     if (owner !== undefined ? owner !== caller.teamId : !caller.instanceAdmin) {
@@ -102,11 +98,8 @@ function checkBody(d: AccessHookDeps, caller: Caller, request: FastifyRequest): 
   const url = route(request);
   const method = request.method;
   if (method === "POST" && (url === "/v2/sandboxes" || url === "/sandboxes") && typeof body?.["templateID"] === "string") {
+    // Its volumeMounts name volumes within the caller's team (volumes/volume-service.ts scopes them).
     d.ownership.require(caller, "template", body["templateID"], "read");
-    for (const mount of Array.isArray(body["volumeMounts"]) ? body["volumeMounts"] : []) {
-      const name = (mount as { name?: unknown } | null)?.name;
-      if (typeof name === "string") d.ownership.requireVolume(caller, name, d.volumeOwnerKey({ name }));
-    }
   }
   if (method === "POST" && url === "/v3/templates") {
     const name = body?.["name"] ?? body?.["alias"];

@@ -81,17 +81,6 @@ export class Ownership {
     return (keyId !== null ? this.#d.teamOfKey(keyId) : undefined) ?? this.#d.defaultTeamId();
   }
 
-  /**
-   * A volume (by id or name) the caller's team may use, else 404 in the volume API's words. `ownerKey` is the key
-   * that created it (null: made before keys were recorded), undefined when there is no such volume (the route
-   * answers that itself).
-   */
-  requireVolume(caller: Caller, ref: string, ownerKey: number | null | undefined): void {
-    if (ownerKey !== undefined && this.teamOfKeyId(ownerKey) !== caller.teamId) {
-      throw new BurrowError(Code.NotFound, `volume '${ref}' not found`, { reason: "volume_not_found" });
-    }
-  }
-
   /** The owner of a recorded resource, or undefined. */
   recordedOwner(kind: OwnedKind, resourceId: string): string | undefined {
     return this.#get.get(kind, resourceId)?.team_id;

@@ -54,8 +54,8 @@ export interface TeamServicesDeps {
   createdKey: string | null;
   /** A build's status, to count a team's running builds. */
   buildStatus?: ((templateId: string, buildId: string) => string | undefined) | undefined;
-  /** Volumes with the key that created them and their size limit, for the teams' disk totals. */
-  volumes?: (() => readonly { apiKeyId: number | null; sizeMB: number }[]) | undefined;
+  /** Volumes with their team and size limit, for the teams' disk totals. */
+  volumes?: (() => readonly { teamId: string; sizeMB: number }[]) | undefined;
 }
 
 export function openTeamServices(d: TeamServicesDeps): TeamServices {
@@ -88,7 +88,7 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
       u.vcpu += row.cpuCount;
       u.memoryMB += row.memoryMB;
     }
-    for (const volume of d.volumes?.() ?? []) of(ownership.teamOfKeyId(volume.apiKeyId)).diskMB += volume.sizeMB;
+    for (const volume of d.volumes?.() ?? []) of(volume.teamId).diskMB += volume.sizeMB;
     return byTeam;
   };
   const builds = new Map<string, Set<string>>();
@@ -136,8 +136,6 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
   sandboxes: SandboxService;
   config: () => ServerConfig;
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
-  /** The key that created a volume (null: unknown), undefined when there is none; without volumes, always none. */
-  volumeOwnerKey?: (ref: { volumeId: string } | { name: string }) => number | null | undefined;
 }): void {
   // Names first: the access hooks judge the stored names requests are rewritten to.
   registerTemplateNames(app, { defaultTeamId: t.defaultTeamId, exists: (ref) => t.resolveTemplate(ref) !== undefined });
@@ -150,17 +148,16 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
     sandboxes: deps.sandboxes,
     config: deps.config,
     templateSize: deps.templateSize,
-    volumeOwnerKey: deps.volumeOwnerKey ?? (() => undefined),
     buildStarted: (teamId, templateId, buildId) => t.buildStarted(teamId, templateId, buildId),
   });
-  registerListFilters(app, t, deps.volumeOwnerKey ?? (() => undefined));
+  registerListFilters(app, t);
   registerTeamRoutes(app, t);
   registerApiKeyRoutes(app, t);
   registerAuditRoutes(app, t);
 }
 
 /** Unpaginated lists whose routes know nothing of teams: filtered on the way out, one rule per route. */
-function registerListFilters(app: FastifyInstance, t: TeamServices, volumeOwnerKey: (ref: { volumeId: string }) => number | null | undefined): void {
+function registerListFilters(app: FastifyInstance, t: TeamServices): void {
   type Item = Record<string, unknown>;
   const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined);
   const ownsSandbox = (c: Caller, id: string | undefined) => {
@@ -169,10 +166,6 @@ function registerListFilters(app: FastifyInstance, t: TeamServices, volumeOwnerK
   };
   const filters: Record<string, (c: Caller, item: Item) => boolean> = {
     "/templates": (c, i) => str(i["templateID"]) !== undefined && t.ownership.canSee(c, "template", str(i["templateID"])!),
-    "/volumes": (c, i) => {
-      const key = str(i["volumeID"]) !== undefined ? volumeOwnerKey({ volumeId: str(i["volumeID"])! }) : undefined;
-      return key !== undefined && t.ownership.teamOfKeyId(key) === c.teamId;
-    },
     // Triggers made before teams (unrecorded) are the instance admin's.
     "/burrow/v1/triggers": (c, i) => {
       const id = str(i["id"]);

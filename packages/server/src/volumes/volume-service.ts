@@ -1,6 +1,7 @@
 // Volumes for the control plane: names, tokens, who made them and which sandboxes mount them (burrow.db), their
-// files through the orchestrator. Every lookup of a volume by id or name goes through findVolume, the one place
-// that will scope volumes by team.
+// files through the orchestrator. Volumes belong to a team (their creating key's) and names are unique per team, as
+// on E2B. Every lookup of a volume by id or name goes through findVolume, the one place that scopes them: another
+// team's volume is absent, by id and by name (a create's volumeMounts name volumes of the caller's team).
 import { randomBytes } from "node:crypto";
 import type { Orchestrator, VolumeHost, VolumeMount } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
@@ -8,7 +9,7 @@ import { checkMountPath } from "./mount-paths.js";
 import type { MountRow, VolumeRow, VolumeStore } from "./volume-store.js";
 import { VolumeTokens } from "./volume-tokens.js";
 
-/** Who asks: the API key of the request (teams will be added here). */
+/** Who asks: the API key of the request (its team is the deps' teamOfKey). */
 export interface VolumeCaller {
   apiKeyId: number | null;
 }
@@ -38,9 +39,14 @@ export class VolumeService {
       stateDir: string;
       /** Size limit of a new volume in MiB. */
       defaultSizeMB: number;
+      /** The team of a key (null: no key, the default team). */
+      teamOfKey: (apiKeyId: number | null) => string;
+      /** Owner of volumes migrated before any team existed. */
+      defaultTeamId: string;
     },
   ) {
     this.#tokens = VolumeTokens.open(deps.stateDir);
+    deps.store.adoptOrphans(deps.defaultTeamId);
   }
 
   get supported(): boolean {
@@ -57,8 +63,11 @@ export class VolumeService {
   }
 
   /** The one lookup of a volume, by id or by name, as the caller may see it; undefined when there is none. */
-  findVolume(ref: { volumeId: string } | { name: string }, _caller: VolumeCaller): VolumeRow | undefined {
-    return "volumeId" in ref ? this.deps.store.get(ref.volumeId) : this.deps.store.getByName(ref.name);
+  findVolume(ref: { volumeId: string } | { name: string }, caller: VolumeCaller): VolumeRow | undefined {
+    const teamId = this.deps.teamOfKey(caller.apiKeyId);
+    if ("name" in ref) return this.deps.store.getByName(teamId, ref.name);
+    const row = this.deps.store.get(ref.volumeId);
+    return row?.teamId === teamId ? row : undefined;
   }
 
   #require(volumeId: string, caller: VolumeCaller): VolumeRow {
@@ -85,6 +94,7 @@ export class VolumeService {
     }
     const row: VolumeRow = {
       volumeId: randomBytes(10).toString("hex"),
+      teamId: this.deps.teamOfKey(caller.apiKeyId),
       name,
       sizeMB: this.deps.defaultSizeMB,
       tokenSalt: VolumeTokens.newSalt(),
@@ -96,7 +106,7 @@ export class VolumeService {
       this.deps.store.insert(row);
     } catch (error) {
       await support.deleteVolume(row.volumeId).catch(() => undefined);
-      // Two creates of one name at once: the second loses on the UNIQUE constraint.
+      // Two creates of one name in one team at once: the second loses on the UNIQUE constraint.
       if (/UNIQUE/.test((error as Error).message)) {
         throw new BurrowError(Code.AlreadyExists, `a volume named '${name}' exists already`, { reason: "volume_exists" });
       }

@@ -4,11 +4,13 @@ import type { Db } from "../store/database.js";
 
 export interface VolumeRow {
   volumeId: string;
+  /** The team that owns it (its creating key's); names are unique within a team. */
+  teamId: string;
   name: string;
   sizeMB: number;
   /** Random per volume; the token is derived from it (volume-tokens.ts) and never stored. */
   tokenSalt: string;
-  /** The API key that created it (teams will scope volumes by it). */
+  /** The API key that created it (for the audit trail; the team decides access). */
   apiKeyId: number | null;
   createdAt: Date;
 }
@@ -22,6 +24,7 @@ export interface MountRow {
 
 interface DbVolume {
   volume_id: string;
+  team_id: string;
   name: string;
   size_mb: number;
   token_salt: string;
@@ -31,6 +34,7 @@ interface DbVolume {
 
 const toRow = (r: DbVolume): VolumeRow => ({
   volumeId: r.volume_id,
+  teamId: r.team_id,
   name: r.name,
   sizeMB: r.size_mb,
   tokenSalt: r.token_salt,
@@ -48,13 +52,15 @@ export class VolumeStore {
   readonly #mountsOf;
   readonly #mountersOf;
   readonly #insertMounts;
+  readonly #adopt;
 
   constructor(db: Db) {
-    this.#insert = db.prepare<[string, string, number, string, number | null, number]>(
-      "INSERT INTO volumes (volume_id, name, size_mb, token_salt, api_key_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    this.#insert = db.prepare<[string, string, string, number, string, number | null, number]>(
+      "INSERT INTO volumes (volume_id, team_id, name, size_mb, token_salt, api_key_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
     );
     this.#byId = db.prepare<[string], DbVolume>("SELECT * FROM volumes WHERE volume_id = ?");
-    this.#byName = db.prepare<[string], DbVolume>("SELECT * FROM volumes WHERE name = ?");
+    this.#byName = db.prepare<[string, string], DbVolume>("SELECT * FROM volumes WHERE team_id = ? AND name = ?");
+    this.#adopt = db.prepare<[string]>("UPDATE volumes SET team_id = ? WHERE team_id = ''");
     this.#all = db.prepare<[], DbVolume>("SELECT * FROM volumes ORDER BY created_at, volume_id");
     this.#delete = db.prepare<[string]>("DELETE FROM volumes WHERE volume_id = ?");
     this.#insertMount = db.prepare<[string, string, string, number]>(
@@ -71,7 +77,7 @@ export class VolumeStore {
   }
 
   insert(row: VolumeRow): void {
-    this.#insert.run(row.volumeId, row.name, row.sizeMB, row.tokenSalt, row.apiKeyId, row.createdAt.getTime());
+    this.#insert.run(row.volumeId, row.teamId, row.name, row.sizeMB, row.tokenSalt, row.apiKeyId, row.createdAt.getTime());
   }
 
   get(volumeId: string): VolumeRow | undefined {
@@ -79,13 +85,19 @@ export class VolumeStore {
     return r && toRow(r);
   }
 
-  getByName(name: string): VolumeRow | undefined {
-    const r = this.#byName.get(name);
+  /** A team's volume of that name. */
+  getByName(teamId: string, name: string): VolumeRow | undefined {
+    const r = this.#byName.get(teamId, name);
     return r && toRow(r);
   }
 
   list(): VolumeRow[] {
     return this.#all.all().map(toRow);
+  }
+
+  /** Give volumes migrated before any team existed (team_id '') to the default team. */
+  adoptOrphans(defaultTeamId: string): void {
+    this.#adopt.run(defaultTeamId);
   }
 
   delete(volumeId: string): boolean {
