@@ -189,4 +189,10 @@ export const MIGRATIONS: readonly string[] = [
    ALTER TABLE volumes_v2 RENAME TO volumes;
    ALTER TABLE sandbox_volumes_v2 RENAME TO sandbox_volumes;
    CREATE INDEX sandbox_volumes_volume ON sandbox_volumes (volume_id);`,
+  // The egress part of a sandbox's network config as it was when a snapshot or checkpoint was taken of it, by the
+  // snapshot's template id or the checkpoint's id: sandboxes started from it get it whole (store/sandbox-networks.ts).
+  `CREATE TABLE network_copies (
+     source_id  TEXT PRIMARY KEY,
+     config     TEXT NOT NULL            -- JSON: allowOut, denyOut, rules, rulesOwner, egressProxy
+   );`,
 ];
