@@ -44,6 +44,15 @@ describe("commands through burrow-reaper", () => {
     expect(b.stderr).toBe("done");
   });
 
+  it("answers commands that end at once, hundreds at a time, and one that ignores a large stdin", async () => {
+    // A command that needs no stdin can end (and its worker close) before the client is done sending: the answer
+    // must still arrive, never an EPIPE.
+    const results = await Promise.all(Array.from({ length: 300 }, (_, i) => runCommandThroughReaper(paths, i % 2 ? "true" : "no-such-burrow-tool", [])));
+    expect(results.filter((r, i) => r.code !== (i % 2 ? 0 : 127))).toEqual([]);
+    const ignored = await runCommandThroughReaper(paths, "true", [], { input: "z".repeat(4 * 1024 * 1024) });
+    expect(ignored).toMatchObject({ code: 0, signal: null });
+  });
+
   it("reports a command killed by a signal, and one that cannot be run", async () => {
     expect(await runCommandThroughReaper(paths, "sh", ["-c", "kill -TERM $$"])).toMatchObject({ code: null, signal: "SIGTERM" });
     const missing = await runCommandThroughReaper(paths, "no-such-burrow-tool", []);

@@ -20,11 +20,21 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "command.h"
 
 static char *const COMMAND_ENV[] = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C", NULL};
+
+/* How long a finished command's worker keeps reading stdin nobody wants, waiting for the client's shut-down. */
+#define DRAIN_MS 2000
+
+static long long drain_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int write_all(int fd, const void *buf, size_t len) {
   const char *p = buf;
@@ -148,5 +158,14 @@ void run_command(int conn, char *const argv[], const char *stdin_start, size_t s
     }
   uint32_t word = (uint32_t)status;
   if (!gone) frame(conn, 'x', &word, sizeof word);
+  /* Read what the client still sends (stdin the command did not want) until it shuts down its side: closing with
+   * unread bytes would make the client's pending write fail with EPIPE before it reads the answer. Bounded. */
+  for (long long until = drain_now_ms() + DRAIN_MS; !gone && stdin_open;) {
+    long long left = until - drain_now_ms();
+    struct pollfd r = {.fd = conn, .events = POLLIN};
+    if (left <= 0 || poll(&r, 1, (int)left) <= 0) break;
+    ssize_t n = read(conn, buf, sizeof buf);
+    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN)) break;
+  }
   _exit(0);
 }

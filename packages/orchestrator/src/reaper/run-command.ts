@@ -51,8 +51,10 @@ export function runCommandThroughReaper(paths: ReaperPaths, cmd: string, args: r
     const stderr: Buffer[] = [];
     let status: number | undefined;
     socket.on("connect", () => {
-      socket.write(`--exec\0${[cmd, ...args].join("\0")}\0\0`);
-      socket.end(opts.input ?? "");
+      // One write for the request and its stdin, then the shut-down: a command that needs no stdin can finish and
+      // its worker close the connection within microseconds of the request, and a second write (even an empty
+      // one) would then fail with EPIPE and lose the answer already on its way.
+      socket.end(Buffer.concat([Buffer.from(`--exec\0${[cmd, ...args].join("\0")}\0\0`), Buffer.from(opts.input ?? "")]));
     });
     socket.on("data", (chunk: Buffer) => {
       buffered = buffered.length === 0 ? chunk : Buffer.concat([buffered, chunk]);
@@ -72,11 +74,7 @@ export function runCommandThroughReaper(paths: ReaperPaths, cmd: string, args: r
         else if (type === "x") status = body.readUInt32LE(0);
       }
     });
-    socket.on("error", (error) => {
-      signal?.removeEventListener("abort", onAbort);
-      reject(error);
-    });
-    socket.on("end", () => {
+    const finish = () => {
       signal?.removeEventListener("abort", onAbort);
       if (status === undefined) {
         reject(new BurrowError(Code.Unavailable, `burrow-reaper ended ${cmd} without an exit status`));
@@ -90,6 +88,14 @@ export function runCommandThroughReaper(paths: ReaperPaths, cmd: string, args: r
         stdout: Buffer.concat(stdout).toString("utf8"),
         stderr: Buffer.concat(stderr).toString("utf8"),
       });
+    };
+    socket.on("error", (error) => {
+      // The exit status already arrived: the command ran to its end (its worker closed while stdin was still
+      // being sent to a command that did not read it).
+      if (status !== undefined && !(error instanceof BurrowError)) return finish();
+      signal?.removeEventListener("abort", onAbort);
+      reject(error);
     });
+    socket.on("end", finish);
   });
 }
