@@ -138,7 +138,11 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
 }): void {
   // Names first: the access hooks judge the stored names requests are rewritten to.
-  registerTemplateNames(app, { defaultTeamId: t.defaultTeamId, exists: (ref) => t.resolveTemplate(ref) !== undefined });
+  registerTemplateNames(app, {
+    defaultTeamId: t.defaultTeamId,
+    exists: (ref) => t.resolveTemplate(ref) !== undefined,
+    templateIdOf: (ref) => t.resolveTemplate(ref)?.templateId,
+  });
   registerBusNames(app, { defaultTeamId: t.defaultTeamId });
   registerAccessHooks(app, {
     ownership: t.ownership,

@@ -3,7 +3,10 @@
 // id>/<name>` (`/` is a legal name character there, and E2B's own names are `<team slug>/<name>`), and shown without
 // it to the team's keys. The default team (the instance admin's, and every template built before teams) keeps bare
 // names, so nothing built before moves. A name a request gives resolves within the caller's team first, then as
-// given: public (shipped) templates, ids, and other teams' names, which ownership.ts answers 404.
+// given: public (shipped) templates, ids, and other teams' names, which ownership.ts answers 404. Trigger rules and
+// tasks are resolved the same way: a run target's `template` becomes the stored name, and an event filter's
+// `templateId` the template's id, since events carry ids (a rule naming `my-tpl` fires for sandboxes of the team's
+// `my-tpl`, of every team's key alike).
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { Caller } from "./caller.js";
@@ -12,6 +15,8 @@ export interface TemplateNamesDeps {
   defaultTeamId: string;
   /** Whether a name (`name` or `name:tag`, an id) names a template now. */
   exists: (ref: string) => boolean;
+  /** The id of the template a stored name (or id) names now. */
+  templateIdOf: (ref: string) => string | undefined;
 }
 
 const NAMESPACE = /^t-[0-9a-f]{12}\//;
@@ -48,7 +53,7 @@ export function registerTemplateNames(app: FastifyInstance, d: TemplateNamesDeps
   app.addHook("preValidation", async (request) => {
     const caller = request.caller;
     if (!caller) return;
-    rewriteRequest(request, namespaceOf(caller), d.exists);
+    rewriteRequest(request, namespaceOf(caller), d);
   });
   app.addHook("onSend", async (request, reply, payload) => {
     const caller = request.caller;
@@ -61,15 +66,21 @@ export function registerTemplateNames(app: FastifyInstance, d: TemplateNamesDeps
   });
 }
 
-function rewriteRequest(request: FastifyRequest, namespace: string, exists: (ref: string) => boolean): void {
+const RULE_ROUTES = new Set(["/burrow/v1/triggers", "/burrow/v1/tasks"]);
+
+function rewriteRequest(request: FastifyRequest, namespace: string, d: TemplateNamesDeps): void {
   const url = request.routeOptions.url ?? "";
   const method = request.method;
   const body = (typeof request.body === "object" && request.body !== null && !Array.isArray(request.body) ? request.body : undefined) as Fields | undefined;
   const params = (request.params ?? {}) as Fields;
-  const resolve = (ref: string) => resolveForTeam(ref, namespace, exists);
+  const resolve = (ref: string) => resolveForTeam(ref, namespace, d.exists);
   if (method === "POST" && url === "/v3/templates" && body) {
     // Reserved namespaces are refused for every caller, the default team's too.
     for (const field of ["name", "alias"]) if (typeof body[field] === "string") body[field] = storedNameForCreate(body[field] as string, namespace);
+    return;
+  }
+  if (method === "POST" && RULE_ROUTES.has(url) && body) {
+    rewriteRule(body, resolve, d.templateIdOf);
     return;
   }
   if (namespace === "") return;
@@ -83,4 +94,17 @@ function rewriteRequest(request: FastifyRequest, namespace: string, exists: (ref
   }
   if (method === "POST" && url === "/templates/tags" && typeof body["target"] === "string") body["target"] = resolve(body["target"]);
   if (method === "DELETE" && url === "/templates/tags" && typeof body["name"] === "string") body["name"] = resolve(body["name"]);
+}
+
+/** A trigger rule's or task's templates: `in`/`target` `{template}` to the stored name, `on.templateId` to the id. */
+function rewriteRule(body: Fields, resolve: (ref: string) => string, templateIdOf: (ref: string) => string | undefined): void {
+  const field = (key: string): Fields | undefined => {
+    const v = body[key];
+    return typeof v === "object" && v !== null && !Array.isArray(v) ? (v as Fields) : undefined;
+  };
+  for (const target of [field("in"), field("target")]) {
+    if (typeof target?.["template"] === "string") target["template"] = resolve(target["template"]);
+  }
+  const on = field("on");
+  if (typeof on?.["templateId"] === "string") on["templateId"] = templateIdOf(resolve(on["templateId"])) ?? on["templateId"];
 }
