@@ -39,3 +39,22 @@ if [ ! -x "$reaper" ] || [ -n "$(find "$here/reaper" -newer "$reaper" | head -n 
     -Wl,-z,relro,-z,now -o "$reaper.tmp.$$" "$here/reaper/reaper.c" "$here/reaper/command.c"
   mv -f "$reaper.tmp.$$" "$reaper"
 fi
+
+# burrow-relay.node: the egress proxy's splice relay (native/relay), an N-API addon. N-API is ABI-stable, so the
+# headers of the Node that runs the build (NODE, else the node on PATH, else the system's) do; no node-gyp, no
+# network. Without headers it is not built and the proxy relays in JS (src/egress/native-relay.ts says so).
+relay="$out/burrow-relay.node"
+if [ ! -f "$relay" ] || [ -n "$(find "$here/relay" "$here/build.sh" -newer "$relay" | head -n 1)" ]; then
+  node_bin=${NODE:-$(command -v node || true)}
+  node_inc=""
+  for d in ${node_bin:+"$(dirname "$(dirname "$node_bin")")/include/node"} /usr/include/node /usr/local/include/node; do
+    if [ -f "$d/node_api.h" ]; then node_inc=$d; break; fi
+  done
+  if [ -n "$node_inc" ]; then
+    gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC -shared -pthread \
+      -Wl,-z,relro,-z,now -I"$node_inc" -o "$relay.tmp.$$" "$here/relay/relay.c" "$here/relay/addon.c"
+    mv -f "$relay.tmp.$$" "$relay"
+  else
+    echo "build.sh: node_api.h not found; burrow-relay.node not built (the egress proxy will relay in JS)" >&2
+  fi
+fi

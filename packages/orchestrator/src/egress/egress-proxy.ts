@@ -4,8 +4,11 @@
 // judges it with the sandbox's rules, resolves it itself (so the connection goes where the name points, whatever
 // address the sandbox chose: IP tricks, SNI/Host mismatches and DNS rebinding gain nothing), connects and splices
 // bytes both ways; TLS is never terminated. Refused: 403 with a short text (HTTP) or a closed connection (TLS).
+// Spliced connections (no header transform) are handed to the kernel relay (native-relay.ts) once connected, so
+// their bytes do not pass through Node; the JS relay remains for when the addon is not built.
 import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
+import { createNativeRelay, relayKindFromEnv, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
 import { relay } from "./tunnel-proxy.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
@@ -28,11 +31,21 @@ export interface EgressProxyOptions {
   audit: EgressAudit;
   /** Header transforms (header-relay.ts): hosts it has rules for are relayed with them instead of spliced. */
   interceptor?: () => EgressInterceptor | undefined;
+  /**
+   * Who moves a spliced connection's bytes, asked per connection: the kernel relay (falling back to JS when the
+   * addon did not load) or Node streams. @default relayKindFromEnv (BURROW_EGRESS_RELAY, `native` unless `js`)
+   */
+  relay?: () => RelayKind;
+  /** Where the fallback to the JS relay is said (once); a process warning without one. */
+  logger?: RelayLogger;
 }
 
 export interface EgressProxy {
   /** Original port → the port of its listener on the gateway. */
   readonly listeners: ReadonlyMap<number, number>;
+  /** Connections the kernel relay carries now. */
+  readonly relayed: number;
+  /** Stop listening and close every connection, the kernel relay's included. */
   close(): Promise<void>;
 }
 
@@ -45,12 +58,24 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   const servers: Server[] = [];
   const listeners = new Map<number, number>();
   const open = new Set<Socket>();
+  // Created with the first connection that is spliced: a server whose sandboxes never go through the proxy loads
+  // nothing and starts no thread.
+  let kernel: NativeRelay | undefined | null;
+  let closing = false;
+  const relayer: Relayer = (client, upstream, first, done) => {
+    if ((opts.relay ?? relayKindFromEnv)() === "native" && !closing) {
+      if (kernel === undefined) kernel = createNativeRelay(opts.logger) ?? null;
+      if (kernel?.handOver(client, upstream, first, done)) return;
+    }
+    relay(client, upstream, first, done);
+  };
   try {
     for (const port of opts.ports) {
-      const server = createServer({ highWaterMark: HIGH_WATER_MARK }, (socket) => {
+      // Half-open: a client that shuts down its sending side still gets the answer.
+      const server = createServer({ highWaterMark: HIGH_WATER_MARK, allowHalfOpen: true }, (socket) => {
         open.add(socket);
         socket.once("close", () => open.delete(socket));
-        handle(opts, port, socket);
+        handle(opts, port, socket, relayer);
       });
       await new Promise<void>((resolve, reject) => {
         server.once("error", reject);
@@ -68,14 +93,22 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   }
   return {
     listeners,
+    get relayed() {
+      return kernel ? kernel.active : 0;
+    },
     close: async () => {
+      closing = true;
+      kernel?.close();
       for (const s of open) s.destroy();
       await Promise.all(servers.map((s) => new Promise<void>((resolve) => s.close(() => resolve()))));
     },
   };
 }
 
-function handle(opts: EgressProxyOptions, port: number, client: Socket): void {
+/** Relays two connected sockets, `first` going upstream first, and reports the bytes once it is over. */
+type Relayer = (client: Socket, upstream: Socket, first: Buffer, done: (bytes: RelayedBytes) => void) => void;
+
+function handle(opts: EgressProxyOptions, port: number, client: Socket, relayer: Relayer): void {
   const source = (client.remoteAddress ?? "").replace(/^::ffff:/, "");
   const policy = opts.policyOf(source);
   client.on("error", () => undefined);
@@ -111,7 +144,7 @@ function handle(opts: EgressProxyOptions, port: number, client: Socket): void {
           const target = { sandboxId: policy.sandboxId, host: result.host!, ip, port, tls };
           const done = (bytes: { bytesOut: number; bytesIn: number }) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
           relayIfTransformed(opts.interceptor?.(), client, buffered, target, done).then(
-            (relayed) => relayed || splice(opts, client, ip, port, buffered, record),
+            (relayed) => relayed || splice(opts, client, ip, port, buffered, record, relayer),
             () => client.destroy(),
           );
         }
@@ -151,37 +184,41 @@ function refuse(opts: EgressProxyOptions, client: Socket, tls: boolean, record: 
   client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
-function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, first: Buffer, record: EgressRecord): void {
+function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, first: Buffer, record: EgressRecord, relayer: Relayer): void {
+  const report = (bytes: RelayedBytes) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
   const dialed = opts.dial?.(record.sandboxId, ip, port);
   if (dialed) {
     dialed.then(
-      (upstream) => relay(client, upstream, first, (bytes) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() })),
+      (upstream) => relayer(client, upstream, first, report),
       (err: Error) => refuse(opts, client, port === 443, { ...record, verdict: "denied", rule: `egress proxy: ${err.message}`, atMs: Date.now() }),
     );
     return;
   }
-  const upstream = new Socket({ readableHighWaterMark: HIGH_WATER_MARK, writableHighWaterMark: HIGH_WATER_MARK } as SocketConstructorOpts);
+  const upstream = new Socket({ readableHighWaterMark: HIGH_WATER_MARK, writableHighWaterMark: HIGH_WATER_MARK, allowHalfOpen: true } as SocketConstructorOpts);
   upstream.connect({ host: ip, port, noDelay: true });
   client.setNoDelay(true);
   const timer = setTimeout(() => upstream.destroy(new Error("connect timeout")), CONNECT_TIMEOUT_MS);
-  let finished = false;
-  const finish = () => {
-    if (finished) return;
-    finished = true;
+  // Until connected: either side ending ends both, and the attempt is audited with no bytes.
+  const fail = () => {
     clearTimeout(timer);
+    detach();
     client.destroy();
     upstream.destroy();
-    opts.audit.add({ ...record, atMs: Date.now(), bytesOut: upstream.bytesWritten, bytesIn: client.bytesWritten });
+    report({ bytesOut: 0, bytesIn: 0 });
   };
+  const detach = () => {
+    for (const s of [client, upstream]) {
+      s.off("error", fail);
+      s.off("close", fail);
+    }
+  };
+  for (const s of [client, upstream]) {
+    s.on("error", fail);
+    s.once("close", fail);
+  }
   upstream.once("connect", () => {
     clearTimeout(timer);
-    upstream.write(first);
-    client.pipe(upstream);
-    upstream.pipe(client);
-    client.resume();
+    detach();
+    relayer(client, upstream, first, report);
   });
-  upstream.on("error", finish);
-  client.on("error", finish);
-  upstream.once("close", finish);
-  client.once("close", finish);
 }

@@ -1,0 +1,202 @@
+// The egress proxy's kernel relay (egress/native-relay.ts, native/relay) on loopback, through the real proxy
+// (startEgressProxy with loopback allowed): a client sends an HTTP request head and a body, shuts down its sending
+// side and still receives the answer (half-close); the upstream server checks the hash of everything that reached
+// it (the head Node peeked included) and answers with a body of its own, hashed by the client. Byte counts reach
+// the audit; the connections are carried by the addon's thread (proxy.relayed), many at once; the process's open
+// descriptors come back to where they were; close() ends relayed connections. The JS relay (BURROW_EGRESS_RELAY=js's
+// path) passes the same exchange.
+import { createHash, randomBytes } from "node:crypto";
+import { readdirSync } from "node:fs";
+import { connect, createServer, type Server, type Socket } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EgressAudit, type EgressRecord } from "../src/egress/egress-audit.js";
+import { startEgressProxy, type EgressProxy } from "../src/egress/egress-proxy.js";
+import { loadRelayAddon, type RelayKind } from "../src/egress/native-relay.js";
+
+const sha = (...parts: Buffer[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
+
+let upstream: Server;
+let upstreamPort: number;
+/** Sampled by the upstream server when a client's EOF reaches it (the connection still open both ways). */
+let onUpstreamEof: () => void = () => undefined;
+/** Connections the upstream server holds open without answering (the close() test). */
+const held: Socket[] = [];
+
+/**
+ * The upstream: reads to EOF, answers `<sha256 of all it got>\n` and then `down` bytes (from the request's path
+ * /x?down=N, a deterministic pattern), then ends. Path /hold: never answers.
+ */
+function startUpstream(): Promise<void> {
+  upstream = createServer({ allowHalfOpen: true }, (s) => {
+    const chunks: Buffer[] = [];
+    s.on("data", (d: Buffer) => {
+      chunks.push(d);
+      if (chunks.length === 1 && d.includes("/hold")) held.push(s);
+    });
+    s.on("error", () => undefined);
+    s.on("end", () => {
+      onUpstreamEof();
+      const got = Buffer.concat(chunks);
+      const down = Number(/down=(\d+)/.exec(got.subarray(0, 200).toString("latin1"))?.[1] ?? 0);
+      s.write(`${sha(got)}\n`);
+      s.end(pattern(down));
+    });
+  });
+  return new Promise((resolve) => upstream.listen(0, "127.0.0.1", () => resolve()));
+}
+
+const pattern = (n: number) => {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i += 4) b.writeUInt32LE(i >>> 0, i - (i + 4 > n ? i + 4 - n : 0));
+  return b;
+};
+
+interface Exchange {
+  sentHash: string;
+  upstreamHash: string;
+  body: Buffer;
+}
+
+/** Head + `up` random bytes, half-close, read the answer to the end. */
+function exchange(proxyPort: number, up: number, down: number, path = `/x?down=${down}`): Promise<Exchange> {
+  return new Promise((resolve, reject) => {
+    const head = Buffer.from(`POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+    const body = randomBytes(up);
+    const socket = connect({ port: proxyPort, host: "127.0.0.1", allowHalfOpen: true });
+    const got: Buffer[] = [];
+    socket.on("data", (d: Buffer) => got.push(d));
+    socket.on("error", reject);
+    socket.on("end", () => {
+      socket.end();
+      const all = Buffer.concat(got);
+      const nl = all.indexOf(10);
+      resolve({ sentHash: sha(head, body), upstreamHash: all.subarray(0, nl).toString(), body: all.subarray(nl + 1) });
+    });
+    socket.write(head);
+    socket.end(body);
+  });
+}
+
+async function proxyWith(kind: RelayKind, audit: EgressAudit): Promise<{ proxy: EgressProxy; port: number }> {
+  const proxy = await startEgressProxy({
+    gateway: "127.0.0.1",
+    ports: [upstreamPort],
+    policyOf: () => ({ sandboxId: "s", internet: true, rules: undefined }),
+    resolve4: async () => [],
+    forbidden: () => undefined,
+    audit,
+    relay: () => kind,
+  });
+  return { proxy, port: proxy.listeners.get(upstreamPort)! };
+}
+
+const openFds = () => readdirSync("/proc/self/fd").length;
+
+/** The next `n` audit records of sandbox "s". */
+function records(audit: EgressAudit, n: number): Promise<EgressRecord[]> {
+  const seen: EgressRecord[] = [];
+  return new Promise((resolve) => {
+    const off = audit.subscribe((r) => {
+      seen.push(r);
+      if (seen.length === n) {
+        off();
+        resolve(seen);
+      }
+    });
+  });
+}
+
+describe("egress proxy: kernel relay", () => {
+  beforeAll(async () => {
+    await startUpstream();
+    upstreamPort = (upstream.address() as { port: number }).port;
+  });
+
+  afterAll(async () => {
+    for (const s of held) s.destroy();
+    await new Promise((resolve) => upstream.close(resolve));
+  });
+
+  it("the addon is built and loads", () => {
+    expect(loadRelayAddon()).toBeDefined();
+  });
+
+  it("64 MiB each way are byte-exact, half-close gets the answer, the audit has the bytes, the addon carried it", async () => {
+    const audit = new EgressAudit();
+    const { proxy, port } = await proxyWith("native", audit);
+    let relayedAtEof = -1;
+    onUpstreamEof = () => (relayedAtEof = proxy.relayed);
+    try {
+      const recorded = records(audit, 1);
+      const r = await exchange(port, 64 * 2 ** 20, 64 * 2 ** 20);
+      expect(r.upstreamHash).toBe(r.sentHash);
+      expect(r.body.length).toBe(64 * 2 ** 20);
+      expect(sha(r.body)).toBe(sha(pattern(64 * 2 ** 20)));
+      expect(relayedAtEof).toBe(1);
+      const [rec] = await recorded;
+      expect(rec).toMatchObject({ sandboxId: "s", verdict: "allowed", host: "127.0.0.1", port: upstreamPort });
+      expect(rec!.bytesOut).toBe(64 * 2 ** 20 + `POST /x?down=${64 * 2 ** 20} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`.length);
+      expect(rec!.bytesIn).toBe(64 * 2 ** 20 + 65);
+      expect(proxy.relayed).toBe(0);
+    } finally {
+      onUpstreamEof = () => undefined;
+      await proxy.close();
+    }
+  });
+
+  it("100 connections at once are byte-exact and audited; the process's descriptors come back to where they were", async () => {
+    const audit = new EgressAudit();
+    const fdsBefore = openFds();
+    const { proxy, port } = await proxyWith("native", audit);
+    let maxRelayed = 0;
+    onUpstreamEof = () => (maxRelayed = Math.max(maxRelayed, proxy.relayed));
+    try {
+      const recorded = records(audit, 100);
+      const results = await Promise.all(Array.from({ length: 100 }, (_, i) => exchange(port, 256 * 1024 + i, 512 * 1024 + i)));
+      for (const [i, r] of results.entries()) {
+        expect(r.upstreamHash).toBe(r.sentHash);
+        expect(sha(r.body)).toBe(sha(pattern(512 * 1024 + i)));
+      }
+      expect(maxRelayed).toBeGreaterThan(1);
+      const recs = await recorded;
+      expect(recs.every((r) => r.verdict === "allowed" && r.bytesOut > 256 * 1024 && r.bytesIn > 512 * 1024)).toBe(true);
+    } finally {
+      onUpstreamEof = () => undefined;
+      await proxy.close();
+    }
+    // The upstream server's sockets close on their own clock.
+    for (let i = 0; i < 50 && openFds() > fdsBefore; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(openFds()).toBe(fdsBefore);
+  });
+
+  it("close() ends relayed connections and reports them", async () => {
+    const audit = new EgressAudit();
+    const { proxy, port } = await proxyWith("native", audit);
+    const socket = connect({ port, host: "127.0.0.1" });
+    socket.on("error", () => undefined);
+    const closed = new Promise((resolve) => socket.once("close", resolve));
+    socket.write("GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+    for (let i = 0; i < 100 && proxy.relayed === 0; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(proxy.relayed).toBe(1);
+    const recorded = records(audit, 1);
+    await proxy.close();
+    await closed;
+    expect((await recorded)[0]).toMatchObject({ verdict: "allowed", bytesOut: "GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".length, bytesIn: 0 });
+  });
+
+  it("the JS relay (BURROW_EGRESS_RELAY=js) passes the same exchange, half-close included", async () => {
+    const audit = new EgressAudit();
+    const { proxy, port } = await proxyWith("js", audit);
+    let relayedAtEof = -1;
+    onUpstreamEof = () => (relayedAtEof = proxy.relayed);
+    try {
+      const r = await exchange(port, 8 * 2 ** 20, 8 * 2 ** 20);
+      expect(r.upstreamHash).toBe(r.sentHash);
+      expect(sha(r.body)).toBe(sha(pattern(8 * 2 ** 20)));
+      expect(relayedAtEof).toBe(0);
+    } finally {
+      onUpstreamEof = () => undefined;
+      await proxy.close();
+    }
+  });
+});
