@@ -25,9 +25,8 @@ export type { SandboxLimits } from "./types.js";
 export type { EgressEvent, EgressRuleLists, SandboxEgress, VolumeHost, VolumeMount } from "./orchestrator-api.js";
 export type { EgressInterceptor } from "./egress/header-relay.js";
 export { parseUpstreamProxy, type UpstreamProxy } from "./egress/upstream-proxy.js";
-export { TUNNEL_MARKER } from "./network/egress-ruleset.js";
 export { VOLUME_ROOT_UID } from "./volumes/volume-storage.js";
-export { ALL_TRAFFIC, parseEgressTarget, type EgressTarget } from "./network/egress-rules.js";
+export { ALL_TRAFFIC, parseEgressTarget, type EgressProxying, type EgressTarget } from "./network/egress-rules.js";
 export { LocalOrchestrator, type LocalOrchestratorOptions } from "./local-orchestrator.js";
 export {
   resolveOrchestratorConfig,

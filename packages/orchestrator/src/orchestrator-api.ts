@@ -3,6 +3,7 @@
 import type { EgressRecord } from "./egress/egress-audit.js";
 import type { EgressInterceptor } from "./egress/header-relay.js";
 import type { UpstreamProxy } from "./egress/upstream-proxy.js";
+import type { EgressProxying } from "./network/egress-rules.js";
 import type { SandboxLimits } from "./types.js";
 
 export type SandboxState = "running" | "paused";
@@ -73,7 +74,7 @@ export interface CreateSandboxOptions {
   /** Token envd requires in `X-Access-Token` and uses for signed URLs. */
   envdAccessToken: string;
   /**
-   * allowOut/denyOut (IPv4 addresses and CIDRs) enforced, with allowInternetAccess, before the sandbox is handed out
+   * allowOut/denyOut (and proxied) enforced, with allowInternetAccess, before the sandbox is handed out
    * (malformed entries are InvalidArgument). Absent: none, except that a checkpoint's child keeps its checkpoint's.
    */
   egress?: EgressRuleLists;
@@ -98,10 +99,15 @@ export interface VolumeMount {
   path: string;
 }
 
-/** A sandbox's allowOut/denyOut lists (IPv4 addresses and CIDRs), without its internet switch. */
+/** A sandbox's allowOut/denyOut lists (IPv4 addresses, CIDRs and domains), without its internet switch. */
 export interface EgressRuleLists {
   allowOut: string[];
   denyOut: string[];
+  /**
+   * What of its TCP goes through the egress proxy beyond what domain entries send there (EgressProxying): "inspect"
+   * for a sandbox with header transforms, "tunnel" for one whose egress goes through its user's proxy. Absent: "none".
+   */
+  proxied?: EgressProxying;
 }
 
 export interface SandboxMetricSample {
@@ -329,6 +335,8 @@ export interface SandboxEgress {
   allowInternetAccess: boolean;
   allowOut: string[];
   denyOut: string[];
+  /** As EgressRuleLists.proxied; absent: "none". */
+  proxied?: EgressProxying;
 }
 
 /** Egress rules, optional like pauses. (Declared as a merge into Orchestrator above.) */
@@ -353,12 +361,12 @@ export interface Orchestrator {
   readonly sandboxGateway?: string;
   /**
    * Apply sandboxes' header transforms at egress with `interceptor` (undefined: none). Sandboxes whose egress lists
-   * name a domain go through the egress proxy; hosts the interceptor has headers for are relayed with them (TLS
+   * name a domain or are proxied go through the egress proxy; hosts the interceptor has headers for are relayed with them (TLS
    * terminated with its certificates), all others spliced.
    */
   setEgressInterceptor?(interceptor: EgressInterceptor | undefined): void;
   /**
-   * Where sandboxes whose egress lists carry TUNNEL_MARKER connect through (their user's proxy, looked up per
+   * Where sandboxes whose egress is proxied "tunnel" connect through (their user's proxy, looked up per
    * connection): every TCP port of theirs goes through the egress proxy and then that proxy; none, or a sandbox
    * the lookup answers nothing for, and their TCP is refused.
    */

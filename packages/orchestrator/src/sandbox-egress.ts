@@ -1,8 +1,8 @@
-// Setting a sandbox's egress (allowOut/denyOut and the internet switch) live: the firewall first, in one
+// Setting a sandbox's egress (allowOut/denyOut, proxying and the internet switch) live: the firewall first, in one
 // transaction, then the record, so that what the record says is what the kernel enforces (or will, at the next
 // cold boot of a filesystem-paused sandbox, whose address and firewall elements its attachment keeps).
 import { BurrowError, Code } from "@burrow/protocol";
-import { normalizeEgressRules, type EgressRules } from "./network/egress-rules.js";
+import { hasEgressRules, normalizeEgressRules, type EgressRules } from "./network/egress-rules.js";
 import { NetworkError } from "./network/network-error.js";
 import type { EgressRuleLists, SandboxEgress, SandboxRecord } from "./orchestrator-api.js";
 import type { SandboxOpQueue } from "./sandbox-op-queue.js";
@@ -21,13 +21,13 @@ export function setSandboxEgress(
     sandbox.record = {
       ...sandbox.record,
       allowInternetAccess: egress.allowInternetAccess,
-      egress: rules.allowOut.length > 0 || rules.denyOut.length > 0 ? rules : undefined,
+      egress: hasEgressRules(rules) ? rules : undefined,
     };
     await writeRecord(sandbox.dir, sandbox.record);
   });
 }
 
-/** allowOut/denyOut in canonical form; malformed entries are InvalidArgument naming them. */
+/** allowOut/denyOut and proxying in canonical form; malformed entries are InvalidArgument naming them. */
 export function egressRulesOf(lists: EgressRuleLists): EgressRules {
   try {
     return normalizeEgressRules(lists);

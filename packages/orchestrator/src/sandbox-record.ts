@@ -3,6 +3,7 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { EgressRules } from "./network/egress-rules.js";
+import { upgradeLegacyRules } from "./network/legacy-egress-rules.js";
 import type { PauseKind, VolumeMount } from "./orchestrator-api.js";
 import type { TemplateRuntime } from "./templates/template-store.js";
 import type { SandboxLimits } from "./types.js";
@@ -38,7 +39,7 @@ export interface SandboxRecordFile {
   hostVeth: string;
   limits: SandboxLimits;
   allowInternetAccess: boolean;
-  /** allowOut/denyOut (IPv4) set by setSandboxNetwork; re-applied at a cold boot. Absent: none. */
+  /** allowOut/denyOut and proxying set by setSandboxEgress or the claim; re-applied at a cold boot. Absent: none. */
   egress?: EgressRules | undefined;
   startedAt: string;
   /** Secret that authorises the orchestrator's /init calls to envd. */
@@ -81,7 +82,9 @@ export function pauseKindOf(record: SandboxRecordFile): PauseKind | undefined {
 
 export async function readRecord(dir: string): Promise<SandboxRecordFile | undefined> {
   try {
-    return JSON.parse(await readFile(join(dir, RECORD_FILE), "utf8")) as SandboxRecordFile;
+    const record = JSON.parse(await readFile(join(dir, RECORD_FILE), "utf8")) as SandboxRecordFile;
+    // Records written before `proxied` existed say it with reserved deny entries.
+    return record.egress ? { ...record, egress: upgradeLegacyRules(record.egress) } : record;
   } catch {
     return undefined;
   }

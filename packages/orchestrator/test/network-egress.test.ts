@@ -1,12 +1,13 @@
-// Per-sandbox egress rules (allowOut/denyOut) in the instance's nftables table, on the real kernel: the chain and
-// verdict-map element a sandbox gets, replaced in one transaction (a failing one leaves the old rules), removed with
-// empty rules and on release, reaped when nobody leases the address. No traffic here (the conformance suite sends
-// it to a fake internet); this checks the ruleset itself. Plus the parsing and canonical form of entries.
+// Per-sandbox egress rules (allowOut/denyOut, proxied) in the instance's nftables table, on the real kernel: the chain
+// and verdict-map element a sandbox gets, replaced in one transaction (a failing one leaves the old rules), removed
+// with empty rules and on release, reaped when nobody leases the address; @proxied and @tunneled as `proxied` says,
+// also for rules written in the old form (reserved deny entries). No traffic here (the conformance suite sends it to a
+// fake internet); this checks the ruleset itself. Plus the parsing and canonical form of entries.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BurrowNetworkManager, createNetworkManager } from "../src/network/index.js";
-import { normalizeEgressRules, parseEgressTarget } from "../src/network/egress-rules.js";
+import { normalizeEgressRules, parseEgressTarget, type EgressRules } from "../src/network/egress-rules.js";
 import { spawnCommand } from "../src/network/exec.js";
 import type { CommandRunner } from "../src/reaper/run-command.js";
 import type { SandboxNetwork } from "../src/types.js";
@@ -33,6 +34,20 @@ describe("egress entries", () => {
       denyOut: [],
     });
   });
+
+  it("keeps proxied unless it is none, refuses an unknown one, and reads the old reserved deny entries as proxied", () => {
+    expect(normalizeEgressRules({ allowOut: [], denyOut: [], proxied: "inspect" })).toEqual({ allowOut: [], denyOut: [], proxied: "inspect" });
+    expect(normalizeEgressRules({ allowOut: [], denyOut: [], proxied: "none" })).toStrictEqual({ allowOut: [], denyOut: [] });
+    expect(() => normalizeEgressRules({ denyOut: [], proxied: "all" as never })).toThrow(/'all'/);
+    // Written before `proxied` existed: header transforms, a user's proxy, both.
+    expect(normalizeEgressRules({ allowOut: [], denyOut: ["x.test", "transforms.burrow.invalid"] })).toEqual({ allowOut: [], denyOut: ["x.test"], proxied: "inspect" });
+    expect(normalizeEgressRules({ allowOut: [], denyOut: ["egress-proxy.burrow.invalid"] })).toEqual({ allowOut: [], denyOut: [], proxied: "tunnel" });
+    expect(normalizeEgressRules({ allowOut: ["1.2.3.4"], denyOut: ["transforms.burrow.invalid", "egress-proxy.burrow.invalid"] })).toEqual({
+      allowOut: ["1.2.3.4/32"],
+      denyOut: [],
+      proxied: "tunnel",
+    });
+  });
 });
 
 const rand = randomBytes(3).toString("hex");
@@ -54,6 +69,7 @@ function chainRules(ip: string): string[] | undefined {
 }
 
 const mapText = () => sh(["list", "map", "inet", table, "egress"]);
+const setText = (set: string) => sh(["list", "set", "inet", table, set]);
 const internetText = () => sh(["list", "set", "inet", table, "internet"]);
 
 describe("egress ruleset (real kernel)", () => {
@@ -76,7 +92,7 @@ describe("egress ruleset (real kernel)", () => {
     await nm?.teardown();
   });
 
-  async function reserve(id: string, opts: { allowInternetAccess: boolean; egress?: { allowOut: string[]; denyOut: string[] } }): Promise<SandboxNetwork> {
+  async function reserve(id: string, opts: { allowInternetAccess: boolean; egress?: EgressRules }): Promise<SandboxNetwork> {
     const r = nm.reserve(id, opts);
     await r.firewall;
     return r.network;
@@ -132,9 +148,8 @@ describe("egress ruleset (real kernel)", () => {
 
   it("re-adopts a sandbox's rules after a restart and reaps the chains of addresses nobody leases", async () => {
     const kept = await reserve("sbx-kept", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["198.51.100.0/24"] } });
-    // A sandbox with a domain entry and a user's proxy: its address is in @proxied and @tunneled too.
-    const gone = await reserve("sbx-gone", { allowInternetAccess: false, egress: { allowOut: ["198.51.100.1"], denyOut: ["x.test", "egress-proxy.burrow.invalid"] } });
-    const setText = (set: string) => sh(["list", "set", "inet", table, set]);
+    // A sandbox with a user's proxy: its address is in @proxied and @tunneled too.
+    const gone = await reserve("sbx-gone", { allowInternetAccess: false, egress: { allowOut: ["198.51.100.1"], denyOut: [], proxied: "tunnel" } });
     expect(setText("proxied")).toContain(gone.ip);
     expect(setText("tunneled")).toContain(gone.ip);
     // A restarted orchestrator: a new manager over the same kernel state, which adopts only one of the two.
@@ -153,5 +168,40 @@ describe("egress ruleset (real kernel)", () => {
     expect(chainRules(kept.ip)).toEqual(["drop"]);
     await adopted.release();
     expect(chainRules(kept.ip)).toBeUndefined();
+  });
+
+  it("puts a sandbox in @proxied and @tunneled as proxied says, without a chain when it has no entries", async () => {
+    const net = await reserve("sbx-p", { allowInternetAccess: true, egress: { allowOut: [], denyOut: [], proxied: "inspect" } });
+    const { ip } = net;
+    expect(setText("proxied")).toContain(ip);
+    expect(setText("tunneled")).not.toContain(ip);
+    expect(chainRules(ip)).toBeUndefined();
+    await net.setEgress(true, { allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" });
+    expect(setText("proxied")).toContain(ip);
+    expect(setText("tunneled")).toContain(ip);
+    expect(chainRules(ip)).toEqual(["ip daddr 198.51.100.0/24 drop", "accept"]);
+    // Kept by the internet switch, which rewrites the sets from what the manager knows.
+    await net.setInternetAccess(false);
+    expect(setText("tunneled")).toContain(ip);
+    await net.setEgress(true, { allowOut: [], denyOut: [] });
+    expect(setText("proxied")).not.toContain(ip);
+    expect(setText("tunneled")).not.toContain(ip);
+    await net.release();
+  });
+
+  it("re-adopts rules written in the old form (reserved deny entries) as the proxying they stood for", async () => {
+    const net = await reserve("sbx-old", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" } });
+    const again = createNetworkManager({ instance, subnet, runCommand });
+    await again.setup();
+    // What a sandbox record of before `proxied` holds for a sandbox with a user's proxy.
+    const adopted = again.adopt("sbx-old", net.ip, net.hostVeth, true, { allowOut: [], denyOut: ["198.51.100.0/24", "egress-proxy.burrow.invalid"] });
+    expect(again.egressOf(net.ip)?.rules).toEqual({ allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" });
+    // Rewritten from the adopted rules: still proxied and tunneled, and the old entry is no deny entry of the chain.
+    await adopted.setInternetAccess(true);
+    expect(setText("proxied")).toContain(net.ip);
+    expect(setText("tunneled")).toContain(net.ip);
+    expect(chainRules(net.ip)).toEqual(["ip daddr 198.51.100.0/24 drop", "accept"]);
+    await adopted.release();
+    expect(setText("tunneled")).not.toContain(net.ip);
   });
 });

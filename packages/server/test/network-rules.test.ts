@@ -1,10 +1,11 @@
 // network.rules as the API accepts them (header transforms): validation that names the bad host, header, value or
 // placeholder; E2B's host matching (exact name first, else the longest wildcard, never merged; a wildcard never names
-// its apex); the secrets the placeholders name; the marker that sends a sandbox with rules through the egress proxy.
+// its apex); the secrets the placeholders name; the proxying that sends a sandbox with rules (or a proxy) through the
+// egress proxy, and what copies of a sandbox (snapshot and checkpoint children) inherit.
 import { BurrowError, Code } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
-import { denyOutWithMarker, headersFor, networkRules, requireRuleSecrets, secretNamesOf, stripOrchestratorMarker, TRANSFORMS_MARKER } from "../src/network/network-rules.js";
-import { egressListsOf, networkFromCreate, networkView } from "../src/network/network-config.js";
+import { headersFor, networkRules, requireRuleSecrets, secretNamesOf } from "../src/network/network-rules.js";
+import { copiedNetwork, egressConfigOf, egressListsOf, egressOf, networkFromCreate, networkView, withInheritedEgress } from "../src/network/network-config.js";
 
 const rule = (headers: Record<string, string>) => [{ transform: { headers } }];
 
@@ -61,11 +62,29 @@ describe("network rules", () => {
     expect(() => requireRuleSecrets(rules, () => true)).not.toThrow();
   });
 
-  it("a config with rules reaches the orchestrator with the marker, which GET and copies never show", () => {
+  it("a config with rules reaches the orchestrator proxied 'inspect', one with a proxy 'tunnel', with its lists as written", () => {
     const config = networkFromCreate({ rules: { "a.test": rule({ A: "b" }) } })!;
-    expect(egressListsOf(config)).toEqual({ allowOut: [], denyOut: [TRANSFORMS_MARKER] });
+    expect(egressListsOf(config)).toEqual({ allowOut: [], denyOut: [], proxied: "inspect" });
     expect(networkView(config)).toEqual({ allowOut: [], denyOut: [], allowPublicTraffic: true, rules: { "a.test": rule({ A: "b" }) } });
-    expect(egressListsOf(networkFromCreate({ denyOut: ["1.2.3.4"] }))).toEqual({ allowOut: [], denyOut: ["1.2.3.4"] });
-    expect(stripOrchestratorMarker(denyOutWithMarker(["x.test"], {}))).toEqual(["x.test"]);
+    expect(egressListsOf(networkFromCreate({ denyOut: ["1.2.3.4"] }))).toEqual({ allowOut: [], denyOut: ["1.2.3.4"], proxied: "none" });
+    const tunneled = networkFromCreate({ denyOut: ["x.test"], rules: { "a.test": rule({ A: "b" }) }, egressProxy: { address: "socks5://192.0.2.1:1080" } })!;
+    expect(egressOf(tunneled, false)).toEqual({ allowInternetAccess: false, allowOut: [], denyOut: ["x.test"], proxied: "tunnel" });
+    expect(egressOf(undefined, true)).toEqual({ allowInternetAccess: true, allowOut: [], denyOut: [], proxied: "none" });
+  });
+
+  it("copies carry the egress whole: a fork its source's, a snapshot's create the one kept with it unless it sets its own", () => {
+    const source = networkFromCreate({ allowPublicTraffic: false, rules: { "a.test": rule({ A: "b" }) }, egressProxy: { address: "192.0.2.1:1080", username: "u", password: "p" } })!;
+    source.rulesOwner = 7;
+    const fork = copiedNetwork(source)!;
+    expect(fork).toMatchObject({ rules: source.rules, rulesOwner: 7, egressProxy: source.egressProxy, allowPublicTraffic: false });
+    expect(fork.trafficAccessToken).not.toBe(source.trafficAccessToken);
+    const kept = egressConfigOf(source);
+    expect(kept).toEqual({ allowOut: [], denyOut: [], rules: source.rules, rulesOwner: 7, egressProxy: source.egressProxy });
+    // A create from a snapshot: the kept egress, ingress as the create asked; its own rules win.
+    expect(withInheritedEgress(undefined, kept)).toEqual({ allowPublicTraffic: true, ...kept });
+    const own = networkFromCreate({ rules: { "c.test": rule({ C: "d" }) } })!;
+    own.rulesOwner = 9;
+    expect(withInheritedEgress(own, kept)).toMatchObject({ rules: own.rules, rulesOwner: 9, egressProxy: source.egressProxy });
+    expect(withInheritedEgress(undefined, { allowOut: [], denyOut: [] })).toBeUndefined();
   });
 });

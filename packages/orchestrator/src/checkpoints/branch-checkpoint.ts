@@ -6,6 +6,7 @@
 import { BurrowError, Code } from "@burrow/protocol";
 import { claim, type CreateSandboxDeps } from "../create-sandbox.js";
 import { toRecord } from "../live-sandboxes.js";
+import { copyEgressRules } from "../network/egress-rules.js";
 import type { BranchCheckpointOptions, CreateSandboxOptions, ForkResult, SandboxRecord } from "../orchestrator-api.js";
 import { sandboxLimits } from "../sandbox-limits.js";
 import { shareSignal } from "../shared-signal.js";
@@ -85,7 +86,7 @@ export async function startChild(deps: BranchDeps, checkpoint: CheckpointRecordF
   try {
     // Without rules of its own a child is restricted as its checkpoint's sandbox was.
     const egress = opts.egress ?? checkpoint.egress;
-    await claim(create, sandbox, template, limits, egress ? { ...opts, egress: { allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : opts);
+    await claim(create, sandbox, template, limits, egress ? { ...opts, egress: copyEgressRules(egress) } : opts);
   } catch (error) {
     await create.host.destroy(sandbox).catch(() => undefined);
     throw error;

@@ -5,7 +5,8 @@
 import { readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { CheckpointInfo } from "../orchestrator-api.js";
-import type { EgressRules } from "../network/egress-rules.js";
+import { copyEgressRules, type EgressRules } from "../network/egress-rules.js";
+import { upgradeLegacyRules } from "../network/legacy-egress-rules.js";
 import type { TemplateRuntime } from "../templates/template-store.js";
 import type { SandboxLimits } from "../types.js";
 
@@ -27,7 +28,7 @@ export interface CheckpointRecordFile {
   runtime?: TemplateRuntime;
   limits: SandboxLimits;
   allowInternetAccess: boolean;
-  /** allowOut/denyOut of the sandbox when it was taken (absent: none); children are restricted alike. */
+  /** allowOut/denyOut and proxying of the sandbox when it was taken (absent: none); children are restricted alike. */
   egress?: EgressRules;
   owner?: string;
   /** The files layer, relative to the checkpoint's directory; the overlay upper is `<files>/upper`. */
@@ -56,7 +57,9 @@ export async function writeCheckpointRecord(root: string, record: CheckpointReco
 export async function readCheckpointRecord(root: string, checkpointId: string): Promise<CheckpointRecordFile | undefined> {
   try {
     const parsed = JSON.parse(await readFile(join(checkpointDir(root, checkpointId), RECORD_FILE), "utf8")) as unknown;
-    return isCheckpointRecord(parsed) && parsed.checkpointId === checkpointId ? parsed : undefined;
+    if (!isCheckpointRecord(parsed) || parsed.checkpointId !== checkpointId) return undefined;
+    // Checkpoints taken before `proxied` existed say it with reserved deny entries.
+    return parsed.egress ? { ...parsed, egress: upgradeLegacyRules(parsed.egress) } : parsed;
   } catch {
     return undefined;
   }
@@ -99,7 +102,7 @@ export function checkpointInfo(record: CheckpointRecordFile, sizeBytes: number):
     templateId: record.templateId,
     ...(record.owner !== undefined ? { owner: record.owner } : {}),
     allowInternetAccess: record.allowInternetAccess,
-    ...(record.egress ? { egress: { allowOut: [...record.egress.allowOut], denyOut: [...record.egress.denyOut] } } : {}),
+    ...(record.egress ? { egress: copyEgressRules(record.egress) } : {}),
     contents: "files",
   };
 }

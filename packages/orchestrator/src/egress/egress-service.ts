@@ -1,6 +1,6 @@
 // The host side of sandboxes' egress beyond nftables, in the orchestrator's process because that process owns the
 // sandboxes' addresses and rules (the network manager's attachments): the resolver on the gateway, the transparent
-// egress proxy for sandboxes with domain rules, host services, and the audit of what went out. Started after the
+// egress proxy for sandboxes with domain rules or proxying, host services, and the audit of what went out. Started after the
 // network is set up; its listeners' ports go into the `redirects` nft chain.
 import type { BurrowNetworkManager } from "../network/network-manager.js";
 import { DnsForwarder, hostUpstreams, type Upstream } from "./dns-forwarder.js";
@@ -22,7 +22,7 @@ export interface EgressServiceOptions {
   logger?: { warn(obj: object, msg: string): void };
 }
 
-/** Original ports the proxy takes for sandboxes with domain rules. */
+/** Original ports the proxy takes for sandboxes with domain rules or proxying. */
 export const PROXIED_PORTS = [80, 443] as const;
 
 export class EgressService {
@@ -105,7 +105,7 @@ export class EgressService {
   }
 
   /**
-   * Where each sandbox whose lists carry the tunnel marker connects through (undefined, or a sandbox it answers
+   * Where each sandbox whose egress is proxied "tunnel" connects through (undefined, or a sandbox it answers
    * nothing for: such connections are refused, never made directly).
    */
   setUpstreamProxies(lookup: ((sandboxId: string) => UpstreamProxy | undefined) | undefined): void {

@@ -3,17 +3,32 @@
 // which, when off, denies everything (ALL_TRAFFIC = 0.0.0.0/0) except what allowOut names. Domain entries (`x.y`,
 // `*.x.y`) live in the same lists, so that everything that copies a sandbox's rules (forks, checkpoints, snapshots)
 // carries them; the firewall enforces only the CIDRs (cidrsOf) and a sandbox with domain entries goes through the
-// egress proxy and resolver (../egress/), which judge names.
+// egress proxy and resolver (../egress/), which judge names. What else of a sandbox's TCP goes through the egress
+// proxy is a field of its own (`proxied`), carried with the lists by everything that copies them.
 import { formatCidr, type Ipv4Prefix, overlaps, parseCidr } from "./ipv4.js";
+import { upgradeLegacyRules } from "./legacy-egress-rules.js";
 import { NetworkError } from "./network-error.js";
 
 /** E2B's name for every IPv4 destination. */
 export const ALL_TRAFFIC = "0.0.0.0/0";
 
+/**
+ * What of a sandbox's TCP goes through the egress proxy beyond what its domain entries send there (80/443):
+ * - "none": nothing more;
+ * - "inspect": 80/443 always, even without domain entries (the control plane has header transforms for the
+ *   sandbox, which the proxy applies);
+ * - "tunnel": 80/443 and every other TCP port (but the gateway's), out through the sandbox's user's proxy.
+ */
+export type EgressProxying = "none" | "inspect" | "tunnel";
+
+const PROXYING: readonly EgressProxying[] = ["none", "inspect", "tunnel"];
+
 /** Egress rules of one sandbox in canonical form (see normalizeEgressRules): CIDRs first, then domains. */
 export interface EgressRules {
   readonly allowOut: readonly string[];
   readonly denyOut: readonly string[];
+  /** Absent: "none" (the canonical form leaves it out then, so rules without it read as before it existed). */
+  readonly proxied?: EgressProxying;
 }
 
 /** What one allowOut / denyOut entry names. */
@@ -53,8 +68,30 @@ export function parseEgressTarget(entry: string): EgressTarget {
  * list dropped, sorted (nftables refuses overlapping intervals in one set); then domains lower-cased, without a
  * trailing dot, deduplicated and sorted. A canonical form makes "the same rules" comparable.
  */
-export function normalizeEgressRules(rules: { allowOut?: readonly string[]; denyOut?: readonly string[] }): EgressRules {
-  return { allowOut: canonicalEntries(rules.allowOut ?? []), denyOut: canonicalEntries(rules.denyOut ?? []) };
+export function normalizeEgressRules(rules: { allowOut?: readonly string[]; denyOut?: readonly string[]; proxied?: EgressProxying }): EgressRules {
+  const current = upgradeLegacyRules(rules);
+  const proxied = current.proxied ?? "none";
+  if (!PROXYING.includes(proxied)) throw new NetworkError("invalid_argument", `'${String(proxied)}' is not an egress proxying (${PROXYING.join(", ")})`);
+  return {
+    allowOut: canonicalEntries(current.allowOut ?? []),
+    denyOut: canonicalEntries(current.denyOut ?? []),
+    ...(proxied !== "none" ? { proxied } : {}),
+  };
+}
+
+/** A copy of rules (lists and proxying), for a record of something made from the sandbox. */
+export function copyEgressRules(rules: EgressRules): { allowOut: string[]; denyOut: string[]; proxied?: EgressProxying } {
+  return { allowOut: [...rules.allowOut], denyOut: [...rules.denyOut], ...(rules.proxied && rules.proxied !== "none" ? { proxied: rules.proxied } : {}) };
+}
+
+/** How the sandbox's TCP goes through the egress proxy beyond its domain entries. */
+export function proxyingOf(rules: EgressRules | undefined): EgressProxying {
+  return rules?.proxied ?? "none";
+}
+
+/** True when the sandbox's TCP 80/443 goes through the egress proxy: domain entries, or proxying asked for. */
+export function sendsWebThroughProxy(rules: EgressRules | undefined): boolean {
+  return hasDomainRules(rules) || proxyingOf(rules) !== "none";
 }
 
 /** The CIDR entries of a canonical list (what nftables enforces). */
@@ -76,9 +113,14 @@ function isDomainEntry(entry: string): boolean {
   return !/^[0-9./]+$/.test(entry);
 }
 
-/** True when the rules name anything: a sandbox without rules needs no chain of its own. */
-export function hasEgressRules(rules: EgressRules | undefined): rules is EgressRules {
+/** True when the rules name any entry: a sandbox without entries needs no chain of its own. */
+export function hasRuleEntries(rules: EgressRules | undefined): rules is EgressRules {
   return rules !== undefined && (rules.allowOut.length > 0 || rules.denyOut.length > 0);
+}
+
+/** True when the rules ask for anything beyond the internet switch (entries or proxying): worth applying and keeping. */
+export function hasEgressRules(rules: EgressRules | undefined): rules is EgressRules {
+  return hasRuleEntries(rules) || proxyingOf(rules) !== "none";
 }
 
 function canonicalEntries(entries: readonly string[]): string[] {

@@ -4,33 +4,28 @@
 // applies to a sandbox with rules; @internet then only decides masquerading, and holds every sandbox that may
 // reach anything beyond the bridge (internet on, or something allowed).
 //
-// A sandbox whose rules name domains is also in @proxied: its TCP 80/443 is redirected to the egress proxy and its
-// UDP 443 (QUIC, which the proxy cannot judge) dropped (ruleset.ts); its chain holds only the CIDR entries.
+// A sandbox whose rules name domains, or whose rules are `proxied` ("inspect" or "tunnel"), is also in @proxied: its
+// TCP 80/443 is redirected to the egress proxy and its UDP 443 (QUIC, which the proxy cannot judge) dropped
+// (ruleset.ts); its chain holds only the CIDR entries.
 //
-// A sandbox whose lists carry TUNNEL_MARKER (its egress goes through its user's proxy) is also in @tunneled: every
+// A sandbox whose rules are proxied "tunnel" (its egress goes through its user's proxy) is also in @tunneled: every
 // TCP port its name-judging listeners do not take is redirected to the egress proxy's catch-all listener
 // (egress/tunnel-proxy.ts), which connects through the user's proxy.
 //
 // Every script is applied as one `nft -f` transaction: an update replaces the chain's rules, the map element and
 // the set element together, and a failing one leaves the old rules in place.
 import type { EgressRules } from "./egress-rules.js";
-import { ALL_TRAFFIC, cidrsOf, hasDomainRules, hasEgressRules } from "./egress-rules.js";
+import { ALL_TRAFFIC, cidrsOf, hasRuleEntries, proxyingOf, sendsWebThroughProxy } from "./egress-rules.js";
 import type { NetworkNames } from "./names.js";
 
 /** Name of the verdict map the forward chain looks sandbox addresses up in (declared by setupScript). */
 export const EGRESS_MAP = "egress";
 /** Prefix of every per-sandbox egress chain; the sandbox's address follows with `_` for `.`. */
 export const EGRESS_CHAIN_PREFIX = "egress_";
-/** Set of the sandbox addresses whose TCP 80/443 goes through the egress proxy (rules with domains). */
+/** Set of the sandbox addresses whose TCP 80/443 goes through the egress proxy (rules with domains, or proxied). */
 export const PROXIED_SET = "proxied";
 /** Set of the sandbox addresses whose TCP goes through their user's proxy. */
 export const TUNNELED_SET = "tunneled";
-/**
- * A denyOut entry the control plane adds for a sandbox with a user's proxy (a name no one can register: .invalid),
- * so that the fact travels with its rules (forks, checkpoints, restarts); as a domain entry it also sends the
- * sandbox's 80/443 through the name-judging listeners.
- */
-export const TUNNEL_MARKER = "egress-proxy.burrow.invalid";
 
 export function egressChainName(ip: string): string {
   return `${EGRESS_CHAIN_PREFIX}${ip.replaceAll(".", "_")}`;
@@ -45,7 +40,7 @@ export function ipOfEgressChain(chain: string): string | undefined {
 
 /**
  * Put a sandbox's egress in the given state: internet on or off and, with rules, its own chain (allow first, then
- * deny, then the internet switch as the final verdict); with empty rules, no chain and no map element. `undefined`
+ * deny, then the internet switch as the final verdict); with no entries, no chain and no map element. `undefined`
  * rules leave chain and map alone: a sandbox that never had rules (the common create) costs one set element.
  */
 export function egressScript(names: NetworkNames, ip: string, internet: boolean, rules: EgressRules | undefined): string {
@@ -58,11 +53,11 @@ export function egressScript(names: NetworkNames, ip: string, internet: boolean,
   if (!reachesOut) lines.push(`delete element inet ${t} internet { ${ip} }`);
   if (rules !== undefined) {
     lines.push(`add element inet ${t} ${PROXIED_SET} { ${ip} }`);
-    if (!hasDomainRules(rules)) lines.push(`delete element inet ${t} ${PROXIED_SET} { ${ip} }`);
+    if (!sendsWebThroughProxy(rules)) lines.push(`delete element inet ${t} ${PROXIED_SET} { ${ip} }`);
     lines.push(`add element inet ${t} ${TUNNELED_SET} { ${ip} }`);
-    if (!rules.denyOut.includes(TUNNEL_MARKER)) lines.push(`delete element inet ${t} ${TUNNELED_SET} { ${ip} }`);
+    if (proxyingOf(rules) !== "tunnel") lines.push(`delete element inet ${t} ${TUNNELED_SET} { ${ip} }`);
   }
-  if (hasEgressRules(rules)) {
+  if (hasRuleEntries(rules)) {
     const chain = egressChainName(ip);
     lines.push(`add chain inet ${t} ${chain}`, `flush chain inet ${t} ${chain}`);
     // Denying ALL_TRAFFIC is the internet switch off; and without internet the deny list changes nothing.

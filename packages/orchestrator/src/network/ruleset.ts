@@ -7,7 +7,7 @@
 //           with its address in @internet. postrouting: masquerade @internet behind the host's address.
 //           Host-side services for sandboxes, on the gateway address only: DNS (53, Burrow's resolver), and what
 //           the `redirects` chain (prerouting, DNAT) sends there — host services (gateway:port → gateway:hostPort)
-//           and, for @proxied sandboxes (rules with domains), TCP 80/443 to the egress proxy's listeners. Only
+//           and, for @proxied sandboxes (rules with domains, or proxied), TCP 80/443 to the egress proxy's listeners. Only
 //           DNAT'ed connections are accepted there, so a sandbox cannot reach those listeners any other way.
 //           @proxied sandboxes' UDP 443 (QUIC) is dropped, so clients fall back to TCP, which the proxy judges.
 //           Limits (egress-limits.ts, when configured): chains of their own at prerouting and postrouting with

@@ -4,6 +4,7 @@
 import { BurrowError, Code } from "@burrow/protocol";
 import type { LiveSandboxes } from "../live-sandboxes.js";
 import type { Logger } from "../logger.js";
+import { copyEgressRules } from "../network/egress-rules.js";
 import type { CreateSandboxOptions, ForkResult, ForkSandboxOptions, SandboxRecord } from "../orchestrator-api.js";
 import { shareSignal } from "../shared-signal.js";
 import type { SnapshotCharges } from "./snapshot-charges.js";
@@ -50,7 +51,7 @@ export class SandboxForks {
           return this.deps.createSandbox({
             template: manifest.templateId,
             allowInternetAccess,
-            ...(egress ? { egress: { allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : {}),
+            ...(egress ? { egress: copyEgressRules(egress) } : {}),
             envVars: { ...envVars, ...fork.envVars },
             envdAccessToken: fork.envdAccessToken,
             ...(shared.signal ? { signal: shared.signal } : {}),

@@ -10,6 +10,7 @@ import { randomId } from "../ids.js";
 import type { LaunchSource, LiveSandboxes } from "../live-sandboxes.js";
 import type { Logger } from "../logger.js";
 import type { MetricsSampler } from "../metrics-sampler.js";
+import { copyEgressRules } from "../network/egress-rules.js";
 import type { SnapshotInfo, SnapshotQuota, SnapshotSandboxOptions, SnapshotUsage } from "../orchestrator-api.js";
 import type { HostedSandbox } from "../sandbox-host.js";
 import type { SandboxOpQueue } from "../sandbox-op-queue.js";
@@ -136,11 +137,7 @@ export class SandboxSnapshots {
       createdAt: new Date().toISOString(),
       ...(source.runtime ? { runtime: source.runtime } : {}),
       snapshotOf: sandboxId,
-      egress: {
-        allowInternetAccess: sandbox.record.allowInternetAccess,
-        allowOut: [...(sandbox.record.egress?.allowOut ?? [])],
-        denyOut: [...(sandbox.record.egress?.denyOut ?? [])],
-      },
+      egress: { allowInternetAccess: sandbox.record.allowInternetAccess, ...copyEgressRules(sandbox.record.egress ?? { allowOut: [], denyOut: [] }) },
       ...(forkOf !== undefined ? { forkOf } : {}),
       ...(charge ? { owner: charge.quota.owner, sizeBytes } : {}),
     };

@@ -11,6 +11,8 @@ import { mkdir, readdir, realpath, rename } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { promisify } from "node:util";
 import type { SandboxEgress, SnapshotInfo, TemplateInfo } from "../orchestrator-api.js";
+import { copyEgressRules } from "../network/egress-rules.js";
+import { upgradeLegacyRules } from "../network/legacy-egress-rules.js";
 import { removeTree } from "../storage/remove-tree.js";
 import { templateInfo, type TemplateManifest } from "../templates/template-store.js";
 
@@ -41,7 +43,8 @@ export function isSnapshotManifest(manifest: TemplateManifest): manifest is Snap
 export function templateInfoWithEgress(manifest: TemplateManifest): TemplateInfo {
   const info = templateInfo(manifest);
   const egress = isSnapshotManifest(manifest) ? manifest.egress : undefined;
-  return egress ? { ...info, egress: { allowInternetAccess: egress.allowInternetAccess, allowOut: [...egress.allowOut], denyOut: [...egress.denyOut] } } : info;
+  // Snapshots taken before `proxied` existed say it with reserved deny entries.
+  return egress ? { ...info, egress: { allowInternetAccess: egress.allowInternetAccess, ...copyEgressRules(upgradeLegacyRules(egress)) } } : info;
 }
 
 export function snapshotInfo(manifest: SnapshotManifest): SnapshotInfo {

@@ -8,7 +8,7 @@
 import { randomBytes } from "node:crypto";
 import type { Logger } from "pino";
 import type {
-  Orchestrator, PauseKind, SandboxExitReason, SandboxLifecycleEvent as OrchestratorLifecycleEvent, SandboxRecord, VolumeMount,
+  EgressRuleLists, Orchestrator, PauseKind, SandboxExitReason, SandboxLifecycleEvent as OrchestratorLifecycleEvent, SandboxRecord, VolumeMount,
 } from "@burrow/orchestrator";
 import { ENVD_VERSION, BurrowError, Code } from "@burrow/protocol";
 import { createAdmissionMetrics, type AdmissionMetrics } from "../admission/admission-metrics.js";
@@ -20,7 +20,7 @@ import type { ServerConfig } from "../config.js";
 import { toE2bError } from "../errors.js";
 import type { ServerMetrics } from "../metrics/prometheus.js";
 import type { SandboxMetrics } from "../metrics/sandbox-metrics.js";
-import { copiedNetwork, egressListsOf, networkView, type SandboxNetworkConfig } from "../network/network-config.js";
+import { copiedNetwork, egressConfigOf, egressListsOf, hasEgressRules, networkView, type SandboxNetworkConfig } from "../network/network-config.js";
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
 import type { SandboxRow, SandboxStore } from "../store/sandboxes.js";
 import type { SandboxEndReason, SandboxEvents, SandboxLifecycleEvent, SandboxPauseReason, SandboxResumeReason } from "./events.js";
@@ -292,6 +292,9 @@ export class SandboxService {
       throw this.#snapshotFailed(err, sandboxId, "orchestrator failed to snapshot sandbox");
     }
     if (!info) throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    // Sandboxes started from it get the network the sandbox has now (header transforms and user's proxy too).
+    const network = this.#d.networks?.get(sandboxId);
+    if (network && hasEgressRules(network)) this.#d.networks?.keepCopy(info.snapshotId, egressConfigOf(network));
     this.#d.logger.info({ sandboxId, snapshotId: info.snapshotId }, "sandbox snapshotted");
     return info;
   }
@@ -753,7 +756,7 @@ export class SandboxService {
   }
 
   /** The orchestrator's create option for a config's allowOut/denyOut (none without rules). */
-  #egressOption(network: SandboxNetworkConfig | undefined): { egress?: { allowOut: string[]; denyOut: string[] } } {
+  #egressOption(network: SandboxNetworkConfig | undefined): { egress?: EgressRuleLists } {
     const egress = egressListsOf(network);
     return egress ? { egress } : {};
   }

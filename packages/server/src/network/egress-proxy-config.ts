@@ -1,6 +1,6 @@
 // A sandbox's own egress proxy (E2B's `network.egressProxy {address, username?, password?}`), as the API takes,
-// keeps and shows it, and as the orchestrator learns it: a sandbox with one carries TUNNEL_MARKER in the denyOut it
-// gives the orchestrator (so every TCP port of it goes to the egress proxy, and the fact travels with its rules), and
+// keeps and shows it, and as the orchestrator learns it: a sandbox with one has its egress proxied "tunnel" (so every
+// TCP port of it goes to the egress proxy, and the fact travels with its rules to everything copied from it), and
 // the orchestrator asks, per connection, where that sandbox's proxy is (startEgressUpstreams). The password is kept
 // with the network config (the store, 0600 in the state directory) and never answered, as E2B does.
 //
@@ -8,7 +8,7 @@
 // address), nor the host, the sandboxes' subnet or the operator's deny list (refused when a connection is made, after
 // resolving a name, which fails that connection closed). There is no operator switch to allow more: a sandbox must
 // not reach through its proxy what it could not reach itself.
-import { parseUpstreamProxy, TUNNEL_MARKER, type Orchestrator, type UpstreamProxy } from "@burrow/orchestrator";
+import { parseUpstreamProxy, type Orchestrator, type UpstreamProxy } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxNetworkStore } from "../store/sandbox-networks.js";
 
@@ -44,16 +44,6 @@ export function egressProxyOf(value: unknown): EgressProxyConfig | undefined {
 /** What GET answers: the address and username, never the password. */
 export function egressProxyView(config: EgressProxyConfig): { address: string; username?: string } {
   return { address: config.address, ...(config.username !== undefined ? { username: config.username } : {}) };
-}
-
-/** denyOut as the orchestrator gets it: with the marker when the sandbox has a proxy. */
-export function withTunnelMarker(denyOut: string[], proxy: EgressProxyConfig | undefined): string[] {
-  return proxy ? [...denyOut, TUNNEL_MARKER] : denyOut;
-}
-
-/** A list read back from the orchestrator without the marker. */
-export function stripTunnelMarker(list: readonly string[]): string[] {
-  return list.filter((e) => e !== TUNNEL_MARKER);
 }
 
 /** Tell the orchestrator where sandboxes' proxies are (read per connection); resolves the clean-up. */

@@ -5,10 +5,10 @@
 // (`egressProxy`, egress-proxy-config.ts) by the egress proxy. What cannot be enforced yet (httpsPorts) is refused
 // with 501 rather than accepted and ignored.
 import { randomBytes } from "node:crypto";
-import { ALL_TRAFFIC, parseEgressTarget, type SandboxEgress } from "@burrow/orchestrator";
+import { ALL_TRAFFIC, parseEgressTarget, type EgressProxying, type EgressRuleLists, type SandboxEgress } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
-import { egressProxyOf, egressProxyView, stripTunnelMarker, withTunnelMarker, type EgressProxyConfig } from "./egress-proxy-config.js";
-import { denyOutWithMarker, networkRules, stripOrchestratorMarker, type NetworkRules } from "./network-rules.js";
+import { egressProxyOf, egressProxyView, type EgressProxyConfig } from "./egress-proxy-config.js";
+import { networkRules, type NetworkRules } from "./network-rules.js";
 
 /** What a sandbox keeps of its network config (the store's JSON). */
 export interface SandboxNetworkConfig {
@@ -95,52 +95,73 @@ export function networkFromUpdate(current: SandboxNetworkConfig | undefined, bod
   return next;
 }
 
+/** The egress part of a config: what copies of a sandbox (forks, snapshot and checkpoint children) carry. */
+export type EgressConfig = Pick<SandboxNetworkConfig, "allowOut" | "denyOut" | "rules" | "rulesOwner" | "egressProxy">;
+
+/** The egress part of a config, copied (kept with a snapshot or checkpoint for the sandboxes started from it). */
+export function egressConfigOf(config: EgressConfig): EgressConfig {
+  return {
+    allowOut: [...config.allowOut],
+    denyOut: [...config.denyOut],
+    ...(config.rules !== undefined ? { rules: config.rules, ...(config.rulesOwner !== undefined ? { rulesOwner: config.rulesOwner } : {}) } : {}),
+    ...(config.egressProxy !== undefined ? { egressProxy: config.egressProxy } : {}),
+  };
+}
+
 /**
- * The config of a sandbox that copies another (a fork, a checkpoint's child): the source's egress rules (or, for a
- * checkpoint's child, those recorded with the checkpoint) and ingress, with a traffic token of its own when public
- * traffic is off, as E2B gives every fork. Undefined when there is nothing to copy.
+ * The config of a sandbox that copies another (a fork, a checkpoint's child): the egress `egress` says (a fork's:
+ * its source's own; a checkpoint child's: the one kept when the checkpoint was taken), lists, header transforms and
+ * user's proxy alike, and the source's ingress, with a traffic token of its own when public traffic is off, as E2B
+ * gives every fork. Undefined when there is nothing to copy.
  */
-export function copiedNetwork(
-  source: SandboxNetworkConfig | undefined,
-  egress: { allowOut: readonly string[]; denyOut: readonly string[] } | undefined = source,
-): SandboxNetworkConfig | undefined {
-  if (source === undefined && (egress === undefined || (egress.allowOut.length === 0 && egress.denyOut.length === 0))) return undefined;
+export function copiedNetwork(source: SandboxNetworkConfig | undefined, egress: EgressConfig | undefined = source): SandboxNetworkConfig | undefined {
+  if (source === undefined && !hasEgressRules(egress)) return undefined;
   const copy: SandboxNetworkConfig = {
-    allowOut: [...(egress?.allowOut ?? [])],
-    denyOut: stripTunnelMarker(stripOrchestratorMarker(egress?.denyOut ?? [])),
+    ...egressConfigOf(egress ?? { allowOut: [], denyOut: [] }),
     allowPublicTraffic: source?.allowPublicTraffic ?? true,
   };
   if (source?.maskRequestHost !== undefined) copy.maskRequestHost = source.maskRequestHost;
-  if (source?.egressProxy !== undefined) copy.egressProxy = source.egressProxy;
-  // A fork (egress copied from the source itself) keeps the source's header transforms; a checkpoint's child has
-  // the egress recorded with the checkpoint, which says nothing of them.
-  if (egress === source && source?.rules !== undefined) Object.assign(copy, { rules: source.rules, rulesOwner: source.rulesOwner });
   if (!copy.allowPublicTraffic) copy.trafficAccessToken = newTrafficToken();
   return copy;
 }
 
 /**
- * A create's config with the egress a snapshot or checkpoint carries (its sandbox's when taken), for a create that
- * sets no egress of its own (no allowOut/denyOut, no allow_internet_access): a copy of a restricted sandbox stays
- * restricted. Ingress stays as the create asked.
+ * A create's config with the egress a snapshot or checkpoint carries (its sandbox's when taken: lists, header
+ * transforms, user's proxy), for a create that sets no egress of its own (no allowOut/denyOut, no
+ * allow_internet_access): a copy of a restricted sandbox stays restricted. Header transforms or a proxy the create
+ * sets itself win over the inherited ones; ingress stays as the create asked.
  */
-export function withInheritedEgress(config: SandboxNetworkConfig | undefined, inherited: SandboxEgress): SandboxNetworkConfig | undefined {
-  if (inherited.allowOut.length === 0 && inherited.denyOut.length === 0) return config;
-  return { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: stripTunnelMarker(stripOrchestratorMarker(inherited.denyOut)) };
+export function withInheritedEgress(config: SandboxNetworkConfig | undefined, inherited: EgressConfig): SandboxNetworkConfig | undefined {
+  if (!hasEgressRules(inherited)) return config;
+  const next: SandboxNetworkConfig = { ...(config ?? { allowPublicTraffic: true }), allowOut: [...inherited.allowOut], denyOut: [...inherited.denyOut] };
+  if (next.rules === undefined && inherited.rules !== undefined) {
+    next.rules = inherited.rules;
+    if (inherited.rulesOwner !== undefined) next.rulesOwner = inherited.rulesOwner;
+  }
+  if (next.egressProxy === undefined && inherited.egressProxy !== undefined) next.egressProxy = inherited.egressProxy;
+  return next;
 }
 
-/** allowOut/denyOut for the orchestrator's create, undefined when the config has none. */
-export function egressListsOf(config: SandboxNetworkConfig | undefined): { allowOut: string[]; denyOut: string[] } | undefined {
-  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: withTunnelMarker(denyOutWithMarker(config.denyOut, config.rules), config.egressProxy) } : undefined;
+/**
+ * What of the sandbox's TCP the orchestrator sends through its egress proxy beyond its domain entries: every port
+ * (then its user's proxy) with an egressProxy, 80/443 with header transforms (which the proxy applies).
+ */
+export function proxyingOf(config: Pick<SandboxNetworkConfig, "rules" | "egressProxy"> | undefined): EgressProxying {
+  return config?.egressProxy !== undefined ? "tunnel" : config?.rules !== undefined ? "inspect" : "none";
 }
 
-/** What the firewall enforces for a config. */
+/** allowOut/denyOut and proxying for the orchestrator's create, undefined when the config has none. */
+export function egressListsOf(config: SandboxNetworkConfig | undefined): EgressRuleLists | undefined {
+  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: [...config.denyOut], proxied: proxyingOf(config) } : undefined;
+}
+
+/** What the firewall and the egress proxy enforce for a config. */
 export function egressOf(config: SandboxNetworkConfig | undefined, allowInternetAccess: boolean): SandboxEgress {
-  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: withTunnelMarker(denyOutWithMarker(config?.denyOut ?? [], config?.rules), config?.egressProxy) };
+  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: [...(config?.denyOut ?? [])], proxied: proxyingOf(config) };
 }
 
-/** True when the firewall needs rules of the sandbox's own (not just the internet switch). */
-export function hasEgressRules(config: SandboxNetworkConfig | undefined): boolean {
+/** True when the sandbox needs egress of its own (not just the internet switch): entries, transforms or a proxy. */
+export function hasEgressRules(config: EgressConfig | undefined): boolean {
   return (config?.allowOut.length ?? 0) > 0 || (config?.denyOut.length ?? 0) > 0 || config?.rules !== undefined || config?.egressProxy !== undefined;
 }
 

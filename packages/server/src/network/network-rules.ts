@@ -124,21 +124,3 @@ function transformRule(rule: unknown, where: string): HeaderTransformRule {
 function invalid(message: string): BurrowError {
   return new BurrowError(Code.InvalidArgument, message, { reason: "invalid_network_config" });
 }
-
-/**
- * The orchestrator sends a sandbox's TCP 80/443 through its egress proxy when the sandbox's rules name a domain. A
- * sandbox with header transforms needs that even without domain entries of its own, so the lists handed to the
- * orchestrator carry a deny entry for this name: under RFC 2606's reserved `.invalid`, it never resolves, so it
- * changes no verdict. It never appears in what the API answers (stripOrchestratorMarker on lists read back).
- */
-export const TRANSFORMS_MARKER = "transforms.burrow.invalid";
-
-/** denyOut as the orchestrator gets it for a config with or without rules. */
-export function denyOutWithMarker(denyOut: readonly string[], rules: NetworkRules | undefined): string[] {
-  return rules ? [...denyOut, TRANSFORMS_MARKER] : [...denyOut];
-}
-
-/** A list read back from the orchestrator (a snapshot's or checkpoint's egress) without the marker. */
-export function stripOrchestratorMarker(list: readonly string[]): string[] {
-  return list.filter((e) => e !== TRANSFORMS_MARKER);
-}

@@ -9,7 +9,7 @@ import type { ServerConfig } from "../../config.js";
 import { publishCheckpointEvent, type CheckpointBusEvent } from "../../bus/lifecycle-publisher.js";
 import { toE2bError } from "../../errors.js";
 import type { SandboxService } from "../../lifecycle/sandbox-service.js";
-import { copiedNetwork, type SandboxNetworkConfig } from "../../network/network-config.js";
+import { copiedNetwork, egressConfigOf, hasEgressRules, type EgressConfig, type SandboxNetworkConfig } from "../../network/network-config.js";
 import type { SandboxNetworkStore } from "../../store/sandbox-networks.js";
 import type { SandboxRow } from "../../store/sandboxes.js";
 
@@ -22,7 +22,7 @@ export interface CheckpointServiceDeps {
   sandboxes: SandboxService;
   bus?: Bus | undefined;
   logger: Logger;
-  /** Network configs: a child copies its checkpoint's sandbox's (the rules as they were when it was taken). */
+  /** Network configs: a child copies its checkpoint's sandbox's (the egress kept when it was taken, its ingress). */
   networks?: SandboxNetworkStore;
 }
 
@@ -31,6 +31,15 @@ export type BranchOutcome = { row: SandboxRow; error?: undefined } | { row?: und
 
 function networkOption(network: SandboxNetworkConfig | undefined): { network?: SandboxNetworkConfig } {
   return network ? { network } : {};
+}
+
+/** A checkpoint's egress without a kept copy: the orchestrator's lists, and the user's proxy of its sandbox. */
+function legacyEgress(checkpoint: CheckpointInfo, source: SandboxNetworkConfig | undefined): EgressConfig {
+  return {
+    allowOut: [...(checkpoint.egress?.allowOut ?? [])],
+    denyOut: [...(checkpoint.egress?.denyOut ?? [])],
+    ...(source?.egressProxy !== undefined ? { egressProxy: source.egressProxy } : {}),
+  };
 }
 
 function unsupported(): never {
@@ -53,6 +62,9 @@ export class CheckpointService {
       quota: sandboxes.snapshotQuotaOf(row),
     });
     if (!info) throw sandboxNotFound(sandboxId);
+    // Its children get the network the sandbox has now (header transforms and user's proxy too), whatever it has later.
+    const network = this.deps.networks?.get(sandboxId);
+    if (network && hasEgressRules(network)) this.deps.networks?.keepCopy(info.checkpointId, egressConfigOf(network));
     this.publish({ type: "checkpoint_created", sandboxId, templateId: row.templateId, metadata: row.metadata, checkpointId: info.checkpointId, parentId: info.parentId });
     return info;
   }
@@ -100,8 +112,10 @@ export class CheckpointService {
     if (!orchestrator.branchCheckpoint) unsupported();
     const checkpoint = await this.get(checkpointId);
     const source = sandboxes.get(checkpoint.sandboxId);
-    // Children are restricted as the sandbox was when checkpointed, and keep its ingress while it is known.
+    // Children are restricted as the sandbox was when checkpointed (the egress kept then; the orchestrator's lists for
+    // checkpoints taken before it was kept), and keep its ingress while it is known.
     const sourceNetwork = this.deps.networks?.get(checkpoint.sandboxId);
+    const egress = this.deps.networks?.copyOf(checkpointId) ?? legacyEgress(checkpoint, sourceNetwork);
     const settled = await Promise.allSettled(
       Array.from({ length: input.count }, () =>
         sandboxes.create({
@@ -109,7 +123,7 @@ export class CheckpointService {
           ...(input.timeoutSec !== undefined ? { timeoutSec: input.timeoutSec } : {}),
           metadata: { ...source?.metadata },
           allowInternetAccess: checkpoint.allowInternetAccess,
-          ...networkOption(copiedNetwork(sourceNetwork, checkpoint.egress ?? { allowOut: [], denyOut: [] })),
+          ...networkOption(copiedNetwork(sourceNetwork, egress)),
           apiKeyId: input.apiKeyId,
           ...(input.signal ? { signal: input.signal } : {}),
         }),
@@ -131,6 +145,7 @@ export class CheckpointService {
     const deleted = await orchestrator.deleteCheckpoint(checkpointId, { cascade });
     if (!deleted) throw checkpointNotFound(checkpointId);
     for (const id of deleted) {
+      this.deps.networks?.dropCopy(id);
       const of = byId.get(id) ?? info;
       const row = sandboxes.get(of.sandboxId);
       this.publish({ type: "checkpoint_deleted", sandboxId: of.sandboxId, templateId: of.templateId, metadata: row?.metadata ?? {}, checkpointId: id });

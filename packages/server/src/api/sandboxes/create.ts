@@ -7,7 +7,7 @@ import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
 import { hasEgressRules, networkFromCreate, withInheritedEgress, type NetworkBody } from "../../network/network-config.js";
 import { ruleSecretsOwner } from "../../network/rule-secrets.js";
-import { inheritedEgress } from "./network.js";
+import { inheritedNetwork } from "./network.js";
 import { toSandbox } from "./serialize.js";
 
 interface NewSandboxBody {
@@ -67,9 +67,9 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
         if (network?.rules) network.rulesOwner = ruleSecretsOwner(ctx, request, network.rules);
         let allowInternetAccess = body.allow_internet_access;
         // A snapshot or checkpoint keeps its sandbox's egress for creates that set none of their own.
-        const inherited = setsEgress(body) ? undefined : await inheritedEgress(ctx, body.templateID);
+        const inherited = setsEgress(body) ? undefined : await inheritedNetwork(ctx, body.templateID);
         if (inherited) {
-          network = withInheritedEgress(network, inherited);
+          network = withInheritedEgress(network, inherited.egress);
           allowInternetAccess = inherited.allowInternetAccess;
         }
         // The orchestrator enforces the rules before the sandbox is handed out (one that cannot must refuse them).

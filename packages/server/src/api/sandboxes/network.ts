@@ -5,8 +5,8 @@
 // one is a 409 (resume it first), so what a resume brings back is what was enforced when it was paused.
 import type { FastifyInstance } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
-import type { SandboxEgress } from "@burrow/orchestrator";
-import { egressOf, networkFromUpdate, type NetworkUpdateBody } from "../../network/network-config.js";
+import type { EgressRuleLists } from "@burrow/orchestrator";
+import { egressOf, networkFromUpdate, type EgressConfig, type NetworkUpdateBody } from "../../network/network-config.js";
 import { ruleSecretsOwner } from "../../network/rule-secrets.js";
 import type { ApiContext } from "../context.js";
 import { errorResponses, networkUpdateSchema, sandboxIdParams } from "../schemas.js";
@@ -17,17 +17,31 @@ function egressUnsupported(): BurrowError {
   return new BurrowError(Code.Unimplemented, "egress rules are not supported by this orchestrator", { reason: "egress_unsupported" });
 }
 
+/** The network a create inherits from a snapshot or checkpoint: its sandbox's internet switch and egress. */
+export interface InheritedNetwork {
+  allowInternetAccess: boolean;
+  egress: EgressConfig;
+}
+
 /**
- * The egress a template reference carries: a snapshot's or a checkpoint's, its sandbox's when it was taken
- * (creates that set none of their own start with it). Undefined for other templates and unknown references.
+ * The network a template reference carries: a snapshot's or a checkpoint's, its sandbox's when it was taken
+ * (creates that set none of their own start with it). The egress is the one the control plane kept with it (lists,
+ * header transforms, user's proxy), else the orchestrator's lists (taken before that was kept, or of a sandbox
+ * without a network config). Undefined for other templates and unknown references.
  */
-export async function inheritedEgress(ctx: ApiContext, ref: string): Promise<SandboxEgress | undefined> {
+export async function inheritedNetwork(ctx: ApiContext, ref: string): Promise<InheritedNetwork | undefined> {
   const template = ctx.orchestrator.resolveTemplate(ref);
-  if (template) return template.egress;
+  if (template) {
+    return template.egress && { allowInternetAccess: template.egress.allowInternetAccess, egress: ctx.networks.copyOf(template.templateId) ?? listsOf(template.egress) };
+  }
   // Not a template: perhaps a checkpoint, which a create may name as its template.
   const checkpoint = await ctx.orchestrator.getCheckpoint?.(ref).catch(() => undefined);
   if (!checkpoint) return undefined;
-  return { allowInternetAccess: checkpoint.allowInternetAccess, allowOut: [...(checkpoint.egress?.allowOut ?? [])], denyOut: [...(checkpoint.egress?.denyOut ?? [])] };
+  return { allowInternetAccess: checkpoint.allowInternetAccess, egress: ctx.networks.copyOf(checkpoint.checkpointId) ?? listsOf(checkpoint.egress) };
+}
+
+function listsOf(egress: EgressRuleLists | undefined): EgressConfig {
+  return { allowOut: [...(egress?.allowOut ?? [])], denyOut: [...(egress?.denyOut ?? [])] };
 }
 
 export function registerNetworkRoutes(app: FastifyInstance, ctx: ApiContext): void {
