@@ -49,6 +49,8 @@ async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions)
   const volumes = opts.volumeMounts ?? [];
   let sandbox = volumes.length === 0 ? pools.take(template) : undefined;
   const createdFrom = sandbox ? "pool" : "launch";
+  // The template has a pool and it had nothing ready: this create waits for a launch (alerts: pool_exhausted).
+  const poolEmpty = !sandbox && volumes.length === 0 && pools.serves(template);
   if (!sandbox) {
     sandbox = await inSpan("orchestrator.launch", () =>
       host.launch(template, limits, {
@@ -69,7 +71,7 @@ async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions)
     pools.fill();
   }
   deps.live.add(sandbox, { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars } });
-  return { ...toRecord(sandbox), createdFrom };
+  return { ...toRecord(sandbox), createdFrom, ...(poolEmpty ? { poolEmpty } : {}) };
 }
 
 /** The template a create names; the shipped code-interpreter, mcp-gateway, desktop and browser are built the first time they are asked for. */

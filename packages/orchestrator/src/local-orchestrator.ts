@@ -76,7 +76,7 @@ export class LocalOrchestrator implements Orchestrator {
   /** Pauses, resumes and snapshots of one sandbox, one at a time. */
   private readonly ops: SandboxOpQueue;
   private readonly pools: SandboxPools;
-  private readonly metrics = new MetricsSampler();
+  private readonly metrics: MetricsSampler;
   private readonly pauses: PauseResume;
   /** Halt and boot a sandbox on its files (filesystem pauses; rollback builds on them too). */
   readonly coldBoot: ColdBoot;
@@ -97,6 +97,7 @@ export class LocalOrchestrator implements Orchestrator {
   private constructor(private readonly parts: HostParts) {
     const { config, templates, host, logger } = parts;
     this.config = config;
+    this.metrics = new MetricsSampler((dir, signal) => parts.storage.limitUsage(dir, signal));
     this.volumes = new VolumeStorage({ stateDir: config.stateDir, storage: parts.storage, uidBase: config.uidBase });
     const live = (this.live = new LiveSandboxes(logger));
     this.ops = new SandboxOpQueue(live);

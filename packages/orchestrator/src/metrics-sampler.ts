@@ -12,6 +12,9 @@ interface CpuMark {
 }
 
 export class MetricsSampler {
+  /** @param limitUsage what a writable dir's disk limit counts (SandboxStorage.limitUsage) */
+  constructor(private readonly limitUsage?: (dir: string, signal?: AbortSignal) => Promise<number | undefined>) {}
+
   /** Per sandbox (gone with it): its CPU time at its previous sample. */
   private readonly cpuMarks = new WeakMap<HostedSandbox, CpuMark>();
   private readonly diskUsage = new WeakMap<HostedSandbox, { bytes: number; at: number }>();
@@ -34,6 +37,7 @@ export class MetricsSampler {
       memCache: sample.memoryCacheBytes,
       diskUsed: await this.diskUsed(sandbox, signal),
       diskTotal: sandbox.record.limits.diskMB * 1024 * 1024,
+      ...(await this.diskLimitUsed(sandbox, signal)),
       oomKills: sample.oomKills,
     };
   }
@@ -50,12 +54,19 @@ export class MetricsSampler {
       memCache: 0,
       diskUsed: await this.diskUsed(sandbox, signal),
       diskTotal: limits.diskMB * 1024 * 1024,
+      ...(await this.diskLimitUsed(sandbox, signal)),
     };
   }
 
   /** The sandbox was frozen or thawed: its next sample starts a new CPU interval. */
   restartCpu(sandbox: HostedSandbox): void {
     this.cpuMarks.delete(sandbox);
+  }
+
+  /** Not cached like du: a full disk is what alerts watch for, and the listing is cheap and shared. */
+  private async diskLimitUsed(sandbox: HostedSandbox, signal?: AbortSignal): Promise<{ diskLimitUsed?: number }> {
+    const bytes = await this.limitUsage?.(sandbox.dir, signal).catch(() => undefined);
+    return bytes === undefined ? {} : { diskLimitUsed: bytes };
   }
 
   private async diskUsed(sandbox: HostedSandbox, signal?: AbortSignal): Promise<number> {

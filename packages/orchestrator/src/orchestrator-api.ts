@@ -61,6 +61,8 @@ export interface SandboxRecord {
   bootId?: string;
   /** Set by createSandbox: whether the sandbox was claimed from the warm pool or launched for this create. */
   createdFrom?: "pool" | "launch";
+  /** Set by createSandbox when the template has a pool and none of its sandboxes was ready (the create launched one). */
+  poolEmpty?: boolean;
 }
 
 export interface CreateSandboxOptions {
@@ -119,6 +121,11 @@ export interface SandboxMetricSample {
   memCache: number;
   diskUsed: number;
   diskTotal: number;
+  /**
+   * What the disk limit counts (btrfs referenced bytes of the sandbox's subvolume: its files, their metadata, envd's
+   * log) as of btrfs's last commit; writes fail with EDQUOT once it reaches diskTotal. Absent without btrfs.
+   */
+  diskLimitUsed?: number;
   /** Processes the OOM killer killed in the sandbox since it started (0 when unknown or halted). */
   oomKills?: number;
 }

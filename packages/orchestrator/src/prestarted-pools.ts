@@ -70,6 +70,11 @@ export class PrestartedPools {
     return undefined;
   }
 
+  /** Whether one of the pools keeps sandboxes of exactly this build. */
+  serves(template: TemplateManifest): boolean {
+    return [...this.pools.values()].some(({ pool }) => pool.serves(template));
+  }
+
   /** Whether the sandbox's start command already ran while it waited in a pool. */
   wasStarted(sandbox: HostedSandbox): boolean {
     return this.started.has(sandbox);

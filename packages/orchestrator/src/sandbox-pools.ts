@@ -60,6 +60,11 @@ export class SandboxPools {
     return this.warm?.take(template) ?? this.prestarted.take(template);
   }
 
+  /** Whether a pool keeps sandboxes of exactly this build (empty or not). */
+  serves(template: TemplateManifest): boolean {
+    return (this.warm?.serves(template) ?? false) || this.prestarted.serves(template);
+  }
+
   /** Whether the sandbox's start command already ran while it waited in a pool. */
   wasStarted(sandbox: HostedSandbox): boolean {
     return this.prestarted.wasStarted(sandbox);

@@ -51,6 +51,11 @@ export class WarmPool {
     return this.opts.template;
   }
 
+  /** Whether the pool keeps sandboxes of exactly this build (its reference names it now). */
+  serves(template: Pick<TemplateManifest, "templateId" | "layers">): boolean {
+    return this.currentBuild() === buildKey(template);
+  }
+
   get readyCount(): number {
     return this.ready.length;
   }

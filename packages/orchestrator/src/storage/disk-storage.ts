@@ -39,6 +39,11 @@ export interface SandboxStorage {
    * subvolumes (after a sync), du without btrfs. Paths btrfs does not know as subvolumes are left out.
    */
   exclusiveBytes(paths: readonly string[], signal?: AbortSignal): Promise<Map<string, number>>;
+  /**
+   * What a writable dir's disk limit counts now (btrfs referenced bytes of its subvolume, as of the last transaction
+   * commit: no sync, and one listing shared by the calls of a second); undefined without btrfs or a limit.
+   */
+  limitUsage(path: string, signal?: AbortSignal): Promise<number | undefined>;
   /** Unmount the image (after every sandbox is gone). */
   unmount(): Promise<void>;
 }
@@ -76,6 +81,7 @@ const plainStorage: SandboxStorage = {
     }
   },
   exclusiveBytes: async (paths, signal) => new Map(await Promise.all(paths.map(async (p) => [p, await diskUsageBytes(p, signal)] as const))),
+  limitUsage: async () => undefined,
   unmount: async () => {},
 };
 
@@ -151,6 +157,17 @@ export async function openSandboxStorage(opts: {
     logger.debug({ err: error }, "btrfs qgroup clear-stale failed; stale qgroups stay until the next start"),
   );
   logger.info({ image }, "sandbox storage: btrfs image, one quota-limited subvolume per sandbox");
+  const referenced = sharedListing(async (signal) => {
+    const out = await toolOutput(BTRFS, ["qgroup", "show", "--raw", "-r", dataDir], signal);
+    const bytes = new Map<string, number>();
+    for (const line of out.split("\n")) {
+      // qgroupid referenced exclusive max-referenced path
+      const [id, rfer, , maxRfer, ...path] = line.trim().split(/\s+/);
+      if (id === undefined || !/^\d+\/\d+$/.test(id) || path.length === 0 || maxRfer === "none") continue;
+      bytes.set(path.join(" "), Number(rfer));
+    }
+    return bytes;
+  });
   return {
     kind: "btrfs",
     async createWritableDir(path: string): Promise<void> {
@@ -180,8 +197,30 @@ export async function openSandboxStorage(opts: {
       }
       return found;
     },
+    async limitUsage(path: string, signal?: AbortSignal): Promise<number | undefined> {
+      const real = await realpath(path).catch(() => undefined);
+      if (real === undefined) return undefined;
+      const bytes = (await referenced(signal)).get(relative(dataDir, real));
+      return bytes !== undefined && Number.isFinite(bytes) ? bytes : undefined;
+    },
     async unmount(): Promise<void> {
       if (isMountPoint(dataDir)) await run("umount", [dataDir]);
     },
+  };
+}
+
+/** One listing answers every caller for LISTING_TTL_MS: a sweep of many sandboxes forks btrfs once, not per sandbox. */
+const LISTING_TTL_MS = 1000;
+function sharedListing<T>(list: (signal?: AbortSignal) => Promise<T>): (signal?: AbortSignal) => Promise<T> {
+  let last: { at: number; value: Promise<T> } | undefined;
+  return (signal) => {
+    if (last && Date.now() - last.at < LISTING_TTL_MS) return last.value;
+    const value = list(signal);
+    const entry = { at: Date.now(), value };
+    last = entry;
+    value.catch(() => {
+      if (last === entry) last = undefined;
+    });
+    return value;
   };
 }
