@@ -20,7 +20,7 @@ import { openSecrets } from "./secrets/index.js";
 import { ModelGateway } from "./models/index.js";
 import { startHeaderTransforms } from "./network/egress-interceptor.js";
 import { startEgressUpstreams } from "./network/egress-proxy-config.js";
-import { ensureSandboxEventStream, type Bus } from "@burrow/bus";
+import { ensureSandboxEventStream, LivenessMonitor, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { publishEgressEvents } from "./egress/egress-publisher.js";
 import { ServerSandboxRunner } from "./bus/sandbox-runner.js";
@@ -38,6 +38,7 @@ import { registerStateGauges } from "./metrics/state-gauges.js";
 import { startTracing } from "./telemetry/tracing.js";
 import { AlertService } from "./alerts/alert-service.js";
 import { WebhookStore } from "./alerts/webhook-store.js";
+import { startAlertWatches } from "./alerts/alert-watches.js";
 import { openTeamServices } from "./teams/team-services.js";
 
 export interface ServerDeps {
@@ -131,6 +132,22 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       },
     });
     cleanups.push(() => alerts.close());
+    // One liveness monitor for the agent routes and heartbeat_lost alerts.
+    const liveness = deps.bus ? await LivenessMonitor.open(deps.bus) : undefined;
+    if (liveness) cleanups.push(() => liveness.close());
+    const alertWatches = startAlertWatches({
+      alerts,
+      logger,
+      events,
+      bus: deps.bus,
+      liveness,
+      teams: () => ({ defaultTeamId: teams.defaultTeamId, list: () => teams.store.teams() }),
+      teamOfSandbox: (sandboxId) => {
+        const row = store.sandboxes.get(sandboxId);
+        return row ? teams.ownership.teamOfSandbox(row) : undefined;
+      },
+    });
+    cleanups.push(() => alertWatches.close());
     const logs = new SandboxLogs({
       orchestrator: deps.orchestrator,
       limits: cfg.sandboxLogs,
@@ -155,7 +172,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const sandboxes = new SandboxService({
       config: cfg,
       store: store.sandboxes,
-      orchestrator: observeOrchestrator(deps.orchestrator, { logs, metrics }),
+      orchestrator: observeOrchestrator(deps.orchestrator, { logs, metrics, onCreated: (record) => alertWatches.onCreated(record) }),
       events,
       metrics,
       sandboxMetrics,
@@ -164,7 +181,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       snapshotAnchorKey: (keyId) => teams.store.teamAnchorKey(keyId),
     });
     cleanups.push(() => sandboxes.close());
-    cleanups.push(sandboxes.onRemoved((sandboxId) => alerts.forget(sandboxId)));
+    cleanups.push(sandboxes.onRemoved((sandboxId) => (alerts.forget(sandboxId), alertWatches.forget(sandboxId))));
     await sandboxes.reconcile();
 
     // With a bus: fs watches, and triggers and tasks run by a real runner (rules resume from the bus's KV).
@@ -260,7 +277,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       defaultTeamId: teams.defaultTeamId,
     });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

@@ -1,6 +1,7 @@
 // /burrow/v1/alerts: webhooks for alerts (POST, GET, DELETE /:id) and the delivery log (GET /deliveries). A team's
 // key sees and changes its team's webhooks; the instance admin's sees all. Secrets are write-only: answers never
-// carry them. Payloads are signed (Burrow-Signature, see alert-signature.ts).
+// carry them. A webhook chooses its kinds (all by default) and, for dead_letters, how much a queue's count must grow
+// before it hears of it (deadLetterThreshold, default 1). Payloads are signed (Burrow-Signature, see alert-signature.ts).
 import { randomBytes } from "node:crypto";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
@@ -10,7 +11,7 @@ import type { Webhook } from "./webhook-store.js";
 
 const BASE = "/burrow/v1/alerts";
 
-const view = (h: Webhook) => ({ id: h.id, url: h.url, kinds: h.kinds, createdAt: h.createdAt });
+const view = (h: Webhook) => ({ id: h.id, url: h.url, kinds: h.kinds, ...(h.deadLetterThreshold !== undefined ? { deadLetterThreshold: h.deadLetterThreshold } : {}), createdAt: h.createdAt });
 
 /** The one team lookup of these routes: undefined for the instance admin (or a server without teams). */
 function teamOf(request: FastifyRequest): string | undefined {
@@ -19,7 +20,7 @@ function teamOf(request: FastifyRequest): string | undefined {
 }
 
 export function registerAlertRoutes(app: FastifyInstance, alerts: AlertService): void {
-  app.post<{ Body: { url: string; kinds?: AlertKind[]; secret?: string } }>(
+  app.post<{ Body: { url: string; kinds?: AlertKind[]; secret?: string; deadLetterThreshold?: number } }>(
     BASE,
     {
       schema: {
@@ -32,6 +33,7 @@ export function registerAlertRoutes(app: FastifyInstance, alerts: AlertService):
             url: { type: "string", minLength: 1, maxLength: 2048 },
             kinds: { type: "array", items: { type: "string", enum: [...ALERT_KINDS] }, uniqueItems: true, minItems: 1 },
             secret: { type: "string", minLength: 16, maxLength: 256 },
+            deadLetterThreshold: { type: "integer", minimum: 1, maximum: 1_000_000 },
           },
         },
       },
@@ -45,7 +47,14 @@ export function registerAlertRoutes(app: FastifyInstance, alerts: AlertService):
       }
       if (url.protocol !== "http:" && url.protocol !== "https:") throw new BurrowError(Code.InvalidArgument, `url must be an http(s) URL, got "${request.body.url}"`);
       const secret = request.body.secret ?? randomBytes(32).toString("hex");
-      const hook = alerts.webhooks.add({ url: url.toString(), kinds: request.body.kinds ?? [...ALERT_KINDS], secret, teamId: teamOf(request) ?? null });
+      const { deadLetterThreshold } = request.body;
+      const hook = alerts.webhooks.add({
+        url: url.toString(),
+        kinds: request.body.kinds ?? [...ALERT_KINDS],
+        secret,
+        teamId: teamOf(request) ?? null,
+        ...(deadLetterThreshold !== undefined ? { deadLetterThreshold } : {}),
+      });
       return reply.code(201).send({ ...view(hook), secret });
     },
   );
@@ -59,6 +68,7 @@ export function registerAlertRoutes(app: FastifyInstance, alerts: AlertService):
     const team = teamOf(request);
     const hook = alerts.webhooks.list().find((h) => h.id === request.params.webhookId && (team === undefined || h.teamId === team));
     if (!hook || !alerts.webhooks.remove(hook.id)) throw new BurrowError(Code.NotFound, `alert webhook "${request.params.webhookId}" not found`);
+    alerts.forgetWebhook(hook.id);
     return reply.code(204).send();
   });
 

@@ -10,8 +10,10 @@ export interface Webhook {
   url: string;
   kinds: AlertKind[];
   secret: string;
-  /** The team that configured it; it receives that team's sandboxes' alerts and the host-wide ones. */
+  /** The team that configured it; it receives alerts about that team's sandboxes, queues and agents (null: all). */
   teamId: string | null;
+  /** dead_letters only when a queue's count grew by at least this much since this webhook was last told (absent: 1). */
+  deadLetterThreshold?: number;
   createdAt: string;
 }
 

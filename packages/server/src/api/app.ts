@@ -30,7 +30,7 @@ import { registerUnsupportedRoutes, registerUnsupportedTemplateRoutes } from "./
 import { registerTemplateApi, type TemplateBuildService } from "../templates-api/index.js";
 import { sharedSchemas } from "./schemas.js";
 import { registerTemplateAliasRoute } from "./templates/aliases.js";
-import type { Bus } from "@burrow/bus";
+import type { Bus, LivenessMonitor } from "@burrow/bus";
 import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 import { registerCheckpointApi } from "./checkpoints/index.js";
 import { registerSecretRoutes } from "./secrets/index.js";
@@ -45,6 +45,8 @@ export interface CreateApiOptions {
   templates?: TemplateBuildService | undefined;
   /** The agent bus behind /burrow/v1; without it those routes do not exist. */
   bus?: Bus | undefined;
+  /** The bus's liveness monitor the agent routes answer from (opened on first use without it). */
+  liveness?: LivenessMonitor | undefined;
   /** Sandbox watches, triggers and tasks under /burrow/v1 (with a bus only). */
   busServices?: SandboxBusServices | undefined;
   /** Sandboxes' logs (E2B's /sandboxes/{id}/logs and /v2/…); without it those routes answer 501. */
@@ -120,7 +122,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     registerUnsupportedTemplateRoutes(app);
   }
   // The API-key hook registered above already guards these routes.
-  if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices });
+  if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices, liveness: opts.liveness });
   registerLogRoutes(app, ctx, opts.logs);
   if (opts.alerts) registerAlertRoutes(app, opts.alerts);
   registerUnsupportedRoutes(app, ctx);

@@ -15,6 +15,8 @@ export interface BusApiOptions {
   registry?: KeyRegistry;
   /** Heartbeat window for agents' up/down state. @default 5000 */
   livenessWindowMs?: number;
+  /** The monitor to answer from (the server's, which alerts also follow); without it one is opened on first use. */
+  liveness?: LivenessMonitor | undefined;
   queueDefaults?: QueueApiDefaults;
   /** @default "/burrow/v1" */
   prefix?: string;
@@ -26,7 +28,9 @@ export function registerBusApi(app: FastifyInstance, opts: BusApiOptions): void 
   const prefix = opts.prefix ?? "/burrow/v1";
   const auth = (r: FastifyRequest) => opts.authenticate(r);
   let registry: Promise<KeyRegistry> | undefined = opts.registry ? Promise.resolve(opts.registry) : undefined;
+  // A monitor given by the caller is the caller's to close.
   let monitor: Promise<LivenessMonitor> | undefined;
+  const given = opts.liveness;
   const gateway = new QueueGateway(opts.bus, opts.queueDefaults ?? {});
   registerPublishRoutes(app, opts.bus, prefix, auth);
   registerQueueRoutes(app, gateway, prefix, auth);
@@ -34,7 +38,7 @@ export function registerBusApi(app: FastifyInstance, opts: BusApiOptions): void 
     app,
     opts.bus,
     () => (registry ??= BusKeyRegistry.open(opts.bus)),
-    () => (monitor ??= LivenessMonitor.open(opts.bus, { windowMs: opts.livenessWindowMs ?? 5000 })),
+    () => (given ? Promise.resolve(given) : (monitor ??= LivenessMonitor.open(opts.bus, { windowMs: opts.livenessWindowMs ?? 5000 }))),
     prefix,
     auth,
   );
