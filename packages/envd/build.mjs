@@ -51,6 +51,21 @@ function stageNativeModules() {
   cpSync(nativeOut, nativeStaged, { recursive: true });
 }
 
+// Burrow's error module needs only Connect's `Code` enum, but importing it from the package's index evaluates all of
+// connect-es and protobuf's runtime (descriptor boot included): over a third of envd's start-up, before it can
+// answer /health, although the design loads Connect after /init (server.ts). Inside that module the import is
+// resolved to the file that defines the enum: the same values, without the rest.
+const require = createRequire(import.meta.url);
+const connectCodeFile = join(dirname(dirname(require.resolve("@connectrpc/connect"))), "esm", "code.js");
+const connectCodeOnly = {
+  name: "connect-code-only",
+  setup(builder) {
+    builder.onResolve({ filter: /^@connectrpc\/connect$/ }, (args) =>
+      /[\\/]protocol[\\/](dist|src)[\\/]errors[\\/]/.test(args.importer) ? { path: connectCodeFile } : undefined,
+    );
+  },
+};
+
 // CommonJS, not an ES module: Node 20 starts a CommonJS entry noticeably faster (no ESM loader to set up), and
 // envd's start-up is on the path of every sandbox creation. The dynamic import of routes.ts stays lazy inside the
 // single file (esbuild evaluates that module on first import), so Connect and protobuf load after /init.
@@ -74,6 +89,7 @@ async function bundle() {
         `// Burrow envd ${version} bundle. Native modules load from ./node_modules next to this file.\n` +
         `const __envdBundleUrl = require("node:url").pathToFileURL(__filename).href;`,
     },
+    plugins: [connectCodeOnly],
     logLevel: "warning",
   });
 }
