@@ -15,6 +15,7 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { startBurrow, stopBurrow } from "./lib/burrow.mjs";
+import { freeSubnet } from "./lib/host.mjs";
 import { median, report } from "./lib/stats.mjs";
 
 const ROUNDS = Number(process.env.BENCH_FORK_ROUNDS ?? 3);
@@ -27,7 +28,6 @@ const RECORDED_GAP_MS = 2;
 // Records every gap between two ticks longer than RECORDED_GAP_MS as "from to" (CLOCK_MONOTONIC ns), flushed at once.
 const TICKER = `
 import time
-import { freeSubnet } from "./lib/host.mjs";
 out = open(${JSON.stringify(TICKS)}, "w", buffering=1)
 last = time.monotonic_ns()
 while True:
