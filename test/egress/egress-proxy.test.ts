@@ -2,8 +2,8 @@
 // file's own: SOCKS5 (user/password) and HTTP CONNECT proxies run inside the fake internet's namespace
 // (test/helpers/test-proxies.mjs, at P, connecting out from P), next to a TCP target on an arbitrary port that
 // answers with the address it sees. Every TCP port of the sandbox goes through the proxy (the proxy logs it, the
-// target sees P), wrong credentials fail closed, updateNetwork takes the proxy away and sets it again live, GET never
-// shows the password, bad addresses are 400 naming them. Every address is the fake internet's (203.0.113.0/24).
+// target sees P), wrong credentials fail closed, updateNetwork takes the proxy away and sets it again live, checkpoint
+// children and snapshot creates keep it, GET never shows the password, bad addresses are 400 naming them. Every address is the fake internet's (203.0.113.0/24).
 import { spawn, type ChildProcess } from "node:child_process";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -119,6 +119,37 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
     await sandbox.updateNetwork({ egressProxy: HTTP } as never);
     expect(await get(sandbox, `http://${A}:7000/`)).toBe(`seen ${P}`);
     expect(proxyLog.at(-1)).toBe(`http CONNECT ${A}:7000`);
+  });
+
+  it("checkpoint children and a snapshot's sandboxes go through their source's proxy, also after it ended", async () => {
+    const source = await create({ egressProxy: SOCKS });
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${server.url}${path}`, {
+        method,
+        headers: { "x-api-key": server.apiKey, "content-type": "application/json" },
+        body: JSON.stringify(body ?? {}),
+      });
+      return { status: res.status, json: (await res.json()) as any };
+    };
+    const checkpoint = await call("POST", `/burrow/v1/sandboxes/${source.sandboxId}/checkpoints`);
+    expect(checkpoint.status).toBe(201);
+    const snapshot = await call("POST", `/sandboxes/${source.sandboxId}/snapshots`);
+    expect(snapshot.status).toBe(201);
+    await source.kill();
+
+    const branch = await call("POST", `/burrow/v1/checkpoints/${checkpoint.json.checkpointID}/branch`, { count: 1 });
+    expect(branch.status).toBe(201);
+    const child = await Sandbox.connect(branch.json[0].sandbox.sandboxID, opts());
+    created.push(child);
+    const fromSnapshot = await Sandbox.create(snapshot.json.snapshotID, { ...opts(), timeoutMs: 120_000 });
+    created.push(fromSnapshot);
+    for (const copy of [child, fromSnapshot]) {
+      const before = proxyLog.length;
+      expect(await get(copy, `http://${A}:7000/`)).toBe(`seen ${P}`);
+      expect(proxyLog.slice(before)).toEqual([`socks CONNECT ${A}:7000`]);
+      const info = (await Sandbox.getInfo(copy.sandboxId, opts())) as unknown as { network?: { egressProxy?: object } };
+      expect(info.network?.egressProxy).toEqual({ address: SOCKS.address, username: SOCKS.username });
+    }
   });
 
   it("bad proxies are 400 naming the value", async () => {

@@ -3,7 +3,8 @@
 // terminated with the instance's egress CA, which sandboxes trust through the system store and NODE_EXTRA_CA_CERTS,
 // and re-originated to the fake host verified against BURROW_EGRESS_UPSTREAM_CA). The sandbox never holds the value:
 // not in its env, its processes' environments or its files. Hosts without rules are never intercepted. Every name
-// ends in .test and every address is the fake internet's (203.0.113.0/24).
+// ends in .test and every address is the fake internet's (203.0.113.0/24). Copies keep the rules: forks, checkpoint
+// children, snapshot creates, a rollback and a filesystem pause.
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -171,6 +172,37 @@ describe("egress header transforms (own server, fake internet)", () => {
     created.push(fork);
     expect(valuesOf(await seen(fork, "https://api.test/headers"), "x-key")).toEqual([VALUE]);
     expect((await api("GET", `/sandboxes/${fork.sandboxId}`)).json.network.rules).toEqual(rulesFor("api.test", { "X-Key": `\${e2b.secrets.${SECRET}}` }));
+  });
+
+  it("a rollback, a filesystem pause, checkpoint children and a snapshot's sandboxes keep the source's rules, also after it ended", async () => {
+    const rules = rulesFor("api.test", { "X-Key": `\${e2b.secrets.${SECRET}}` });
+    const source = await spawn({ rules });
+    const checkpoint = await api("POST", `/burrow/v1/sandboxes/${source.sandboxId}/checkpoints`, {});
+    expect(checkpoint.status).toBe(201);
+    const checkpointID: string = checkpoint.json.checkpointID;
+    const snapshot = await api("POST", `/sandboxes/${source.sandboxId}/snapshots`, {});
+    expect(snapshot.status).toBe(201);
+
+    // The sandbox itself, back on the checkpoint's files; then halted and cold-booted from its record.
+    expect((await api("POST", `/burrow/v1/sandboxes/${source.sandboxId}/rollback`, { checkpointID })).status).toBe(200);
+    expect(valuesOf(await seen(source, "https://api.test/headers"), "x-key")).toEqual([VALUE]);
+    expect((await api("POST", `/sandboxes/${source.sandboxId}/pause`, { memory: false })).status).toBe(204);
+    const resumed = await Sandbox.connect(source.sandboxId, opts());
+    expect(valuesOf(await seen(resumed, "https://api.test/headers"), "x-key")).toEqual([VALUE]);
+
+    // Gone, and its config with it: what was kept with the checkpoint and the snapshot still applies to their children.
+    await resumed.kill();
+    const branch = await api("POST", `/burrow/v1/checkpoints/${checkpointID}/branch`, { count: 1 });
+    expect(branch.status).toBe(201);
+    const child = await Sandbox.connect(branch.json[0].sandbox.sandboxID, opts());
+    created.push(child);
+    expect(valuesOf(await seen(child, "https://api.test/headers"), "x-key")).toEqual([VALUE]);
+    expect((await api("GET", `/sandboxes/${child.sandboxId}`)).json.network.rules).toEqual(rules);
+
+    const fromSnapshot = await Sandbox.create(snapshot.json.snapshotID, { ...opts(), timeoutMs: 120_000 });
+    created.push(fromSnapshot);
+    expect(valuesOf(await seen(fromSnapshot, "http://api.test/headers"), "x-key")).toEqual([VALUE]);
+    expect((await api("GET", `/sandboxes/${fromSnapshot.sandboxId}`)).json.network.rules).toEqual(rules);
   });
 
   it("bad rules are a 400 naming what is wrong, and a failed update keeps the old rules", async () => {
