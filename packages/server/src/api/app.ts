@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { toE2bError } from "../errors.js";
 import { registerAuth } from "./auth.js";
 import { registerTeams } from "../teams/team-services.js";
+import { teamResources } from "../teams/team-resources.js";
 import type { ApiContext } from "./context.js";
 import { registerHealthRoutes } from "./health.js";
 import { registerServerStatsRoute } from "./server-stats.js";
@@ -92,6 +93,14 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
     sandboxes: ctx.sandboxes,
     config: () => ctx.config,
     templateSize: (ref) => ctx.orchestrator.resolveTemplate(ref)?.defaults,
+    resources: teamResources({
+      ownership: ctx.teams.ownership,
+      sandboxes: ctx.sandboxes,
+      volumes: ctx.volumes,
+      orchestrator: ctx.orchestrator,
+      templates: opts.templates,
+      triggers: opts.busServices?.triggers,
+    }),
   });
   registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);
   registerHealthRoutes(app, ctx);

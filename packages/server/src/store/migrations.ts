@@ -195,4 +195,7 @@ export const MIGRATIONS: readonly string[] = [
      source_id  TEXT PRIMARY KEY,
      config     TEXT NOT NULL            -- JSON: allowOut, denyOut, rules, rulesOwner, egressProxy
    );`,
+  // Deleted teams (DELETE /burrow/v1/teams/{id}) keep their row, since their revoked keys and the audit log still name
+  // them; deleted_at hides them and their name is freed (teams/team-store.ts).
+  `ALTER TABLE teams ADD COLUMN deleted_at INTEGER;`,
 ];

@@ -81,6 +81,15 @@ export class Ownership {
     return (keyId !== null ? this.#d.teamOfKey(keyId) : undefined) ?? this.#d.defaultTeamId();
   }
 
+  /** Ids of the resources of these kinds recorded as the team's, oldest first (some may be gone since). */
+  recordedOf(teamId: string, kinds: readonly OwnedKind[]): Array<{ kind: OwnedKind; id: string }> {
+    return this.#d.db
+      .prepare<[string], { kind: OwnedKind; resource_id: string }>("SELECT kind, resource_id FROM resource_owners WHERE team_id = ? ORDER BY created_at")
+      .all(teamId)
+      .filter((r) => kinds.includes(r.kind))
+      .map((r) => ({ kind: r.kind, id: r.resource_id }));
+  }
+
   /** The owner of a recorded resource, or undefined. */
   recordedOwner(kind: OwnedKind, resourceId: string): string | undefined {
     return this.#get.get(kind, resourceId)?.team_id;

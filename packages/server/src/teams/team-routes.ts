@@ -1,6 +1,6 @@
 // Teams: E2B's `GET /teams` and `GET /teams/{teamID}/metrics`, and Burrow's own team management under
 // /burrow/v1/teams (E2B has no API to create teams): the instance admin creates teams (each with a first admin
-// key, shown once) and sets their quotas.
+// key, shown once), sets their quotas and deletes them (team-delete.ts).
 import type { FastifyInstance } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
 import { generateApiKey } from "../auth/ensure-api-key.js";
@@ -8,6 +8,7 @@ import { requireInstanceAdmin, type Caller } from "./caller.js";
 import type { TeamServices } from "./team-services.js";
 import { parseQuotaPatch } from "./team-quotas.js";
 import { toCreatedKey } from "./api-key-routes.js";
+import { deleteTeam, type TeamResources } from "./team-delete.js";
 
 const teamIdParams = { type: "object", required: ["teamID"], properties: { teamID: { type: "string", minLength: 1, maxLength: 64 } } } as const;
 const NAME = { type: "string", minLength: 1, maxLength: 128, pattern: "^[^\\u0000-\\u001f]+$" } as const;
@@ -17,7 +18,7 @@ function caller(request: { caller: Caller | null }): Caller {
   return request.caller;
 }
 
-export function registerTeamRoutes(app: FastifyInstance, t: TeamServices): void {
+export function registerTeamRoutes(app: FastifyInstance, t: TeamServices, resources: TeamResources): void {
   const teamView = (c: Caller, teamId: string) => {
     const team = t.store.team(teamId)!;
     return {
@@ -117,6 +118,21 @@ export function registerTeamRoutes(app: FastifyInstance, t: TeamServices): void 
       if (request.body.quotas !== undefined) t.store.setQuotas(team.teamId, parseQuotaPatch(request.body.quotas, team.quotas));
       t.audit.record({ teamId: team.teamId, keyId: c.keyPublicId, action: "update", resourceKind: "team", resourceId: team.teamId, detail: request.body });
       return burrowView(team.teamId);
+    },
+  );
+
+  app.delete<{ Params: { teamID: string }; Querystring: { force?: boolean } }>(
+    "/burrow/v1/teams/:teamID",
+    {
+      schema: {
+        params: teamIdParams,
+        querystring: { type: "object", additionalProperties: false, properties: { force: { type: "boolean", default: false } } },
+      },
+    },
+    async (request) => {
+      const c = requireInstanceAdmin(request.caller, "deleting a team");
+      const deps = { store: t.store, audit: t.audit, streams: t.streams, resources, defaultTeamId: t.defaultTeamId };
+      return { teamID: request.params.teamID, deleted: await deleteTeam(deps, c, request.params.teamID, request.query.force === true) };
     },
   );
 }

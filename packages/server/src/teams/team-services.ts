@@ -19,6 +19,7 @@ import { Ownership } from "./ownership.js";
 import { TeamMetrics } from "./team-metrics.js";
 import { NO_USAGE, TeamQuotas, type TeamQuotaValues, type TeamUsage } from "./team-quotas.js";
 import { registerTeamRoutes } from "./team-routes.js";
+import type { TeamResources } from "./team-delete.js";
 import { TeamStore } from "./team-store.js";
 import { registerTemplateNames } from "./template-names.js";
 
@@ -136,6 +137,8 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
   sandboxes: SandboxService;
   config: () => ServerConfig;
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
+  /** What a team holds, for its deletion. */
+  resources: TeamResources;
 }): void {
   // Names first: the access hooks judge the stored names requests are rewritten to.
   registerTemplateNames(app, {
@@ -155,7 +158,7 @@ export function registerTeams(app: FastifyInstance, t: TeamServices, deps: {
     buildStarted: (teamId, templateId, buildId) => t.buildStarted(teamId, templateId, buildId),
   });
   registerListFilters(app, t);
-  registerTeamRoutes(app, t);
+  registerTeamRoutes(app, t, deps.resources);
   registerApiKeyRoutes(app, t);
   registerAuditRoutes(app, t);
 }

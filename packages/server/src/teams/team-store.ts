@@ -50,6 +50,7 @@ interface TeamRow {
   name: string;
   quotas: string;
   created_at: number;
+  deleted_at: number | null;
 }
 
 const PREFIX_LENGTH = 8;
@@ -111,13 +112,24 @@ export class TeamStore {
     return this.team(teamId)!;
   }
 
+  /** A team that exists (not deleted). */
   team(teamId: string): Team | undefined {
-    const row = this.#db.prepare<[string], TeamRow>("SELECT * FROM teams WHERE team_id = ?").get(teamId);
+    const row = this.#db.prepare<[string], TeamRow>("SELECT * FROM teams WHERE team_id = ? AND deleted_at IS NULL").get(teamId);
     return row && toTeam(row);
   }
 
   teams(): Team[] {
-    return this.#db.prepare<[], TeamRow>("SELECT * FROM teams ORDER BY created_at, name").all().map(toTeam);
+    return this.#db.prepare<[], TeamRow>("SELECT * FROM teams WHERE deleted_at IS NULL ORDER BY created_at, name").all().map(toTeam);
+  }
+
+  /**
+   * Mark a team deleted. Its row stays (revoked keys and the audit log reference it) under a name no request can
+   * give (a control character), so that its name is free for a new team.
+   */
+  markDeleted(teamId: string, now = new Date()): void {
+    this.#db
+      .prepare("UPDATE teams SET deleted_at = ?, name = name || char(1) || team_id WHERE team_id = ? AND deleted_at IS NULL")
+      .run(now.getTime(), teamId);
   }
 
   setQuotas(teamId: string, quotas: TeamQuotaOverrides): Team | undefined {

@@ -9,10 +9,8 @@ import { checkMountPath } from "./mount-paths.js";
 import type { MountRow, VolumeRow, VolumeStore } from "./volume-store.js";
 import { VolumeTokens } from "./volume-tokens.js";
 
-/** Who asks: the API key of the request (its team is the deps' teamOfKey). */
-export interface VolumeCaller {
-  apiKeyId: number | null;
-}
+/** Who asks: the API key of a request (its team is the deps' teamOfKey), or a team itself (a team's deletion). */
+export type VolumeCaller = { apiKeyId: number | null } | { teamId: string };
 
 /** A create's volumeMounts, checked and held until the sandbox's mounts are recorded (or the create failed). */
 export interface MountReservation {
@@ -64,10 +62,14 @@ export class VolumeService {
 
   /** The one lookup of a volume, by id or by name, as the caller may see it; undefined when there is none. */
   findVolume(ref: { volumeId: string } | { name: string }, caller: VolumeCaller): VolumeRow | undefined {
-    const teamId = this.deps.teamOfKey(caller.apiKeyId);
+    const teamId = this.#teamOf(caller);
     if ("name" in ref) return this.deps.store.getByName(teamId, ref.name);
     const row = this.deps.store.get(ref.volumeId);
     return row?.teamId === teamId ? row : undefined;
+  }
+
+  #teamOf(caller: VolumeCaller): string {
+    return "teamId" in caller ? caller.teamId : this.deps.teamOfKey(caller.apiKeyId);
   }
 
   #require(volumeId: string, caller: VolumeCaller): VolumeRow {
@@ -94,11 +96,11 @@ export class VolumeService {
     }
     const row: VolumeRow = {
       volumeId: randomBytes(10).toString("hex"),
-      teamId: this.deps.teamOfKey(caller.apiKeyId),
+      teamId: this.#teamOf(caller),
       name,
       sizeMB: this.deps.defaultSizeMB,
       tokenSalt: VolumeTokens.newSalt(),
-      apiKeyId: caller.apiKeyId,
+      apiKeyId: "apiKeyId" in caller ? caller.apiKeyId : null,
       createdAt: new Date(),
     };
     await support.createVolume(row.volumeId, { sizeMB: row.sizeMB, ...(signal ? { signal } : {}) });
