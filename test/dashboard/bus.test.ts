@@ -1,6 +1,6 @@
 // The agent bus page in real Chromium: a message published with the bus API after the page subscribed arrives on
 // the page live (SSE), counted under its subject; a message on another subject does not; an agent that sends a
-// heartbeat shows up with its state.
+// heartbeat shows up with its state; a queue message nacked past its attempts shows up as a dead letter.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { openDashboard, type DashboardPage } from "./browser-page.js";
@@ -56,6 +56,23 @@ describe("dashboard bus page", () => {
     await agent.waitFor({ timeout: 15_000 });
     expect(await agent.getAttribute("data-state")).toBe("up");
     expect(await agent.textContent()).toContain("role=tester");
+
+    // A queue message nacked on every one of its 5 attempts is dead-lettered, and the page sees it moved.
+    await page.waitForSelector("#dlq-status:has-text('watching')", { timeout: 15_000 });
+    const queue = `dash-q-${tag}`;
+    expect(await post(`/burrow/v1/queues/${queue}/messages`, { data: `job ${tag}` })).toBe(201);
+    for (let attempt = 1; attempt <= 5; attempt++) {
+      const res = await fetch(`${env.apiUrl}/burrow/v1/queues/${queue}/consume`, { method: "POST", headers: { "x-api-key": env.apiKey, "content-type": "application/json" }, body: JSON.stringify({ timeoutMs: 10_000 }) });
+      expect(res.status).toBe(200);
+      const m = (await res.json()) as { receipt: string; attempt: number };
+      expect(m.attempt).toBe(attempt);
+      expect(await post(`/burrow/v1/queues/${queue}/messages/${m.receipt}/nack`, { delayMs: 0 })).toBe(204);
+    }
+    const dead = page.locator(`#dead-letters tr[data-source="queue ${queue}"]`);
+    await dead.waitFor({ timeout: 15_000 });
+    expect(await dead.getAttribute("data-reason")).toBe("max_deliver");
+    expect(await dead.textContent()).toContain(`job ${tag}`);
+    expect(await dead.locator("td").nth(3).textContent()).toBe("5");
     await dash.shot("bus-1");
     expect(dash.errors).toEqual([]);
   });

@@ -1,9 +1,10 @@
-// The agent bus page: live messages on a subject pattern (SSE), a publish form, and the agents that send heartbeats
-// with their up/down state (GET /burrow/v1/agents every 2 s). The pattern is in the URL (?subject=), so a view can be
+// The agent bus page: live messages on a subject pattern (SSE), a publish form, the agents that send heartbeats
+// with their up/down state (GET /burrow/v1/agents every 2 s) and dead letters as they are moved. The pattern is in the URL (?subject=), so a view can be
 // shared and survives a reload.
 import { useState } from "preact/hooks";
 import { api } from "./api.js";
 import { BusMessages } from "./bus-messages.js";
+import { DeadLetters } from "./dead-letters.js";
 import { age } from "./format.js";
 import { usePoll } from "./use-poll.js";
 
@@ -48,6 +49,10 @@ export function BusPage() {
         <div class="panel wide">
           <h2>Agents</h2>
           <Agents />
+        </div>
+        <div class="panel wide">
+          <h2>Dead letters</h2>
+          <DeadLetters />
         </div>
       </div>
     </section>
