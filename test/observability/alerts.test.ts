@@ -72,6 +72,11 @@ maybe("alerts: signed webhooks with retries", () => {
     expect((await api("POST", "/burrow/v1/alerts", { url: "ftp://x/y" })).status).toBe(400);
     expect((await api("POST", "/burrow/v1/alerts", { url: "http://127.0.0.1:1/h", kinds: ["nope"] })).status).toBe(400);
     expect((await api("POST", "/burrow/v1/alerts", { url: "http://127.0.0.1:1/h", secret: "short" })).status).toBe(400);
+    expect((await api("POST", "/burrow/v1/alerts", { url: "http://127.0.0.1:1/h", deadLetterThreshold: 0 })).status).toBe(400);
+    const withThreshold = await api("POST", "/burrow/v1/alerts", { url: "http://127.0.0.1:1/t", kinds: ["dead_letters"], deadLetterThreshold: 5 });
+    expect(withThreshold.body).toMatchObject({ kinds: ["dead_letters"], deadLetterThreshold: 5 });
+    expect((await api("GET", "/burrow/v1/alerts")).body).toContainEqual(expect.objectContaining({ id: withThreshold.body.id, deadLetterThreshold: 5 }));
+    expect((await api("DELETE", `/burrow/v1/alerts/${withThreshold.body.id}`)).status).toBe(204);
     const made = await api("POST", "/burrow/v1/alerts", { url: "http://127.0.0.1:1/h", kinds: ["pool_exhausted"] });
     expect(made.status).toBe(201);
     expect(made.body.secret).toMatch(/^[0-9a-f]{64}$/);

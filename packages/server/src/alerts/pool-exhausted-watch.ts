@@ -6,6 +6,8 @@ import type { SandboxRecord } from "@burrow/orchestrator";
 import type { RaiseAlert } from "./alert-kinds.js";
 import { RateWindow } from "./rate-window.js";
 
+const MAX_WAITING = 10_000;
+
 export class PoolExhaustedWatch {
   /** Creates that missed the pool, until their sandbox is recorded (or removed). */
   readonly #missed = new Map<string, string>();
@@ -27,7 +29,10 @@ export class PoolExhaustedWatch {
 
   /** Every create's record, as the orchestrator answers it. */
   onCreated(record: SandboxRecord): void {
-    if (record.poolEmpty) this.#missed.set(record.sandboxId, record.templateId);
+    if (!record.poolEmpty) return;
+    // A create that failed after the orchestrator answered is never recorded: bound what waits for that.
+    if (this.#missed.size >= MAX_WAITING) this.#missed.delete(this.#missed.keys().next().value!);
+    this.#missed.set(record.sandboxId, record.templateId);
   }
 
   /** The sandbox is recorded with its team. */
