@@ -271,6 +271,7 @@ struct relay_engine *relay_engine_start(relay_done_fn done, void *ctx, int *err)
     *err = r;
     goto fail;
   }
+  (void)pthread_setname_np(e->thread, "burrow-relay"); // what ps -T and /proc/<pid>/task/*/comm show
   return e;
 fail:
   if (e->epfd >= 0) close(e->epfd);

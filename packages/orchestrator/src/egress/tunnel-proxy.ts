@@ -105,9 +105,14 @@ export async function dialThroughUserProxy(dialer: UserProxyDialer, proxy: Upstr
   return connectThroughProxy(proxy, proxyIp, ip, port, { timeoutMs: dialer.connectTimeoutMs ?? CONNECT_TIMEOUT_MS });
 }
 
-/** Splice two connected sockets (after `first` to upstream) and report the bytes each way once either ends. */
+/**
+ * Splice two connected sockets (after `first` to upstream) and report the bytes each way once both are closed, or
+ * at the first error. A side that closes cleanly has passed its end on through the pipe; the other side closes once
+ * what Node still holds for it is written (destroying it then would cut off a slow reader's last bytes).
+ */
 export function relay(client: Socket, upstream: Socket, first: Buffer, done: (bytes: Pick<EgressRecord, "bytesOut" | "bytesIn">) => void): void {
   let finished = false;
+  let open = 2;
   // What the proxy's handshake wrote is not the sandbox's.
   const handshake = upstream.bytesWritten;
   const finish = () => {
@@ -117,10 +122,11 @@ export function relay(client: Socket, upstream: Socket, first: Buffer, done: (by
     upstream.destroy();
     done({ bytesOut: upstream.bytesWritten - handshake, bytesIn: client.bytesWritten });
   };
+  const closed = (hadError: boolean) => (hadError || --open === 0 ? finish() : undefined);
   upstream.on("error", finish);
   client.on("error", finish);
-  upstream.once("close", finish);
-  client.once("close", finish);
+  upstream.once("close", closed);
+  client.once("close", closed);
   client.setNoDelay(true);
   if (first.length > 0) upstream.write(first);
   client.pipe(upstream);
