@@ -20,6 +20,7 @@ import { openSecrets } from "./secrets/index.js";
 import { ModelGateway } from "./models/index.js";
 import { startHeaderTransforms } from "./network/egress-interceptor.js";
 import { startEgressUpstreams } from "./network/egress-proxy-config.js";
+import { pruneNetworkCopies } from "./network/network-copies.js";
 import { ensureSandboxEventStream, LivenessMonitor, type Bus } from "@burrow/bus";
 import { publishLifecycleEvents } from "./bus/lifecycle-publisher.js";
 import { publishEgressEvents } from "./egress/egress-publisher.js";
@@ -212,6 +213,8 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     await models.serveSandboxes(deps.signal);
     cleanups.push(await startHeaderTransforms(deps.orchestrator, { cfg, networks: store.networks, secrets, signal: deps.signal }));
     cleanups.push(startEgressUpstreams(deps.orchestrator, store.networks));
+    const pruned = await pruneNetworkCopies(deps.orchestrator, store.networks, deps.signal);
+    if (pruned > 0) logger.info({ pruned }, "dropped the egress kept for deleted snapshots and checkpoints");
 
     const domainForPort = await resolveDomain(cfg, logger);
     const tls = await prepareServerTls(cfg, logger, deps.signal);

@@ -15,6 +15,7 @@ export class SandboxNetworkStore {
   readonly #getCopy;
   readonly #putCopy;
   readonly #dropCopy;
+  readonly #copyIds;
 
   constructor(db: Db) {
     this.#get = db.prepare<[string], { config: string }>("SELECT config FROM sandbox_networks WHERE sandbox_id = ?");
@@ -27,6 +28,7 @@ export class SandboxNetworkStore {
       "INSERT INTO network_copies (source_id, config) VALUES (?, ?) ON CONFLICT (source_id) DO UPDATE SET config = excluded.config",
     );
     this.#dropCopy = db.prepare<[string]>("DELETE FROM network_copies WHERE source_id = ?");
+    this.#copyIds = db.prepare<[], { source_id: string }>("SELECT source_id FROM network_copies");
   }
 
   get(sandboxId: string): SandboxNetworkConfig | undefined {
@@ -55,5 +57,10 @@ export class SandboxNetworkStore {
 
   dropCopy(sourceId: string): void {
     this.#dropCopy.run(sourceId);
+  }
+
+  /** Ids of the snapshots and checkpoints an egress is kept for. */
+  copyIds(): string[] {
+    return this.#copyIds.all().map((row) => row.source_id);
   }
 }
