@@ -31,6 +31,9 @@ const FALLBACK_SIZE = { cpuCount: 2, memoryMB: 512, diskMB: 0 };
 const BURROW = "/burrow/v1";
 
 type Params = Record<string, string | undefined>;
+
+/** Requests of the instance admin on another team's sandbox (reads and kills), by that sandbox's team. */
+const crossTeam = new WeakMap<FastifyRequest, string>();
 type Body = Record<string, unknown> | undefined;
 
 export function registerAccessHooks(app: FastifyInstance, d: AccessHookDeps): void {
@@ -80,7 +83,12 @@ function checkParams(d: AccessHookDeps, caller: Caller, request: FastifyRequest)
   // Another team's sandbox is 404 like a missing one. A sandbox nobody has is the route's to answer (its own 404, or
   // a 400 for a bad body first): an ended sandbox's logs outlive its row, and the log routes check the team recorded
   // with them (api/sandboxes/logs.ts).
-  if (sandboxId !== undefined) d.ownership.requireSandboxIfExists(caller, sandboxId);
+  // The instance admin reads and kills any team's sandbox by id: an operator must be able to stop a runaway one.
+  const row = sandboxId !== undefined ? d.ownership.sandboxRow(sandboxId) : undefined;
+  if (row && caller.instanceAdmin && (use === "read" || (request.method === "DELETE" && url === "/sandboxes/:sandboxID"))) {
+    const team = d.ownership.teamOfSandbox(row);
+    if (team !== caller.teamId) crossTeam.set(request, team);
+  } else if (sandboxId !== undefined) d.ownership.requireSandboxIfExists(caller, sandboxId);
   if (params["checkpointID"] !== undefined) d.ownership.require(caller, "checkpoint", params["checkpointID"], use);
   if (params["templateID"] !== undefined) d.ownership.require(caller, "template", params["templateID"], use);
   if (params["alias"] !== undefined) d.ownership.require(caller, "template", params["alias"], "read");
@@ -223,7 +231,10 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
     audit("create", "sandbox", p["sandboxID"], { templateID: p["templateID"] });
     d.metrics.started(caller.teamId);
   } else if (method === "DELETE" && url === "/sandboxes/:sandboxID") {
-    audit("kill", "sandbox", params["sandboxID"]!);
+    // An operator's kill of another team's sandbox is in that team's log (with the operator's key).
+    const team = crossTeam.get(request);
+    if (team === undefined) audit("kill", "sandbox", params["sandboxID"]!);
+    else d.audit.record({ teamId: team, keyId: caller.keyPublicId, action: "kill", resourceKind: "sandbox", resourceId: params["sandboxID"]!, detail: { byInstanceAdmin: true } });
   } else if (method === "POST" && url === "/sandboxes/:sandboxID/pause") {
     audit("pause", "sandbox", params["sandboxID"]!);
   } else if (method === "POST" && url.endsWith("/:sandboxID/connect") && reply.statusCode === 201) {

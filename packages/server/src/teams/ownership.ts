@@ -3,7 +3,8 @@
 // when they were made. Shipped templates (base, code-interpreter, desktop, …) that no team built are public:
 // everyone may start sandboxes from them, only the instance admin may change them. Everything a team does not own
 // answers 404 with the same message as a resource that does not exist, so ids of other teams reveal nothing.
-// The instance admin is scoped like any key for sandboxes and templates (it sees its own team's); it alone sees
+// The instance admin is scoped like any key for sandboxes and templates (it sees its own team's), except that it reads
+// and kills any sandbox by id and lists any team's with `team` (access-hooks.ts, sandbox-list-scope.ts); it alone sees
 // every team's audit log and bus subjects.
 import { BurrowError, Code } from "@burrow/protocol";
 import { decodeToken } from "@burrow/bus";

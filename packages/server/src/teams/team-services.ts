@@ -21,6 +21,7 @@ import { NO_USAGE, TeamQuotas, type TeamQuotaValues, type TeamUsage } from "./te
 import { registerTeamRoutes } from "./team-routes.js";
 import type { TeamResources } from "./team-delete.js";
 import { TeamStore } from "./team-store.js";
+import { ALL_TEAMS, sandboxListTeam } from "./sandbox-list-scope.js";
 import { registerTemplateNames } from "./template-names.js";
 
 export const DEFAULT_TEAM_NAME = "default";
@@ -37,8 +38,11 @@ export interface TeamServices {
   resolveTemplate: (ref: string) => { templateId: string; aliases: string[] } | undefined;
   /** Count a template build of a team as running until the builder says it ended (maxConcurrentBuilds). */
   buildStarted(teamId: string, templateId: string, buildId: string): void;
-  /** The sandboxes a caller's team owns, of the rows given. */
-  visibleSandboxes(caller: Caller | null, rows: SandboxRow[]): SandboxRow[];
+  /**
+   * The sandboxes a list shows a caller, of the rows given: its team's, or with `team` (Burrow's query parameter)
+   * another team's or every team's for the instance admin (sandbox-list-scope.ts).
+   */
+  visibleSandboxes(caller: Caller | null, rows: SandboxRow[], team?: string): SandboxRow[];
   close(): void;
 }
 
@@ -126,7 +130,11 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
       set.add(`${templateId}\n${buildId}`);
       builds.set(teamId, set);
     },
-    visibleSandboxes: (caller, rows) => (caller ? rows.filter((r) => ownership.teamOfSandbox(r) === caller.teamId) : rows),
+    visibleSandboxes: (caller, rows, team) => {
+      if (!caller) return rows;
+      const which = sandboxListTeam(caller, team, (id) => store.team(id) !== undefined);
+      return which === ALL_TEAMS ? rows : rows.filter((r) => ownership.teamOfSandbox(r) === which);
+    },
     close: () => metrics.close(),
   };
   return services;

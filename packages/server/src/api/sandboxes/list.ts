@@ -18,6 +18,7 @@ interface ListQuery {
   order?: Order;
   limit?: number;
   nextToken?: string;
+  team?: string;
 }
 
 export function registerListRoutes(app: FastifyInstance, ctx: ApiContext): void {
@@ -44,6 +45,7 @@ export function registerListRoutes(app: FastifyInstance, ctx: ApiContext): void 
             order: { type: "string", enum: ["asc", "desc"], default: "desc" },
             limit: { type: "integer", minimum: 1, maximum: LIST_LIMIT_MAX, default: LIST_LIMIT_MAX },
             nextToken: { type: "string" },
+            team: { type: "string", description: "Burrow: the instance admin lists another team's sandboxes (a team id) or every team's (all)" },
           },
         },
         response: { 200: { type: "array", items: { $ref: "ListedSandbox#" } }, ...errorResponses(400, 401) },
@@ -62,7 +64,7 @@ export function registerListRoutes(app: FastifyInstance, ctx: ApiContext): void 
       };
       const order = q.order ?? "desc";
       const limit = q.limit ?? LIST_LIMIT_MAX;
-      const matching = sortRows(ctx.teams.visibleSandboxes(request.caller, ctx.sandboxes.list()).filter((row) => matches(row, filter)), order);
+      const matching = sortRows(ctx.teams.visibleSandboxes(request.caller, ctx.sandboxes.list(), q.team).filter((row) => matches(row, filter)), order);
       const remaining = q.nextToken ? afterCursor(matching, decodeCursor(q.nextToken), order) : matching;
       const page = remaining.slice(0, limit);
       if (remaining.length > limit) reply.header("X-Next-Token", encodeCursor(page[page.length - 1]!));
@@ -74,18 +76,18 @@ export function registerListRoutes(app: FastifyInstance, ctx: ApiContext): void 
     },
   );
 
-  app.get<{ Querystring: { metadata?: string } }>(
+  app.get<{ Querystring: { metadata?: string; team?: string } }>(
     "/sandboxes",
     {
       schema: {
         summary: "List running sandboxes (v1; no pagination)",
-        querystring: { type: "object", properties: { metadata: { type: "string" } } },
+        querystring: { type: "object", properties: { metadata: { type: "string" }, team: { type: "string" } } },
         response: { 200: { type: "array", items: { $ref: "ListedSandbox#" } }, ...errorResponses(400, 401) },
       },
     },
     async (request) => {
       const filter: SandboxFilter = { metadata: parseMetadataFilter(request.query.metadata), states: ["running"] };
-      return sortRows(ctx.teams.visibleSandboxes(request.caller, ctx.sandboxes.list()).filter((row) => matches(row, filter)), "desc").map(toListedSandbox);
+      return sortRows(ctx.teams.visibleSandboxes(request.caller, ctx.sandboxes.list(), request.query.team).filter((row) => matches(row, filter)), "desc").map(toListedSandbox);
     },
   );
 }
