@@ -27,7 +27,7 @@ function sandbox(id: string, apiKeyId: number | null): SandboxRow {
   return {
     sandboxId: id, templateId: "tmpl_base", alias: "base", clientId: "c", metadata: {}, cpuCount: 1, memoryMB: 256, diskSizeMB: 100,
     startedAt: now, endAt: new Date(now.getTime() + 60_000), state: "running", envdVersion: "0.2.0", envdAccessToken: "t",
-    allowInternetAccess: true, apiKeyId, mcpServers: null, lifecycle: { onTimeout: "kill", autoResume: false }, timeoutSec: 60, pauseKind: null,
+    allowInternetAccess: true, apiKeyId, mcpServers: null, lifecycle: { autoPause: false, autoPauseMemory: false, autoResume: false }, timeoutSec: 60, pauseKind: null,
   } as SandboxRow;
 }
 
