@@ -8,7 +8,7 @@ import { createHmac, randomBytes } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
-import { Sandbox } from "e2b";
+import { Sandbox, Volume } from "e2b";
 import { burrowEnv, hasBurrowEnv, sdkOpts } from "../conformance/env.js";
 import { keyedApi, sdkOptions } from "../helpers/keyed-api.js";
 
@@ -138,6 +138,7 @@ maybe("alerts: every kind from its real cause, per team", () => {
   const secrets: Record<"a" | "b" | "admin", string> = { a: "", b: "", admin: "" };
   const servers: Server[] = [];
   const sandboxes: Sandbox[] = [];
+  const volumes: string[] = [];
   const call = (who: "a" | "b") => keyedApi(burrowEnv().apiUrl, teams[who].key);
   const alertsTo = (who: "a" | "b" | "admin") => got[who].map((r) => JSON.parse(r.body) as Record<string, any>);
   const run = randomBytes(3).toString("hex");
@@ -164,6 +165,7 @@ maybe("alerts: every kind from its real cause, per team", () => {
 
   afterAll(async () => {
     await Promise.all(sandboxes.map((s) => s.kill().catch(() => undefined)));
+    for (const id of volumes) await Volume.destroy(id, sdkOptions(burrowEnv().apiUrl, burrowEnv().sandboxUrl, teams.a.key)).catch(() => undefined);
     for (const { key, id } of hooks) await keyedApi(burrowEnv().apiUrl, key)("DELETE", `/burrow/v1/alerts/${id}`);
     for (const s of servers) await new Promise((resolve) => s.close(resolve));
   });
@@ -196,6 +198,24 @@ maybe("alerts: every kind from its real cause, per team", () => {
     // Later samples of the same full disk raise nothing more.
     await sleep(12_000);
     expect(alertsTo("a").filter((a) => a["kind"] === "disk_quota" && a["sandboxId"] === sandbox.sandboxId)).toHaveLength(1);
+  }, 240_000);
+
+  test("disk_quota: a volume filled from a sandbox raises one alert for the volume's team", async () => {
+    const opts = sdkOptions(burrowEnv().apiUrl, burrowEnv().sandboxUrl, teams.a.key);
+    const volume = await Volume.create(`full-${run}`, opts);
+    volumes.push(volume.volumeId);
+    const sandbox = await Sandbox.create("base", { ...opts, timeoutMs: 180_000, volumeMounts: { "/mnt/data": volume } });
+    sandboxes.push(sandbox);
+    const fill = await sandbox.commands.run(
+      "for i in $(seq 1 10000); do fallocate -l 64M /mnt/data/f$i 2>/dev/null || break; done; dd if=/dev/zero of=/mnt/data/z bs=1M 2>&1; echo rc=$?",
+      { timeoutMs: 120_000 },
+    );
+    expect(fill.stdout).toMatch(/Disk quota exceeded/);
+    const alert = await teamAlert("disk_quota", (a) => a["details"]["volumeId"] === volume.volumeId, 30_000);
+    expect(alert["sandboxId"]).toBeUndefined();
+    expect(alert["details"]["usedBytes"]).toBeGreaterThan(alert["details"]["limitBytes"] - 1024 * 1024 * 11);
+    // The sandbox's own disk is far from full: no alert about it.
+    expect(alertsTo("a").filter((a) => a["kind"] === "disk_quota" && a["sandboxId"] === sandbox.sandboxId)).toEqual([]);
   }, 240_000);
 
   test("heartbeat_lost: an agent that stops heartbeating raises one alert, with the name its team gave it", async () => {

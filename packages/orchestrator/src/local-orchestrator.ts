@@ -55,7 +55,7 @@ import { SnapshotCharges } from "./snapshots/snapshot-charges.js";
 import { removeStaleSnapshotCopies } from "./snapshots/snapshot-layer.js";
 import { TemplateBuilder } from "./templates/builder/template-builder.js";
 import { templateInfoWithEgress } from "./snapshots/snapshot-layer.js";
-import { VolumeStorage } from "./volumes/volume-storage.js";
+import { VolumeStorage, volumeDir } from "./volumes/volume-storage.js";
 import { readSandboxLogFile } from "./sandbox-log.js";
 import type { SandboxLogChunk } from "./orchestrator-api.js";
 
@@ -97,7 +97,10 @@ export class LocalOrchestrator implements Orchestrator {
   private constructor(private readonly parts: HostParts) {
     const { config, templates, host, logger } = parts;
     this.config = config;
-    this.metrics = new MetricsSampler((dir, signal) => parts.storage.limitUsage(dir, signal));
+    this.metrics = new MetricsSampler({
+      limitUsage: (dir, signal) => parts.storage.limitUsage(dir, signal),
+      volumeDir: (volumeId) => volumeDir(config.stateDir, volumeId),
+    });
     this.volumes = new VolumeStorage({ stateDir: config.stateDir, storage: parts.storage, uidBase: config.uidBase });
     const live = (this.live = new LiveSandboxes(logger));
     this.ops = new SandboxOpQueue(live);

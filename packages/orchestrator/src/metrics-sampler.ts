@@ -3,6 +3,7 @@
 import { diskUsageBytes } from "./disk-usage.js";
 import type { SandboxMetricSample } from "./orchestrator-api.js";
 import type { HostedSandbox } from "./sandbox-host.js";
+import type { LimitUsage } from "./storage/disk-storage.js";
 
 const DISK_USAGE_TTL_MS = 30_000;
 
@@ -11,9 +12,15 @@ interface CpuMark {
   atNs: bigint;
 }
 
+export interface MetricsSamplerDeps {
+  /** What a writable dir's or volume's disk limit counts, and the limit (SandboxStorage.limitUsage). */
+  limitUsage: (dir: string, signal?: AbortSignal) => Promise<LimitUsage | undefined>;
+  /** A volume's host directory. */
+  volumeDir: (volumeId: string) => string;
+}
+
 export class MetricsSampler {
-  /** @param limitUsage what a writable dir's disk limit counts (SandboxStorage.limitUsage) */
-  constructor(private readonly limitUsage?: (dir: string, signal?: AbortSignal) => Promise<number | undefined>) {}
+  constructor(private readonly deps?: MetricsSamplerDeps) {}
 
   /** Per sandbox (gone with it): its CPU time at its previous sample. */
   private readonly cpuMarks = new WeakMap<HostedSandbox, CpuMark>();
@@ -63,10 +70,21 @@ export class MetricsSampler {
     this.cpuMarks.delete(sandbox);
   }
 
-  /** Not cached like du: a full disk is what alerts watch for, and the listing is cheap and shared. */
-  private async diskLimitUsed(sandbox: HostedSandbox, signal?: AbortSignal): Promise<{ diskLimitUsed?: number }> {
-    const bytes = await this.limitUsage?.(sandbox.dir, signal).catch(() => undefined);
-    return bytes === undefined ? {} : { diskLimitUsed: bytes };
+  /**
+   * The sandbox's and its volumes' use of their disk limits. Not cached like du: a full disk is what alerts watch
+   * for, and the listing is cheap and shared.
+   */
+  private async diskLimitUsed(sandbox: HostedSandbox, signal?: AbortSignal): Promise<Pick<SandboxMetricSample, "diskLimitUsed" | "volumeLimits">> {
+    const deps = this.deps;
+    if (!deps) return {};
+    const usage = (dir: string) => deps.limitUsage(dir, signal).catch(() => undefined);
+    const own = await usage(sandbox.dir);
+    const volumeLimits: NonNullable<SandboxMetricSample["volumeLimits"]> = [];
+    for (const { volumeId } of sandbox.record.volumes ?? []) {
+      const used = await usage(deps.volumeDir(volumeId));
+      if (used) volumeLimits.push({ volumeId, ...used });
+    }
+    return { ...(own ? { diskLimitUsed: own.usedBytes } : {}), ...(volumeLimits.length ? { volumeLimits } : {}) };
   }
 
   private async diskUsed(sandbox: HostedSandbox, signal?: AbortSignal): Promise<number> {

@@ -126,6 +126,8 @@ export interface SandboxMetricSample {
    * log) as of btrfs's last commit; writes fail with EDQUOT once it reaches diskTotal. Absent without btrfs.
    */
   diskLimitUsed?: number;
+  /** Each mounted volume's use of its size limit, as diskLimitUsed (absent: no volumes, or no btrfs). */
+  volumeLimits?: Array<{ volumeId: string; usedBytes: number; limitBytes: number }>;
   /** Processes the OOM killer killed in the sandbox since it started (0 when unknown or halted). */
   oomKills?: number;
 }

@@ -131,6 +131,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
         const row = store.sandboxes.get(sandboxId);
         return row ? { teamId: teams.ownership.teamOfSandbox(row), templateId: row.templateId } : undefined;
       },
+      volumeTeam: (volumeId) => store.volumes.get(volumeId)?.teamId,
     });
     cleanups.push(() => alerts.close());
     // One liveness monitor for the agent routes and heartbeat_lost alerts.

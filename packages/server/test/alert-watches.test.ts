@@ -86,7 +86,7 @@ describe.each(["embedded", "nats"] as const)("alert watchers on a real %s bus", 
     });
     await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
     url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}`;
-    alerts = new AlertService({ webhooks: new WebhookStore(dir), logger, bus, sandboxInfo: () => undefined });
+    alerts = new AlertService({ webhooks: new WebhookStore(dir), logger, bus, sandboxInfo: () => undefined, volumeTeam: (id) => (id === "vol-a" ? TEAM_A : undefined) });
     const sub = bus.subscribe("alert.>");
     void (async () => {
       for await (const m of sub) onBus.push(JSON.parse(new TextDecoder().decode(m.data)) as Alert);
@@ -182,6 +182,8 @@ describe.each(["embedded", "nats"] as const)("alert watchers on a real %s bus", 
 
   it("disk_quota: once per episode of a full disk, again only after the usage fell well below the limit", async () => {
     const admin = hook("/disk", null, { kinds: ["disk_quota"] });
+    const diskA = hook("/disk-a", TEAM_A, { kinds: ["disk_quota"] });
+    const diskB = hook("/disk-b", TEAM_B, { kinds: ["disk_quota"] });
     const limit = 64 * 1024 * 1024;
     const sample = (used: number): SandboxMetricSample => ({
       timestamp: new Date(), cpuCount: 1, cpuUsedPct: 0, memUsed: 0, memTotal: 1, memCache: 0, diskUsed: used, diskTotal: limit, diskLimitUsed: used,
@@ -196,8 +198,18 @@ describe.each(["embedded", "nats"] as const)("alert watchers on a real %s bus", 
         ["disk_quota", "sbx1", limit - 16 * 1024],
         ["disk_quota", "sbx1", limit - 80 * 1024],
       ]);
+      // A full volume seen by two sandboxes is one episode, for the volume's team.
+      const volumeSample = (used: number): SandboxMetricSample => ({ ...sample(0), diskLimitUsed: 0, volumeLimits: [{ volumeId: "vol-a", usedBytes: used, limitBytes: limit }] });
+      alerts.onSample("sbx2", volumeSample(limit - 32 * 1024));
+      alerts.onSample("sbx3", volumeSample(limit - 16 * 1024));
+      alerts.onSample("sbx2", volumeSample(limit));
+      await until(() => to("/disk-a").length >= 1, 3000);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(to("/disk-a").map((x) => [x.kind, x.teamId, x.sandboxId, x.details["volumeId"]])).toEqual([["disk_quota", TEAM_A, undefined, "vol-a"]]);
+      expect(to("/disk-b")).toEqual([]);
+      expect(to("/disk").filter((x) => x.details["volumeId"] === "vol-a")).toHaveLength(1);
     } finally {
-      alerts.webhooks.remove(admin.id);
+      for (const h of [admin, diskA, diskB]) alerts.webhooks.remove(h.id);
     }
   });
 });

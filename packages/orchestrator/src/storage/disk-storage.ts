@@ -19,6 +19,11 @@ const run = promisify(execFile);
 
 export type StorageKind = "btrfs" | "directory";
 
+export interface LimitUsage {
+  usedBytes: number;
+  limitBytes: number;
+}
+
 export interface SandboxStorage {
   readonly kind: StorageKind;
   /**
@@ -40,10 +45,11 @@ export interface SandboxStorage {
    */
   exclusiveBytes(paths: readonly string[], signal?: AbortSignal): Promise<Map<string, number>>;
   /**
-   * What a writable dir's disk limit counts now (btrfs referenced bytes of its subvolume, as of the last transaction
-   * commit: no sync, and one listing shared by the calls of a second); undefined without btrfs or a limit.
+   * What a writable dir's (or a volume's) disk limit counts now and the limit: btrfs referenced and max referenced
+   * bytes of its subvolume, as of the last transaction commit (no sync; one listing shared by the calls of a second).
+   * Undefined without btrfs or a limit.
    */
-  limitUsage(path: string, signal?: AbortSignal): Promise<number | undefined>;
+  limitUsage(path: string, signal?: AbortSignal): Promise<LimitUsage | undefined>;
   /** Unmount the image (after every sandbox is gone). */
   unmount(): Promise<void>;
 }
@@ -159,14 +165,15 @@ export async function openSandboxStorage(opts: {
   logger.info({ image }, "sandbox storage: btrfs image, one quota-limited subvolume per sandbox");
   const referenced = sharedListing(async (signal) => {
     const out = await toolOutput(BTRFS, ["qgroup", "show", "--raw", "-r", dataDir], signal);
-    const bytes = new Map<string, number>();
+    const usage = new Map<string, LimitUsage>();
     for (const line of out.split("\n")) {
       // qgroupid referenced exclusive max-referenced path
       const [id, rfer, , maxRfer, ...path] = line.trim().split(/\s+/);
       if (id === undefined || !/^\d+\/\d+$/.test(id) || path.length === 0 || maxRfer === "none") continue;
-      bytes.set(path.join(" "), Number(rfer));
+      const entry = { usedBytes: Number(rfer), limitBytes: Number(maxRfer) };
+      if (Number.isFinite(entry.usedBytes) && entry.limitBytes > 0) usage.set(path.join(" "), entry);
     }
-    return bytes;
+    return usage;
   });
   return {
     kind: "btrfs",
@@ -197,11 +204,9 @@ export async function openSandboxStorage(opts: {
       }
       return found;
     },
-    async limitUsage(path: string, signal?: AbortSignal): Promise<number | undefined> {
+    async limitUsage(path: string, signal?: AbortSignal): Promise<LimitUsage | undefined> {
       const real = await realpath(path).catch(() => undefined);
-      if (real === undefined) return undefined;
-      const bytes = (await referenced(signal)).get(relative(dataDir, real));
-      return bytes !== undefined && Number.isFinite(bytes) ? bytes : undefined;
+      return real === undefined ? undefined : (await referenced(signal)).get(relative(dataDir, real));
     },
     async unmount(): Promise<void> {
       if (isMountPoint(dataDir)) await run("umount", [dataDir]);

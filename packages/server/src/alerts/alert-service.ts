@@ -20,6 +20,8 @@ export interface AlertServiceDeps {
   bus?: Bus | undefined;
   /** The team and template of a live sandbox. */
   sandboxInfo: (sandboxId: string) => { teamId?: string | undefined; templateId?: string | undefined } | undefined;
+  /** The team of a volume. */
+  volumeTeam?: ((volumeId: string) => string | undefined) | undefined;
   policy?: Partial<DeliveryPolicy>;
 }
 
@@ -39,7 +41,7 @@ export class AlertService {
     this.#d = deps;
     this.#policy = { ...DEFAULT_DELIVERY_POLICY, ...deps.policy };
     this.#log = new DeliveryLog(this.#policy.logSize);
-    this.#disk = new DiskQuotaWatch((kind, message, details, about) => this.raise(kind, message, details, about));
+    this.#disk = new DiskQuotaWatch((kind, message, details, about) => this.raise(kind, message, details, about), (volumeId) => deps.volumeTeam?.(volumeId));
   }
 
   get webhooks(): WebhookStore {
