@@ -9,6 +9,8 @@
 // service (relay.burrow:8080; port 80 is the model gateway's), DNAT'ed to the gateway like the proxy, and which
 // connects to the same fake host: the egress proxy's path with nothing of Burrow's in the relay, i.e. "plain Node
 // pipe speed".
+// The proxy twice: with its kernel relay (splice(2) on the addon's thread, the default) and with the JS relay it falls
+// back to (BURROW_EGRESS_RELAY=js, read per connection, so both run in this one process, round by round).
 import { spawn } from "node:child_process";
 import { rmSync, mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
@@ -41,6 +43,17 @@ times.sort()
 print(times[len(times) // 2], times[int(len(times) * 0.95)])
 `;
 
+/** Runs `fn` with the egress proxy relaying in JS (`js`) or in the kernel (`native`). */
+async function withRelay(kind, fn) {
+  if (kind === "js") process.env.BURROW_EGRESS_RELAY = "js";
+  else delete process.env.BURROW_EGRESS_RELAY;
+  try {
+    return await fn();
+  } finally {
+    delete process.env.BURROW_EGRESS_RELAY;
+  }
+}
+
 async function latency(sandbox, host) {
   // The proxied sandbox connects to the address it resolved once, with the name as Host: each request pays the
   // proxy (a resolver lookup, cached by TTL, and a second connection), not the sandbox's own lookup.
@@ -57,11 +70,14 @@ async function download(sandbox, url) {
   return speed / 2 ** 20;
 }
 
-/** Median MiB/s of each [sandbox, url], taken in alternating rounds so that the machine's load falls on all alike. */
+/**
+ * Median MiB/s of each [sandbox, url, relay kind], taken in alternating rounds so that the machine's load falls on
+ * all alike.
+ */
 async function throughputs(cases) {
   const speeds = cases.map(() => []);
   for (let i = 0; i < DOWNLOADS; i++) {
-    for (const [j, [sandbox, url]] of cases.entries()) speeds[j].push(await download(sandbox, url));
+    for (const [j, [sandbox, url, kind]] of cases.entries()) speeds[j].push(await withRelay(kind, () => download(sandbox, url)));
   }
   return speeds.map((s) => median(s));
 }
@@ -106,17 +122,22 @@ export async function runEgressBenchmarks() {
       for (const s of [direct, proxied]) await s.files.write("/tmp/latency.py", LATENCY);
       internet.assertRouted();
       const d = await latency(direct, HOST);
-      const p = await latency(proxied, NAME);
+      const p = await withRelay("native", () => latency(proxied, NAME));
+      const pj = await withRelay("js", () => latency(proxied, NAME));
       report("request latency p50, via egress proxy", p.p50, "ms", d.p50, "direct", "≤ 1.2×");
       report("request latency p95, via egress proxy", p.p95, "ms", d.p95, "direct");
-      const [dt, pt, rt] = await throughputs([
+      report("request latency p50, via egress proxy, JS relay", pj.p50, "ms", d.p50, "direct");
+      report("request latency p95, via egress proxy, JS relay", pj.p95, "ms", d.p95, "direct");
+      const [dt, pt, pjt, rt] = await throughputs([
         [direct, `http://${HOST}/bytes/${BYTES}`],
-        [proxied, `http://${NAME}/bytes/${BYTES}`],
+        [proxied, `http://${NAME}/bytes/${BYTES}`, "native"],
+        [proxied, `http://${NAME}/bytes/${BYTES}`, "js"],
         [direct, `http://relay.burrow:8080/bytes/${BYTES}`],
       ]);
       report("100 MB download, via egress proxy", pt, "MiB/s", dt, "direct", "≥ 0.8×");
+      report("100 MB download, via egress proxy, JS relay", pjt, "MiB/s", dt, "direct");
       report("100 MB download, via a plain Node pipe relay", rt, "MiB/s", dt, "direct");
-      report("100 MB download, via egress proxy vs plain relay", pt, "MiB/s", rt, "plain relay");
+      report("100 MB download, via egress proxy vs its JS relay", pt, "MiB/s", pjt, "JS relay");
     } finally {
       await Promise.all([direct.kill(), proxied.kill()].map((p) => p.catch(() => undefined)));
     }

@@ -9,6 +9,7 @@
 import { createServer, isIPv4, type Server, type Socket } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
 import { judgeAddress, type SandboxPolicy } from "./egress-policy.js";
+import { createNativeRelay, relayKindFromEnv, type NativeRelay } from "./native-relay.js";
 import { originalDestination } from "./original-destination.js";
 import { connectThroughProxy, type UpstreamProxy, UpstreamProxyError } from "./upstream-proxy.js";
 
@@ -42,12 +43,22 @@ const CONNECT_TIMEOUT_MS = 10_000;
 export async function startTunnelProxy(opts: TunnelProxyOptions): Promise<TunnelProxy> {
   const open = new Set<Socket>();
   let port = 0;
+  // Like the egress proxy's: the kernel relay from the first connection on, the JS relay without the addon.
+  let kernel: NativeRelay | undefined | null;
+  let closing = false;
+  const relayer: Relayer = (client, upstream, done) => {
+    if (relayKindFromEnv() === "native" && !closing) {
+      if (kernel === undefined) kernel = createNativeRelay() ?? null;
+      if (kernel?.handOver(client, upstream, Buffer.alloc(0), done)) return;
+    }
+    relay(client, upstream, Buffer.alloc(0), done);
+  };
   const server: Server = createServer((client) => {
     open.add(client);
     client.once("close", () => open.delete(client));
     client.on("error", () => undefined);
     client.pause();
-    void handle(opts, port, client).catch(() => client.destroy());
+    void handle(opts, port, client, relayer).catch(() => client.destroy());
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
@@ -60,13 +71,17 @@ export async function startTunnelProxy(opts: TunnelProxyOptions): Promise<Tunnel
   return {
     port,
     close: async () => {
+      closing = true;
+      kernel?.close();
       for (const s of open) s.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
     },
   };
 }
 
-async function handle(opts: TunnelProxyOptions, listenerPort: number, client: Socket): Promise<void> {
+type Relayer = (client: Socket, upstream: Socket, done: (bytes: Pick<EgressRecord, "bytesOut" | "bytesIn">) => void) => void;
+
+async function handle(opts: TunnelProxyOptions, listenerPort: number, client: Socket, relayer: Relayer): Promise<void> {
   const source = (client.remoteAddress ?? "").replace(/^::ffff:/, "");
   const policy = opts.policyOf(source);
   const dest = await originalDestination({ ip: source, port: client.remotePort ?? 0 }, { ip: opts.gateway, port: listenerPort }, opts.conntrackFile);
@@ -90,7 +105,7 @@ async function handle(opts: TunnelProxyOptions, listenerPort: number, client: So
   } catch (err) {
     return refuse(err instanceof UpstreamProxyError ? `egress proxy: ${err.message}` : "egress proxy failed");
   }
-  relay(client, upstream, Buffer.alloc(0), (bytes) => opts.audit.add({ ...base, ...bytes, verdict: "allowed", rule: verdict.rule, atMs: Date.now() }));
+  relayer(client, upstream, (bytes) => opts.audit.add({ ...base, ...bytes, verdict: "allowed", rule: verdict.rule, atMs: Date.now() }));
 }
 
 /**
