@@ -1,7 +1,7 @@
 // Triggers and tasks that name a team's template by its bare name, on the e2e server: team A builds `my-tpl`
 // (stored in A's namespace); A's task with target {template: "my-tpl"} runs in a fresh sandbox of A's template, and A's
-// rule on `on.templateId: "my-tpl"` is accepted, answered with the bare name, and fires for A's sandbox of it. Team B,
-// which has no template of that name, is still refused.
+// rule on `on.templateId: "my-tpl"` is accepted, answered with the bare name, and fires for A's sandbox of it; a fresh
+// sandbox a task of A's keeps is A's. Team B, which has no template of that name, is still refused.
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, test } from "vitest";
 import { Sandbox, Template } from "e2b";
@@ -47,6 +47,22 @@ maybe("triggers and tasks on a team's template by name", () => {
     expect(status).toMatchObject({ state: "succeeded", result: { exitCode: 0, stdout: "team-a\n" } });
     // B has no template of that name: the bare name reaches nobody's template of B's.
     expect((await api(keys.b)("POST", "/burrow/v1/tasks", { target: { template: name }, cmd: "true" })).status).toBe(403);
+  });
+
+  test("a kept fresh sandbox of a team's task belongs to the team", { timeout: 180_000 }, async () => {
+    const a = api(keys.a);
+    const task = await a("POST", "/burrow/v1/tasks", { target: { template: name }, cmd: "true", keepSandbox: true, maxAttempts: 1 });
+    expect(task.status, JSON.stringify(task.json)).toBe(201);
+    let status = task.json;
+    for (let i = 0; i < 3 && status.state !== "succeeded" && status.state !== "dead"; i++) {
+      status = (await a("GET", `/burrow/v1/tasks/${task.json.id}?waitMs=60000`)).json;
+    }
+    expect(status.state, JSON.stringify(status)).toBe("succeeded");
+    const sandboxId: string = status.result.sandboxId;
+    expect((await a("GET", `/sandboxes/${sandboxId}`)).status).toBe(200);
+    const own = await api(burrowEnv().apiKey)("GET", "/v2/sandboxes");
+    expect((own.json as Array<{ sandboxID: string }>).map((s) => s.sandboxID)).not.toContain(sandboxId);
+    expect((await a("DELETE", `/sandboxes/${sandboxId}`)).status).toBe(204);
   });
 
   test("a rule on the team's template by name is accepted, shows the name, and fires for the team's sandbox", { timeout: 180_000 }, async () => {

@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { ServerSandboxRunner } from "../bus/sandbox-runner.js";
-import type { TriggerService } from "../bus/trigger-service.js";
+import type { StoredTrigger, TriggerService } from "../bus/trigger-service.js";
 import type { WatchBridge } from "../bus/watch-bridge.js";
 import { namedSandboxes, parseTaskSpec, parseTriggerRule } from "./run-spec-validation.js";
 
@@ -23,6 +23,12 @@ export interface SandboxBusServices {
 const sandboxParams = { type: "object", required: ["sandboxId"], properties: { sandboxId: { type: "string", maxLength: 128 } } } as const;
 const triggerParams = { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 64 } } } as const;
 const taskParams = { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 256 } } } as const;
+
+/** A rule as answered: without the key that made it (the server's own record). */
+function shown(t: StoredTrigger): Omit<StoredTrigger, "ownerKeyId"> {
+  const { ownerKeyId: _owner, ...rest } = t;
+  return rest;
+}
 
 export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusServices, prefix: string, auth: (r: FastifyRequest) => Promise<void>): void {
   const requireSandbox = (id: string) => void s.runner.target(id);
@@ -59,16 +65,16 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
     // Code in a sandbox known now (named, or the only source the rule listens to) is refused at once without an execution server.
     const codeIn = rule.in === "source" ? rule.on.sandboxId : "sandboxId" in rule.in ? rule.in.sandboxId : undefined;
     if (rule.code && codeIn !== undefined) await s.runner.requireExecutionServer(codeIn);
-    const t = await s.triggers.create(rule);
-    return reply.code(201).send(t);
+    const t = await s.triggers.create(rule, { apiKeyId: req.apiKeyId });
+    return reply.code(201).send(shown(t));
   });
 
-  app.get(`${prefix}/triggers`, { onRequest: auth }, async () => s.triggers.list());
+  app.get(`${prefix}/triggers`, { onRequest: auth }, async () => (await s.triggers.list()).map(shown));
 
   app.get<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req) => {
     const t = await s.triggers.get(req.params.id);
     if (!t) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
-    return { ...t, fired: s.triggers.fired(t.id) };
+    return { ...shown(t), fired: s.triggers.fired(t.id) };
   });
 
   app.delete<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req, reply) => {
@@ -80,7 +86,7 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
     const spec = parseTaskSpec(req.body);
     for (const id of namedSandboxes(spec)) requireSandbox(id);
     if (spec.code && "sandboxId" in spec.target) await s.runner.requireExecutionServer(spec.target.sandboxId);
-    const r = await s.triggers.submitTask(spec);
+    const r = await s.triggers.submitTask(spec, { apiKeyId: req.apiKeyId });
     return reply.code(r.duplicate ? 200 : 201).send(r);
   });
 

@@ -38,6 +38,11 @@ export interface ServerRunExtensions {
   /** Publish `proc.output` events (not durable) with each chunk. @default false */
   outputEvents?: boolean;
   inputs?: FileInput[];
+  /**
+   * The API key of the rule's or task's maker (set by the server, never by clients): a fresh sandbox is created with
+   * it, so it belongs to that key's team like a sandbox the team created itself.
+   */
+  ownerKeyId?: number | null;
 }
 
 export type ServerRunOptions = RunOptions & ServerRunExtensions;
@@ -143,6 +148,7 @@ export class ServerSandboxRunner implements SandboxRunner {
         template: target.template,
         timeoutSec: Math.ceil(timeoutMs / 1000) + grace,
         metadata: { "burrow.runner": "fresh" },
+        apiKeyId: opts.ownerKeyId ?? null,
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
       fresh = sandboxId = row.sandboxId;

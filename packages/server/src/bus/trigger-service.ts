@@ -60,6 +60,7 @@ export function withExtensions(process: ProcessSettings | undefined, x: ServerRu
     ...(x.keepSandbox !== undefined ? { keepSandbox: x.keepSandbox } : {}),
     ...(x.outputEvents !== undefined ? { outputEvents: x.outputEvents } : {}),
     ...(x.inputs !== undefined ? { inputs: x.inputs } : {}),
+    ...(x.ownerKeyId !== undefined ? { ownerKeyId: x.ownerKeyId } : {}),
   };
   if (!process && Object.keys(ext).length === 0) return undefined;
   return { ...(process ?? {}), ...ext };
@@ -108,9 +109,16 @@ export class TriggerService {
     return svc;
   }
 
-  async create(input: TriggerRuleInput): Promise<StoredTrigger> {
+  /** `owner`: the key of the request that made the rule, whose team owns the sandboxes it creates. */
+  async create(input: TriggerRuleInput, owner?: { apiKeyId: number | null }): Promise<StoredTrigger> {
     if (this.#closed) throw new BurrowError(Code.Unavailable, "the server is shutting down");
-    const t: StoredTrigger = { ...input, id: input.id ?? randomUUID(), createdAtMs: Date.now(), generation: randomBytes(4).toString("hex") };
+    const t: StoredTrigger = {
+      ...input,
+      ...(owner ? { ownerKeyId: owner.apiKeyId } : {}),
+      id: input.id ?? randomUUID(),
+      createdAtMs: Date.now(),
+      generation: randomBytes(4).toString("hex"),
+    };
     try {
       await this.kv.create(t.id, enc.encode(JSON.stringify(t)));
     } catch (err) {
@@ -156,10 +164,16 @@ export class TriggerService {
     return this.#engines.get(id)?.fired ?? 0;
   }
 
-  async submitTask(input: TaskInput): Promise<{ id: string; duplicate: boolean }> {
+  /** `owner`: the key of the request that submitted it, whose team owns a fresh sandbox it runs in. */
+  async submitTask(input: TaskInput, owner?: { apiKeyId: number | null }): Promise<{ id: string; duplicate: boolean }> {
     if (this.#closed) throw new BurrowError(Code.Unavailable, "the server is shutting down");
-    const { keepSandbox, outputEvents, inputs, ...spec } = input;
-    const proc = withExtensions(spec.process, { ...(keepSandbox !== undefined ? { keepSandbox } : {}), ...(outputEvents !== undefined ? { outputEvents } : {}), ...(inputs ? { inputs } : {}) });
+    const { keepSandbox, outputEvents, inputs, ownerKeyId: _fromClient, ...spec } = input;
+    const proc = withExtensions(spec.process, {
+      ...(keepSandbox !== undefined ? { keepSandbox } : {}),
+      ...(outputEvents !== undefined ? { outputEvents } : {}),
+      ...(inputs ? { inputs } : {}),
+      ...(owner ? { ownerKeyId: owner.apiKeyId } : {}),
+    });
     return this.tasks.submit({ ...spec, ...(proc ? { process: proc } : {}) });
   }
 
