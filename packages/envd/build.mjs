@@ -1,4 +1,5 @@
-// Builds envd's runtime: the single-file bundle (dist/envd.cjs) and the native pieces (native/build: the
+// Builds envd's runtime: the single-file bundle (dist/envd-main.cjs), the entry that runs it through V8's code cache
+// (dist/envd.cjs, with the cache in dist/envd-main.cache) and the native pieces (native/build: the
 // xattr/inotify addon and the envd-exec privilege-drop helper). The native parts compile with the system C
 // compiler against the running Node's headers, so the build needs no network (node-gyp would download headers).
 import { build } from "esbuild";
@@ -74,7 +75,7 @@ async function bundle() {
   rmSync(join(distDir, "envd.mjs"), { force: true }); // the ES module bundle of earlier builds
   await build({
     entryPoints: [join(pkgDir, "src", "main.ts")],
-    outfile: join(distDir, "envd.cjs"),
+    outfile: join(distDir, "envd-main.cjs"),
     bundle: true,
     platform: "node",
     format: "cjs",
@@ -94,6 +95,41 @@ async function bundle() {
   });
 }
 
+// The entry the runtime starts (dist/envd.cjs): runs envd-main.cjs through V8's code cache (cached-entry.ts).
+async function bundleEntry() {
+  await build({
+    entryPoints: [join(pkgDir, "src", "cached-entry.ts")],
+    outfile: join(distDir, "envd.cjs"),
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    target: "node20",
+    minifySyntax: true,
+    legalComments: "none",
+    logLevel: "warning",
+  });
+}
+
+// The cache is made by this node, the one the runtime copies into every sandbox, with no flags (V8 refuses a
+// cache made under other flags). envd listens on a loopback port of its own choosing for the moment it runs.
+// Without a cache envd still starts, only slower: a failure here is reported, not fatal.
+function writeCodeCache() {
+  const cache = join(distDir, "envd-main.cache");
+  rmSync(cache, { force: true });
+  try {
+    execFileSync(process.execPath, [join(distDir, "envd.cjs")], {
+      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ENVD_PORT: "0", ENVD_HOST: "127.0.0.1", BURROW_ENVD_WRITE_CODE_CACHE: cache },
+      stdio: ["ignore", "ignore", "pipe"],
+      timeout: 30_000,
+    });
+  } catch (error) {
+    rmSync(cache, { force: true });
+    console.warn(`envd: no code cache (envd starts without it, slower): ${error.message}`);
+  }
+}
+
 buildNative();
 await bundle();
+await bundleEntry();
 stageNativeModules();
+writeCodeCache();

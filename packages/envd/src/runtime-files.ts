@@ -1,10 +1,13 @@
+import { existsSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { NATIVE_PACKAGE } from "./native/native-modules.js";
 
 export interface EnvdRuntimeFiles {
-  /** Absolute path of the single-file bundle (CommonJS); copy it to `<runtime>/envd.cjs`. */
+  /** Absolute path of envd's entry (CommonJS); copy it to `<runtime>/envd.cjs`. */
   bundle: string;
+  /** Files the entry reads beside itself (the bundle it runs and V8's code cache for it), copied next to it. */
+  besideEntry: string[];
   /** Directories to copy to `<runtime>/node_modules/<name>` (native addons the bundle loads beside itself). */
   nativeModules: { name: string; dir: string }[];
 }
@@ -19,6 +22,8 @@ export function envdRuntimeFiles(): EnvdRuntimeFiles {
   const dist = join(pkgDir, "dist");
   return {
     bundle: join(dist, "envd.cjs"),
+    // the cache is missing when the build could not make it: envd starts without it
+    besideEntry: [join(dist, "envd-main.cjs"), join(dist, "envd-main.cache")].filter((file) => existsSync(file)),
     // staged by build.mjs: node-pty trimmed to its Linux runtime files, envd's addon and envd-exec helper
     nativeModules: ["node-pty", NATIVE_PACKAGE].map((name) => ({ name, dir: join(dist, "node_modules", name) })),
   };

@@ -8,8 +8,10 @@ import type { RuntimeProgram } from "./rootfs/build-runtime-dir.js";
 import { buildRuntimeDir, runtimeCommand } from "./rootfs/index.js";
 
 export interface EnvdRuntimeSource {
-  /** The envd bundle file (envd.cjs). */
+  /** envd's entry file (envd.cjs). */
   bundle: string;
+  /** Files the entry reads beside itself (its bundle and code cache). */
+  besideEntry?: readonly string[] | undefined;
   /** Native node modules envd loads lazily (node-pty, xattr addon…). */
   nativeModules: { name: string; dir: string }[];
   /**
@@ -29,6 +31,7 @@ async function runtimeHash(envd: EnvdRuntimeSource): Promise<string> {
   const node = await stat(process.execPath);
   hash.update(`${process.execPath}:${node.size}:${node.mtimeMs}:${process.version}\n`);
   hash.update(await readFile(envd.bundle));
+  for (const file of envd.besideEntry ?? []) hash.update(await readFile(file));
   for (const module of envd.nativeModules) {
     const info = await stat(module.dir);
     hash.update(`${module.name}:${module.dir}:${info.mtimeMs}\n`);

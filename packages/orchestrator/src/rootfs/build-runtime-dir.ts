@@ -26,6 +26,8 @@ export interface BuildRuntimeDirOptions {
   files: {
     /** The bundled envd entry point: a single CommonJS file (Node starts one faster than an ES module). */
     bundle: string;
+    /** Files the entry reads from its own directory (the bundle it runs, its code cache), copied beside it. */
+    besideEntry?: readonly string[] | undefined;
     /** Node addons envd loads at runtime (e.g. node-pty), copied to envd/node_modules/<name>. */
     nativeModules: { name: string; dir: string }[];
     /** Further programs for the runtime's node, each directory copied whole to <name>/ (e.g. code-interpreter). */
@@ -122,6 +124,11 @@ export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<voi
     await mkdir(join(tmp, "envd/node_modules"), { recursive: true });
     await copyFile(nodePath, join(tmp, "bin/node"));
     await copyFile(files.bundle, join(tmp, "envd", ENVD_ENTRY));
+    const beside = (files.besideEntry ?? []).map((file) => basename(file));
+    if (beside.some((name) => name === ENVD_ENTRY || name === "node_modules")) {
+      throw new BurrowError(Code.Internal, `a file beside envd's entry may not be called ${ENVD_ENTRY} or node_modules`, { reason: "command_failed" });
+    }
+    for (const file of files.besideEntry ?? []) await copyFile(file, join(tmp, "envd", basename(file)));
     for (const m of files.nativeModules) {
       if (m.name.includes("..") || m.name.startsWith("/")) throw new BurrowError(Code.Internal, `bad module name ${m.name}`, { reason: "command_failed" });
       await cp(m.dir, join(tmp, "envd/node_modules", m.name), { recursive: true, dereference: true });
@@ -150,7 +157,7 @@ export async function buildRuntimeDir(opts: BuildRuntimeDirOptions): Promise<voi
     await chmod(tmp, 0o755);
     for (const f of await readdir(join(tmp, "lib"))) await chmod(join(tmp, "lib", f), 0o755);
     await chmod(join(tmp, "bin/node"), 0o755);
-    await chmod(join(tmp, "envd", ENVD_ENTRY), 0o644);
+    for (const name of [ENVD_ENTRY, ...beside]) await chmod(join(tmp, "envd", name), 0o644);
     for (const p of programs) await makeWorldReadable(join(tmp, p.name));
     signal?.throwIfAborted();
     await rename(tmp, outDir);
