@@ -1,7 +1,7 @@
-// Deleting a team on the e2e server: only the instance admin may; the default team never; a team that holds keys,
-// a sandbox, a volume, a snapshot, a checkpoint and a trigger is refused (409 naming them) and keeps them all; with
-// force its keys stop working, its sandbox is killed, its volume, snapshot, checkpoint and trigger go, an audit record
-// says so, and its name is free again. `burrow team delete` does the same from the operator's machine.
+// Deleting a team on the e2e server: only the instance admin may; the default team never; a team that holds keys, a
+// sandbox, a volume, a snapshot, a checkpoint, a trigger and a secret is refused (409 naming them) and keeps them all;
+// with force its keys stop working, its sandbox is killed, its volume, snapshot, checkpoint, trigger and secret go, an
+// audit record says so, and its name is free again. `burrow team delete` does the same from the operator's machine.
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, test } from "vitest";
 import { Sandbox, Volume } from "e2b";
@@ -47,6 +47,9 @@ maybe("team delete", () => {
     expect(checkpoint.status, JSON.stringify(checkpoint.json)).toBe(201);
     const trigger = await t("POST", "/burrow/v1/triggers", { on: { sandboxId: sandbox.sandboxId, category: "fs" }, in: "source", cmd: "true" });
     expect(trigger.status, JSON.stringify(trigger.json)).toBe(201);
+    const secret = await t("POST", "/secrets", { name: `s-${randomBytes(3).toString("hex")}`, value: "hunter2" });
+    expect(secret.status).toBe(201);
+    const secretId: string = secret.json.secretID ?? secret.json.id;
 
     // Only the instance admin deletes teams, and never the default one.
     expect((await t("DELETE", `/burrow/v1/teams/${team.teamID}`)).status).toBe(403);
@@ -58,7 +61,7 @@ maybe("team delete", () => {
 
     const refused = await admin()("DELETE", `/burrow/v1/teams/${team.teamID}`);
     expect(refused.status).toBe(409);
-    expect(refused.json.message).toContain(`team "${team.name}" still has 1 key, 1 sandbox, 1 volume, 1 template, 1 checkpoint, 1 trigger`);
+    expect(refused.json.message).toContain(`team "${team.name}" still has 1 key, 1 sandbox, 1 volume, 1 template, 1 checkpoint, 1 trigger, 1 secret`);
     expect(refused.json.message).toContain("force=true");
     // Nothing was touched.
     expect(await sandbox.isRunning()).toBe(true);
@@ -75,6 +78,7 @@ maybe("team delete", () => {
         templates: [snapshot.json.snapshotID],
         checkpoints: [checkpoint.json.checkpointID],
         triggers: [trigger.json.id],
+        secrets: [secretId],
       },
     });
     expect((await t("GET", "/v2/sandboxes")).status).toBe(401);
@@ -100,7 +104,7 @@ maybe("team delete", () => {
     expect((await admin()("DELETE", `/api-keys/${team.adminKey.id}`)).status).toBe(204);
     const deleted = await admin()("DELETE", `/burrow/v1/teams/${team.teamID}`);
     expect(deleted.status, JSON.stringify(deleted.json)).toBe(200);
-    expect(deleted.json.deleted).toEqual({ keys: [], sandboxes: [], volumes: [], templates: [], checkpoints: [], triggers: [] });
+    expect(deleted.json.deleted).toEqual({ keys: [], sandboxes: [], volumes: [], templates: [], checkpoints: [], triggers: [], secrets: [] });
   });
 
   test("burrow team delete refuses a team that holds something, then deletes it with --force", async () => {

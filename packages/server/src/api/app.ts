@@ -100,6 +100,8 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
       orchestrator: ctx.orchestrator,
       templates: opts.templates,
       triggers: opts.busServices?.triggers,
+      secrets: ctx.secrets,
+      anchorOf: (teamId) => ctx.teams.store.anchorOfTeam(teamId),
     }),
   });
   registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);

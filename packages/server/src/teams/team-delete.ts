@@ -1,7 +1,7 @@
 // Deleting a team (DELETE /burrow/v1/teams/{id}, the instance admin's). A team that still holds anything (live keys,
-// running or paused sandboxes, volumes, templates and snapshots, checkpoints, triggers) is refused with 409 naming
-// what it holds; with force, its keys are revoked first (so nothing new is made meanwhile, and their open requests
-// end), then its sandboxes killed and its triggers, volumes, checkpoints and templates deleted. The team is marked
+// running or paused sandboxes, volumes, templates and snapshots, checkpoints, triggers, secrets) is refused with 409
+// naming what it holds; with force, its keys are revoked first (so nothing new is made meanwhile, and their open
+// requests end), then its sandboxes killed and its triggers, secrets, volumes, checkpoints and templates deleted. The team is marked
 // deleted only when nothing is left, so a failed part answers an error and a retry finishes the job. The default
 // team (the instance admin's) is never deleted.
 import { BurrowError, Code } from "@burrow/protocol";
@@ -24,6 +24,8 @@ export interface TeamResources {
   deleteCheckpoint(checkpointId: string): Promise<void>;
   triggers(teamId: string): Promise<string[]>;
   deleteTrigger(triggerId: string): Promise<void>;
+  secrets(teamId: string): string[];
+  deleteSecret(teamId: string, secretId: string): Promise<void>;
 }
 
 export interface TeamHoldings {
@@ -33,6 +35,7 @@ export interface TeamHoldings {
   templates: string[];
   checkpoints: string[];
   triggers: string[];
+  secrets: string[];
 }
 
 export interface TeamDeleteDeps {
@@ -52,11 +55,13 @@ async function holdings(d: TeamDeleteDeps, teamId: string): Promise<TeamHoldings
     templates: r.templates(teamId),
     checkpoints: await r.checkpoints(teamId),
     triggers: await r.triggers(teamId),
+    secrets: r.secrets(teamId),
   };
 }
 
 const ONE: Record<keyof TeamHoldings, string> = {
   keys: "key", sandboxes: "sandbox", volumes: "volume", templates: "template", checkpoints: "checkpoint", triggers: "trigger",
+  secrets: "secret",
 };
 
 function describe(h: TeamHoldings): string {
@@ -101,6 +106,8 @@ export async function deleteTeam(d: TeamDeleteDeps, caller: Caller, teamId: stri
   // Triggers before sandboxes, so that no kill fires one; volumes after the sandboxes that mount them.
   await each(held.triggers, "trigger", (id) => r.deleteTrigger(id));
   await each(r.sandboxes(teamId), "sandbox", (id) => r.killSandbox(id));
+  // Secrets after the sandboxes, whose egress header transforms read them per connection.
+  await each(r.secrets(teamId), "secret", (id) => r.deleteSecret(teamId, id));
   await each(r.volumes(teamId), "volume", (id) => r.deleteVolume(teamId, id));
   await each(await r.checkpoints(teamId), "checkpoint", (id) => r.deleteCheckpoint(id));
   await each(r.templates(teamId), "template", (id) => r.deleteTemplate(id));

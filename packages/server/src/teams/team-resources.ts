@@ -4,6 +4,7 @@ import type { Orchestrator } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { TriggerService } from "../bus/trigger-service.js";
 import type { SandboxService } from "../lifecycle/sandbox-service.js";
+import type { SecretService } from "../secrets/index.js";
 import type { TemplateBuildService } from "../templates-api/template-build-service.js";
 import type { VolumeService } from "../volumes/volume-service.js";
 import type { Ownership } from "./ownership.js";
@@ -18,6 +19,9 @@ export interface TeamResourcesDeps {
   templates?: TemplateBuildService | undefined;
   /** Without a bus there are no triggers. */
   triggers?: TriggerService | undefined;
+  secrets: SecretService;
+  /** The key a team's secrets are stored under (TeamStore.anchorOfTeam). */
+  anchorOf: (teamId: string) => number | undefined;
 }
 
 export function teamResources(d: TeamResourcesDeps): TeamResources {
@@ -55,6 +59,22 @@ export function teamResources(d: TeamResourcesDeps): TeamResources {
     },
     deleteTrigger: async (triggerId) => {
       await d.triggers?.delete(triggerId);
+    },
+    secrets: (teamId) => {
+      const apiKeyId = d.anchorOf(teamId);
+      if (apiKeyId === undefined) return [];
+      const ids: string[] = [];
+      let nextToken: string | undefined;
+      do {
+        const page = d.secrets.list({ apiKeyId }, { nextToken });
+        ids.push(...page.secrets.map((s) => s.secretId));
+        nextToken = page.nextToken;
+      } while (nextToken !== undefined);
+      return ids;
+    },
+    deleteSecret: async (teamId, secretId) => {
+      const apiKeyId = d.anchorOf(teamId);
+      if (apiKeyId !== undefined) d.secrets.delete({ apiKeyId }, secretId);
     },
   };
 }

@@ -228,6 +228,11 @@ export class TeamStore {
     return row.id;
   }
 
+  /** The anchor key of a team (its oldest key, revoked or not; see teamAnchorKey); undefined for a team without keys. */
+  anchorOfTeam(teamId: string): number | undefined {
+    return this.#db.prepare<[string], { id: number | null }>("SELECT min(id) AS id FROM api_keys WHERE team_id = ?").get(teamId)?.id ?? undefined;
+  }
+
   /** The team a key (api_keys.id) belongs to, revoked or not. */
   teamOfKey(id: number): string | undefined {
     return this.keyById(id)?.teamId || undefined;

@@ -46,6 +46,7 @@ const teamList = defineCommand({
 
 const ONE: Record<string, string> = {
   keys: "key", sandboxes: "sandbox", volumes: "volume", templates: "template", checkpoints: "checkpoint", triggers: "trigger",
+  secrets: "secret",
 };
 
 interface DeletedTeam {
@@ -56,7 +57,7 @@ interface DeletedTeam {
 const teamDelete = defineCommand({
   name: "delete",
   aliases: ["rm"],
-  summary: "Delete a team (by id or name); refused while it holds keys, sandboxes, volumes, templates, checkpoints or triggers unless --force",
+  summary: "Delete a team (by id or name); refused while it holds keys, sandboxes, volumes, templates, checkpoints, triggers or secrets unless --force",
   args: "TEAM",
   minArgs: 1,
   maxArgs: 1,
