@@ -3,15 +3,17 @@
 // (test/helpers/test-proxies.mjs, at P, connecting out from P), next to a TCP target on an arbitrary port that
 // answers with the address it sees. Every TCP port of the sandbox goes through the proxy (the proxy logs it, the
 // target sees P), wrong credentials fail closed, updateNetwork takes the proxy away and sets it again live, checkpoint
-// children and snapshot creates keep it, GET never shows the password, bad addresses are 400 naming them. Every address is the fake internet's (203.0.113.0/24).
+// children and snapshot creates keep it, a record of the previous version's form still tunnels after a restart, GET
+// never shows the password, bad addresses are 400 naming them. Every address is the fake internet's (203.0.113.0/24).
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { sandboxInternals } from "../helpers/sandbox-internals.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
 const A = "203.0.113.10"; // the target: HTTP on 80 (fake internet), "seen <peer>" on 7000 (below)
@@ -22,6 +24,7 @@ const HTTP = { address: `http://${P}:3128`, username: "bob", password: "pw" };
 const instance = newTestInstance("eproxy");
 let internet: FakeInternet;
 let server: ServerProcess;
+let port: number;
 let proxies: ChildProcess;
 const proxyLog: string[] = [];
 const created: Sandbox[] = [];
@@ -66,7 +69,8 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
         for (const line of lines) line === "ready" ? resolve() : proxyLog.push(line);
       });
     });
-    server = await startServerProcess(instance, await freePort(), ["--pool-size", "0"]);
+    port = await freePort();
+    server = await startServerProcess(instance, port, ["--pool-size", "0"]);
   });
 
   afterAll(async () => {
@@ -150,6 +154,31 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
       const info = (await Sandbox.getInfo(copy.sandboxId, opts())) as unknown as { network?: { egressProxy?: object } };
       expect(info.network?.egressProxy).toEqual({ address: SOCKS.address, username: SOCKS.username });
     }
+  });
+
+  it("a sandbox recorded before `proxied` existed (a reserved deny entry) still tunnels after an upgrade, a restart and a cold boot", async () => {
+    const sandbox = await create({ egressProxy: SOCKS });
+    expect(await get(sandbox, `http://${A}:7000/`)).toBe(`seen ${P}`);
+    await stopServerProcess(server, "SIGKILL");
+    // The orchestrator's record as the previous version wrote it.
+    const file = join(sandboxInternals(instance.stateDir, sandbox.sandboxId).dir, "sandbox.json");
+    const record = JSON.parse(readFileSync(file, "utf8")) as { egress: { allowOut: string[]; denyOut: string[]; proxied?: string } };
+    expect(record.egress).toEqual({ allowOut: [], denyOut: [], proxied: "tunnel" });
+    writeFileSync(file, JSON.stringify({ ...record, egress: { allowOut: [], denyOut: ["egress-proxy.burrow.invalid"] } }), { mode: 0o600 });
+    server = await startServerProcess(instance, port, ["--pool-size", "0"]);
+
+    // A cold boot applies the rules from the record again (the kernel's sets are rebuilt from it).
+    const pause = await fetch(`${server.url}/sandboxes/${sandbox.sandboxId}/pause`, {
+      method: "POST",
+      headers: { "x-api-key": server.apiKey, "content-type": "application/json" },
+      body: JSON.stringify({ memory: false }),
+    });
+    expect(pause.status).toBe(204);
+    const resumed = await Sandbox.connect(sandbox.sandboxId, opts());
+    const before = proxyLog.length;
+    expect(await get(resumed, `http://${A}:7000/`)).toBe(`seen ${P}`);
+    expect(proxyLog.slice(before)).toEqual([`socks CONNECT ${A}:7000`]);
+    expect((await Sandbox.getInfo(sandbox.sandboxId, opts()) as unknown as { network: { denyOut: string[] } }).network.denyOut).toEqual([]);
   });
 
   it("bad proxies are 400 naming the value", async () => {
