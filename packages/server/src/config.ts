@@ -9,6 +9,7 @@ import { resolveOutputEventLimits, type OutputEventLimits } from "./bus/output-e
 import { resolvePositiveLimits } from "./positive-limits.js";
 import { resolveQuotaDefaults, type TeamQuotaOverrides, type TeamQuotaValues } from "./teams/team-quotas.js";
 import { resolveSandboxLogLimits, type SandboxLogLimits } from "./logs/log-limits.js";
+import { resolveClusterConfig, type ClusterConfig, type ClusterConfigInput } from "./cluster/cluster-config.js";
 
 type EventStreamLimits = Required<SandboxEventStreamLimits>;
 const EVENT_STREAM_DEFAULTS: EventStreamLimits = { maxAgeMs: DEFAULT_SANDBOX_EVENT_MAX_AGE_MS, maxBytes: DEFAULT_SANDBOX_EVENT_MAX_BYTES };
@@ -147,6 +148,11 @@ export interface ServerConfig {
   readonly egressUpstreamCa: string | null;
   /** Quotas every team gets unless overridden per team (PATCH /burrow/v1/teams/{id}); 0 = unlimited (env BURROW_TEAM_*, see teams/team-quotas.ts). */
   readonly teamQuotas: Readonly<TeamQuotaValues>;
+  /**
+   * This server as a node of a cluster coordinated by NATS JetStream (cluster/cluster-config.ts); null: one machine,
+   * no NATS. @default null (env BURROW_CLUSTER, BURROW_NODE_NAME, BURROW_NODE_URL, BURROW_CLUSTER_HEARTBEAT_MS, BURROW_CLUSTER_DOWN_AFTER_MS)
+   */
+  readonly cluster: ClusterConfig | null;
 }
 
 /** The model gateway's listening address. */
@@ -223,7 +229,7 @@ function resolveAdmission(input: Partial<AdmissionConfig> = {}, env: NodeJS.Proc
   return Object.freeze(out as unknown as AdmissionConfig);
 }
 
-export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs" | "modelGateway" | "teamQuotas">> & {
+export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEvents" | "outputEvents" | "eventStream" | "sandboxLogs" | "modelGateway" | "teamQuotas" | "cluster">> & {
   modelGateway?: Partial<ModelGatewayAddress>;
   sandboxLogs?: Partial<SandboxLogLimits>;
   admission?: Partial<AdmissionConfig>;
@@ -231,6 +237,7 @@ export type ServerConfigInput = Partial<Omit<ServerConfig, "admission" | "fsEven
   outputEvents?: Partial<OutputEventLimits>;
   eventStream?: Partial<EventStreamLimits>;
   teamQuotas?: TeamQuotaOverrides;
+  cluster?: ClusterConfigInput | null;
 };
 
 /** A numeric setting with the name a message about it uses: its field's when given as input, else its variable's. */
@@ -319,6 +326,7 @@ export function resolveServerConfig(input: ServerConfigInput = {}, env: NodeJS.P
     volumeDefaultMB: positiveInt(numberSetting("volumeDefaultMB", input.volumeDefaultMB, env, "BURROW_VOLUME_DEFAULT_MB", DEFAULT_VOLUME_MB)),
     modelGateway: resolveModelGatewayAddress(input.modelGateway, env),
     egressUpstreamCa: input.egressUpstreamCa !== undefined ? input.egressUpstreamCa : env["BURROW_EGRESS_UPSTREAM_CA"] || null,
+    cluster: resolveClusterConfig(input.cluster, env),
   });
 }
 

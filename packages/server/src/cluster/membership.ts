@@ -1,0 +1,158 @@
+// This node's place in the cluster: its record in the nodes bucket, rewritten on every heartbeat with its load, and
+// everyone's records as the bucket's watch brings them. A node is down when the bucket has not stored a heartbeat of
+// it within the window; the judgement uses the bucket's write time, so nodes' clocks need not agree with each other.
+import type { KV } from "@nats-io/kv";
+import type { Logger } from "pino";
+import { BurrowError, Code } from "@burrow/protocol";
+import { clusterError, isRevisionConflict } from "./cluster-errors.js";
+import { decodeNodeRecord, encodeNodeRecord, NODE_RECORD_VERSION, type NodeLoad, type NodeRecord, type NodeView } from "./node-record.js";
+import { WatchedBucket, type MirroredEntry } from "./watched-bucket.js";
+
+/** Read-modify-write attempts before a cordon gives up on a record that keeps changing under it. */
+const MAX_ATTEMPTS = 5;
+
+type StoredRecord = NodeRecord & Record<string, unknown>;
+
+export interface MembershipOptions {
+  kv: KV;
+  nodeName: string;
+  version: string;
+  heartbeatMs: number;
+  downAfterMs: number;
+  load: () => Promise<NodeLoad>;
+  logger: Logger;
+}
+
+export class Membership {
+  readonly #o: MembershipOptions;
+  readonly #startedAt = new Date().toISOString();
+  #mirror!: WatchedBucket<StoredRecord>;
+  #timer: NodeJS.Timeout | undefined;
+  #beating: Promise<void> | undefined;
+  #apiUrl = "";
+
+  private constructor(opts: MembershipOptions) {
+    this.#o = opts;
+  }
+
+  /** Start mirroring the nodes bucket (the cluster's nodes are known from here on, this one not yet). */
+  static async open(opts: MembershipOptions): Promise<Membership> {
+    const m = new Membership(opts);
+    m.#mirror = await WatchedBucket.open(opts.kv, decodeNodeRecord, opts.logger, "nodes");
+    return m;
+  }
+
+  /** Write this node's record with where it is reached (keeping a cordon set while it was away), then beat. */
+  async join(apiUrl: string): Promise<void> {
+    this.#apiUrl = apiUrl;
+    try {
+      await this.#writeOwn();
+    } catch (err) {
+      throw clusterError(err, `join as node ${this.#o.nodeName}`);
+    }
+    this.#timer = setInterval(() => {
+      // One heartbeat at a time: a slow NATS must not pile writes up.
+      if (this.#beating) return;
+      this.#beating = this.#writeOwn()
+        .catch((err: unknown) => this.#o.logger.warn({ err }, "cluster heartbeat failed"))
+        .finally(() => (this.#beating = undefined));
+    }, this.#o.heartbeatMs);
+    this.#timer.unref();
+  }
+
+  get nodeName(): string {
+    return this.#o.nodeName;
+  }
+
+  /** Every node the bucket knows, by name. */
+  list(now = Date.now()): NodeView[] {
+    return [...this.#mirror.entries()].map(([, entry]) => this.#view(entry, now)).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** A node's view, from the mirror. */
+  node(name: string, now = Date.now()): NodeView | undefined {
+    const entry = this.#mirror.get(name);
+    return entry ? this.#view(entry, now) : undefined;
+  }
+
+  /** Set or clear a node's cordon with a revision check, so that a heartbeat written meanwhile is not lost (nor the cordon). */
+  async setCordoned(name: string, cordoned: boolean): Promise<NodeView> {
+    for (let attempt = 1; ; attempt++) {
+      const entry = await this.#o.kv.get(name).catch((err: unknown) => Promise.reject(clusterError(err, `read node ${name}`)));
+      if (!entry || entry.operation !== "PUT") throw new BurrowError(Code.NotFound, `node "${name}" is not in the cluster`, { reason: "node_not_found" });
+      const record = { ...decodeNodeRecord(entry.value), cordoned };
+      try {
+        await this.#o.kv.update(name, encodeNodeRecord(record), entry.revision);
+      } catch (err) {
+        if (isRevisionConflict(err) && attempt < MAX_ATTEMPTS) continue;
+        throw clusterError(err, `${cordoned ? "cordon" : "uncordon"} node ${name}`);
+      }
+      const written = await this.#o.kv.get(name);
+      const mirrored = written ? this.#mirror.apply(written) : undefined;
+      if (!mirrored) throw new BurrowError(Code.NotFound, `node "${name}" left the cluster`, { reason: "node_not_found" });
+      return this.#view(mirrored, Date.now());
+    }
+  }
+
+  /** Stop the heartbeat. The record stays: others see the node go down after the window, as they would a crash. */
+  async close(): Promise<void> {
+    clearInterval(this.#timer);
+    await this.#beating;
+    this.#mirror.close();
+  }
+
+  #view(entry: MirroredEntry<StoredRecord>, now: number): NodeView {
+    const { value } = entry;
+    return {
+      v: value.v,
+      name: value.name,
+      apiUrl: value.apiUrl,
+      version: value.version,
+      startedAt: value.startedAt,
+      cordoned: value.cordoned,
+      heartbeatAt: value.heartbeatAt,
+      load: value.load,
+      status: now - entry.created.getTime() > this.#o.downAfterMs ? "down" : "up",
+      lastSeenAt: entry.created.toISOString(),
+      revision: entry.revision,
+    };
+  }
+
+  /** Rewrite this node's record over whatever is stored (a cordon and fields of newer versions are kept). */
+  async #writeOwn(): Promise<void> {
+    const { kv, nodeName } = this.#o;
+    const load = await this.#o.load();
+    for (let attempt = 1; ; attempt++) {
+      const entry = await kv.get(nodeName);
+      const stored = entry?.operation === "PUT" ? safeDecode(entry.value) : undefined;
+      const record: StoredRecord = {
+        ...stored,
+        v: Math.max(stored?.v ?? 0, NODE_RECORD_VERSION),
+        name: nodeName,
+        apiUrl: this.#apiUrl,
+        version: this.#o.version,
+        startedAt: this.#startedAt,
+        cordoned: stored?.cordoned ?? false,
+        heartbeatAt: new Date().toISOString(),
+        load,
+      };
+      try {
+        if (entry) await kv.update(nodeName, encodeNodeRecord(record), entry.revision);
+        else await kv.create(nodeName, encodeNodeRecord(record));
+        return;
+      } catch (err) {
+        // A cordon landed between the read and the write: read again so that it is kept.
+        if (isRevisionConflict(err) && attempt < MAX_ATTEMPTS) continue;
+        throw err;
+      }
+    }
+  }
+}
+
+function safeDecode(bytes: Uint8Array): StoredRecord | undefined {
+  try {
+    return decodeNodeRecord(bytes);
+  } catch {
+    return undefined;
+  }
+}

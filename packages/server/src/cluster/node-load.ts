@@ -1,0 +1,20 @@
+// What a node reports about itself on each heartbeat. Placement (the next slice) chooses by it.
+import { readFile } from "node:fs/promises";
+import { freemem } from "node:os";
+import type { NodeLoad } from "./node-record.js";
+
+/** MemAvailable (what the kernel could give without swapping), which os.freemem's MemFree understates. */
+async function availableMemory(): Promise<number> {
+  try {
+    const meminfo = await readFile("/proc/meminfo", "utf8");
+    const kb = /^MemAvailable:\s+(\d+) kB/m.exec(meminfo)?.[1];
+    if (kb) return Number(kb) * 1024;
+  } catch {
+    // Not Linux, or /proc unreadable: MemFree is the next best figure.
+  }
+  return freemem();
+}
+
+export async function sampleNodeLoad(runningSandboxes: () => number): Promise<NodeLoad> {
+  return { freeMemoryBytes: await availableMemory(), runningSandboxes: runningSandboxes(), poolFill: null };
+}

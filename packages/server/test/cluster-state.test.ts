@@ -1,0 +1,123 @@
+// The cluster's shared state on a real nats-server with JetStream: node records (join, heartbeat, down after the
+// window, a cordon kept across heartbeats and rejoins) and sandbox ownership (a create never takes another node's
+// record, a node removes only its own, the mirror follows writes of other nodes).
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { pino } from "pino";
+import { BurrowError, Code } from "@burrow/protocol";
+import { NatsServerFixture } from "../../bus/test/helpers/nats-server.js";
+import { openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
+import { Membership } from "../src/cluster/membership.js";
+import { SandboxOwners } from "../src/cluster/sandbox-owners.js";
+import { resolveClusterConfig } from "../src/cluster/cluster-config.js";
+
+const logger = pino({ level: "silent" });
+const load = async () => ({ freeMemoryBytes: 1, runningSandboxes: 0, poolFill: null });
+
+async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe("cluster state in JetStream KV", () => {
+  let nats: NatsServerFixture;
+  const conns: ClusterKv[] = [];
+  const closers: Array<() => unknown> = [];
+
+  beforeAll(async () => {
+    nats = await NatsServerFixture.start();
+  });
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+    for (const c of conns) await c.close();
+    await nats?.stop();
+  });
+
+  async function connection(name: string): Promise<ClusterKv> {
+    const kv = await openClusterKv([`nats://${nats.url}`], name);
+    conns.push(kv);
+    return kv;
+  }
+
+  it("nodes join, beat, go down after the window, and keep a cordon across heartbeats and a rejoin", async () => {
+    const [kvA, kvB] = [await connection("a"), await connection("b")];
+    const opts = { version: "0.1.0", heartbeatMs: 100, downAfterMs: 600, load, logger };
+    const a = await Membership.open({ ...opts, kv: kvA.nodes, nodeName: "a" });
+    const b = await Membership.open({ ...opts, kv: kvB.nodes, nodeName: "b" });
+    closers.push(() => a.close(), () => b.close());
+    await a.join("http://127.0.0.1:1");
+    await b.join("http://127.0.0.1:2");
+    await until(() => a.list().filter((n) => n.status === "up").length === 2);
+    expect(a.node("b")).toMatchObject({ name: "b", apiUrl: "http://127.0.0.1:2", version: "0.1.0", cordoned: false, v: 1 });
+
+    // Cordoned from a: b's heartbeats (read-modify-write with a revision check) keep it.
+    const cordoned = await a.setCordoned("b", true);
+    expect(cordoned.cordoned).toBe(true);
+    const revision = cordoned.revision;
+    await until(() => (b.node("b")?.revision ?? 0) > revision + 3);
+    expect(b.node("b")?.cordoned).toBe(true);
+    expect(a.node("b")?.cordoned).toBe(true);
+
+    // b stops beating: down after the window, as a crash would look.
+    await b.close();
+    await until(() => a.node("b")?.status === "down", 5_000);
+    expect(a.node("a")?.status).toBe("up");
+
+    // b comes back: up again, still cordoned until uncordoned.
+    const again = await Membership.open({ ...opts, kv: kvB.nodes, nodeName: "b" });
+    closers.push(() => again.close());
+    await again.join("http://127.0.0.1:3");
+    await until(() => a.node("b")?.status === "up" && a.node("b")?.apiUrl === "http://127.0.0.1:3");
+    expect(a.node("b")?.cordoned).toBe(true);
+    expect((await a.setCordoned("b", false)).cordoned).toBe(false);
+    await expect(a.setCordoned("nobody", true)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("a create never takes another node's record and a node removes only its own", async () => {
+    const [kv1, kv2] = [await connection("n1"), await connection("n2")];
+    const n1 = await SandboxOwners.open(kv1.owners, "n1", logger);
+    const n2 = await SandboxOwners.open(kv2.owners, "n2", logger);
+    closers.push(() => n1.close(), () => n2.close());
+
+    await n1.claim("sbx1");
+    await n1.claim("sbx1"); // idempotent for its owner
+    const refused = await n2.claim("sbx1").then(() => undefined, (err: unknown) => err);
+    expect(refused).toBeInstanceOf(BurrowError);
+    expect(refused).toMatchObject({ code: Code.AlreadyExists, reason: "sandbox_owned_elsewhere" });
+    expect(await n2.lookup("sbx1")).toBe("n1");
+
+    await n2.release("sbx1");
+    expect((await kv1.owners.get("sbx1"))?.operation).toBe("PUT");
+    // n2's mirror follows n1's writes through the watch, no reads needed.
+    await n1.claim("sbx2");
+    await until(() => n2.cached("sbx2") === "n1");
+    await n1.release("sbx2");
+    await until(() => n2.cached("sbx2") === undefined);
+    expect(await n2.lookup("sbx2")).toBeUndefined();
+    // Released, the id is free for the next claim.
+    await n2.claim("sbx2");
+    expect(await n1.lookup("sbx2")).toBe("n2");
+    expect(n2.mine()).toEqual(["sbx2"]);
+  });
+
+  it("the config: no servers, no cluster; bad names and windows refused", () => {
+    expect(resolveClusterConfig(undefined, {})).toBeNull();
+    expect(resolveClusterConfig({ nodeName: "n1" }, {})).toBeNull();
+    expect(resolveClusterConfig(undefined, { BURROW_CLUSTER: "nats://127.0.0.1:4222,nats://127.0.0.1:4223", BURROW_NODE_NAME: "n1" })).toEqual({
+      servers: ["nats://127.0.0.1:4222", "nats://127.0.0.1:4223"],
+      nodeName: "n1",
+      advertiseUrl: null,
+      heartbeatMs: 3000,
+      downAfterMs: 15000,
+    });
+    const resolved = resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1", advertiseUrl: "http://10.0.0.1:3000/" }, {});
+    expect(resolved?.advertiseUrl).toBe("http://10.0.0.1:3000");
+    expect(resolveClusterConfig(resolved, {})).toEqual(resolved);
+    expect(() => resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "bad.name" }, {})).toThrow(/node name/);
+    expect(() => resolveClusterConfig({ servers: ["http://h:1"], nodeName: "n1" }, {})).toThrow(/nats:/);
+    expect(() => resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1" }, { BURROW_CLUSTER_DOWN_AFTER_MS: "1000" })).toThrow(/must exceed/);
+    expect(() => resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1" }, { BURROW_CLUSTER_HEARTBEAT_MS: "x" })).toThrow(/BURROW_CLUSTER_HEARTBEAT_MS/);
+  });
+});
