@@ -7,6 +7,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { checkpointInfo, readCheckpointRecord } from "../src/checkpoints/checkpoint-record.js";
+import { upgradeLegacyRules } from "../src/network/legacy-egress-rules.js";
 import { readRecord } from "../src/sandbox-record.js";
 import { templateInfoWithEgress, type SnapshotManifest } from "../src/snapshots/snapshot-layer.js";
 
@@ -16,6 +17,17 @@ const limits = { cpuCount: 1, memoryMB: 256, diskMB: 512 };
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 describe("egress rules written before proxied", () => {
+  it("the reserved deny entries are read as the proxying they stood for, the wider when both", () => {
+    expect(upgradeLegacyRules({ allowOut: [], denyOut: ["x.test", "transforms.burrow.invalid"] })).toEqual({ allowOut: [], denyOut: ["x.test"], proxied: "inspect" });
+    expect(upgradeLegacyRules({ allowOut: ["1.2.3.4/32"], denyOut: ["transforms.burrow.invalid", "egress-proxy.burrow.invalid"] })).toEqual({
+      allowOut: ["1.2.3.4/32"],
+      denyOut: [],
+      proxied: "tunnel",
+    });
+    const current = { allowOut: [], denyOut: ["x.test"], proxied: "inspect" as const };
+    expect(upgradeLegacyRules(current)).toBe(current);
+  });
+
   it("a sandbox record's reserved deny entry is read as proxied", async () => {
     const dir = join(root, "sbx");
     mkdirSync(dir);

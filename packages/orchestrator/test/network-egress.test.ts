@@ -5,11 +5,15 @@
 // fake internet); this checks the ruleset itself. Plus the parsing and canonical form of entries.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type BurrowNetworkManager, createNetworkManager } from "../src/network/index.js";
 import { normalizeEgressRules, parseEgressTarget, type EgressRules } from "../src/network/egress-rules.js";
 import { spawnCommand } from "../src/network/exec.js";
 import type { CommandRunner } from "../src/reaper/run-command.js";
+import { readRecord } from "../src/sandbox-record.js";
 import type { SandboxNetwork } from "../src/types.js";
 
 describe("egress entries", () => {
@@ -35,18 +39,12 @@ describe("egress entries", () => {
     });
   });
 
-  it("keeps proxied unless it is none, refuses an unknown one, and reads the old reserved deny entries as proxied", () => {
+  it("keeps proxied unless it is none, refuses an unknown one; a name in the lists is only ever a domain entry", () => {
     expect(normalizeEgressRules({ allowOut: [], denyOut: [], proxied: "inspect" })).toEqual({ allowOut: [], denyOut: [], proxied: "inspect" });
     expect(normalizeEgressRules({ allowOut: [], denyOut: [], proxied: "none" })).toStrictEqual({ allowOut: [], denyOut: [] });
     expect(() => normalizeEgressRules({ denyOut: [], proxied: "all" as never })).toThrow(/'all'/);
-    // Written before `proxied` existed: header transforms, a user's proxy, both.
-    expect(normalizeEgressRules({ allowOut: [], denyOut: ["x.test", "transforms.burrow.invalid"] })).toEqual({ allowOut: [], denyOut: ["x.test"], proxied: "inspect" });
-    expect(normalizeEgressRules({ allowOut: [], denyOut: ["egress-proxy.burrow.invalid"] })).toEqual({ allowOut: [], denyOut: [], proxied: "tunnel" });
-    expect(normalizeEgressRules({ allowOut: ["1.2.3.4"], denyOut: ["transforms.burrow.invalid", "egress-proxy.burrow.invalid"] })).toEqual({
-      allowOut: ["1.2.3.4/32"],
-      denyOut: [],
-      proxied: "tunnel",
-    });
+    // The old form is read only from files written before proxied existed (legacy-egress-records.test.ts).
+    expect(normalizeEgressRules({ allowOut: [], denyOut: ["egress-proxy.burrow.invalid"] })).toStrictEqual({ allowOut: [], denyOut: ["egress-proxy.burrow.invalid"] });
   });
 });
 
@@ -189,19 +187,26 @@ describe("egress ruleset (real kernel)", () => {
     await net.release();
   });
 
-  it("re-adopts rules written in the old form (reserved deny entries) as the proxying they stood for", async () => {
+  it("re-adopts rules read from a record written in the old form (reserved deny entries) as the proxying they stood for", async () => {
     const net = await reserve("sbx-old", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" } });
-    const again = createNetworkManager({ instance, subnet, runCommand });
-    await again.setup();
-    // What a sandbox record of before `proxied` holds for a sandbox with a user's proxy.
-    const adopted = again.adopt("sbx-old", net.ip, net.hostVeth, true, { allowOut: [], denyOut: ["198.51.100.0/24", "egress-proxy.burrow.invalid"] });
-    expect(again.egressOf(net.ip)?.rules).toEqual({ allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" });
-    // Rewritten from the adopted rules: still proxied and tunneled, and the old entry is no deny entry of the chain.
-    await adopted.setInternetAccess(true);
-    expect(setText("proxied")).toContain(net.ip);
-    expect(setText("tunneled")).toContain(net.ip);
-    expect(chainRules(net.ip)).toEqual(["ip daddr 198.51.100.0/24 drop", "accept"]);
-    await adopted.release();
-    expect(setText("tunneled")).not.toContain(net.ip);
+    // What a sandbox record of before `proxied` holds for a sandbox with a user's proxy, read as a restart reads it.
+    const dir = mkdtempSync(join(tmpdir(), "burrow-old-record-"));
+    try {
+      writeFileSync(join(dir, "sandbox.json"), JSON.stringify({ sandboxId: "sbx-old", egress: { allowOut: [], denyOut: ["198.51.100.0/24", "egress-proxy.burrow.invalid"] } }));
+      const record = await readRecord(dir);
+      const again = createNetworkManager({ instance, subnet, runCommand });
+      await again.setup();
+      const adopted = again.adopt("sbx-old", net.ip, net.hostVeth, true, record?.egress);
+      expect(again.egressOf(net.ip)?.rules).toEqual({ allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" });
+      // Rewritten from the adopted rules: still proxied and tunneled, and the old entry is no deny entry of the chain.
+      await adopted.setInternetAccess(true);
+      expect(setText("proxied")).toContain(net.ip);
+      expect(setText("tunneled")).toContain(net.ip);
+      expect(chainRules(net.ip)).toEqual(["ip daddr 198.51.100.0/24 drop", "accept"]);
+      await adopted.release();
+      expect(setText("tunneled")).not.toContain(net.ip);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

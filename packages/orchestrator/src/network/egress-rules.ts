@@ -6,7 +6,6 @@
 // egress proxy and resolver (../egress/), which judge names. What else of a sandbox's TCP goes through the egress
 // proxy is a field of its own (`proxied`), carried with the lists by everything that copies them.
 import { formatCidr, type Ipv4Prefix, overlaps, parseCidr } from "./ipv4.js";
-import { upgradeLegacyRules } from "./legacy-egress-rules.js";
 import { NetworkError } from "./network-error.js";
 
 /** E2B's name for every IPv4 destination. */
@@ -69,12 +68,11 @@ export function parseEgressTarget(entry: string): EgressTarget {
  * trailing dot, deduplicated and sorted. A canonical form makes "the same rules" comparable.
  */
 export function normalizeEgressRules(rules: { allowOut?: readonly string[]; denyOut?: readonly string[]; proxied?: EgressProxying }): EgressRules {
-  const current = upgradeLegacyRules(rules);
-  const proxied = current.proxied ?? "none";
+  const proxied = rules.proxied ?? "none";
   if (!PROXYING.includes(proxied)) throw new NetworkError("invalid_argument", `'${String(proxied)}' is not an egress proxying (${PROXYING.join(", ")})`);
   return {
-    allowOut: canonicalEntries(current.allowOut ?? []),
-    denyOut: canonicalEntries(current.denyOut ?? []),
+    allowOut: canonicalEntries(rules.allowOut ?? []),
+    denyOut: canonicalEntries(rules.denyOut ?? []),
     ...(proxied !== "none" ? { proxied } : {}),
   };
 }

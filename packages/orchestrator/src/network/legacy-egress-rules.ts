@@ -1,8 +1,9 @@
 // Egress rules as they were written before `proxied` existed: the control plane then said "send this sandbox's
 // 80/443 through the egress proxy" (header transforms) and "and every TCP port through its user's proxy" by adding
 // reserved `.invalid` names to denyOut. Sandbox records, checkpoint records and snapshot manifests written then still
-// carry them, and must come back after an upgrade exactly as they were enforced: every reader goes through
-// normalizeEgressRules, which reads them here as the field they meant. Nothing writes these names any more.
+// carry them, and must come back after an upgrade exactly as they were enforced: the three readers of those files
+// (readRecord, readCheckpointRecord, templateInfoWithEgress) read them here as the field they meant. Nothing writes
+// these names any more, and rules from the control plane are never read this way: there a name is just a name.
 import type { EgressProxying } from "./egress-rules.js";
 
 const LEGACY_INSPECT = "transforms.burrow.invalid";
