@@ -31,6 +31,10 @@ export interface UpFlags {
   port?: string | undefined;
   domain?: string | undefined;
   modelGatewayPort?: string | undefined;
+  /** Comma-separated nats:// URLs of the cluster to join as a node. */
+  cluster?: string | undefined;
+  nodeName?: string | undefined;
+  nodeUrl?: string | undefined;
 }
 
 export interface UpConfig {
@@ -69,6 +73,15 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
       {
         ...defined({ host: flags.host, port, domain: flags.domain }),
         ...(modelGatewayPort !== undefined ? { modelGateway: { port: modelGatewayPort } } : {}),
+        ...(flags.cluster !== undefined || flags.nodeName !== undefined || flags.nodeUrl !== undefined
+          ? {
+              cluster: defined({
+                servers: flags.cluster?.split(",").map((url) => url.trim()).filter(Boolean),
+                nodeName: flags.nodeName,
+                advertiseUrl: flags.nodeUrl,
+              }),
+            }
+          : {}),
         stateDir: orchestrator.stateDir,
       },
       env,

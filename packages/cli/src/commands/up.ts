@@ -28,6 +28,9 @@ export const up = defineCommand({
     "pool-sizes": { type: "string", value: "T=N,…", description: "Idle sandboxes per template, e.g. code-interpreter-v1=2,desktop=0 (env BURROW_POOL_SIZES)" },
     "memory-pause-max-age-ms": { type: "string", value: "MS", description: "A memory pause older than this becomes a filesystem pause (default 3600000, env BURROW_MEMORY_PAUSE_MAX_AGE_MS)" },
     bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}, env BURROW_BUS)` },
+    cluster: { type: "string", value: "URLS", description: "Join the cluster coordinated by these NATS JetStream servers, nats://HOST:4222[,…] (env BURROW_CLUSTER)" },
+    "node-name": { type: "string", value: "NAME", description: "This node's name in the cluster (default the host name, env BURROW_NODE_NAME)" },
+    "node-url": { type: "string", value: "URL", description: "http://HOST:PORT other nodes reach this one at (default the address it listens on, env BURROW_NODE_URL)" },
   },
   async run({ values, env }) {
     // Loaded here, not at the top: it imports the orchestrator and the server, which `burrow --help` does not need.
@@ -45,6 +48,9 @@ export const up = defineCommand({
         port: values.port,
         domain: values.domain,
         modelGatewayPort: values["model-gateway-port"],
+        cluster: values.cluster,
+        nodeName: values["node-name"],
+        nodeUrl: values["node-url"],
       },
       env,
     );

@@ -37,6 +37,8 @@ import { registerCheckpointApi } from "./checkpoints/index.js";
 import { registerSecretRoutes } from "./secrets/index.js";
 import { registerModelRoutes } from "../models/index.js";
 import { registerVolumeApi } from "./volumes/index.js";
+import { registerClusterRoutes } from "../cluster/cluster-routes.js";
+import type { Membership } from "../cluster/membership.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -56,6 +58,8 @@ export interface CreateApiOptions {
   tracing?: boolean | undefined;
   /** Alert webhooks and their delivery log under /burrow/v1/alerts. */
   alerts?: AlertService | undefined;
+  /** This node's cluster membership: serves /burrow/v1/nodes (only on a node of a cluster). */
+  cluster?: Membership | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -136,6 +140,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices, liveness: opts.liveness });
   registerLogRoutes(app, ctx, opts.logs);
   if (opts.alerts) registerAlertRoutes(app, opts.alerts);
+  if (opts.cluster) registerClusterRoutes(app, opts.cluster);
   registerUnsupportedRoutes(app, ctx);
   await app.ready();
   return app;

@@ -1,0 +1,86 @@
+// This server as a node of a cluster: the connection to NATS, the nodes and owners buckets, the forwarder. Opened
+// before the sandbox service (creates must record their owner), joined once the server listens (its record names
+// the URL it is reached at).
+import { createRequire } from "node:module";
+import type { Orchestrator } from "@burrow/orchestrator";
+import type { Logger } from "pino";
+import type { SandboxEvents } from "../lifecycle/events.js";
+import type { ClusterConfig } from "./cluster-config.js";
+import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
+import { ClusterForwarder } from "./forwarder.js";
+import { Membership } from "./membership.js";
+import { sampleNodeLoad } from "./node-load.js";
+import { ownedOrchestrator } from "./owned-orchestrator.js";
+import { syncOwnership } from "./ownership-sync.js";
+import { SandboxOwners } from "./sandbox-owners.js";
+
+const VERSION = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
+
+export interface ClusterNodeDeps {
+  logger: Logger;
+  /** Running sandboxes on this node, for the load in its record. */
+  runningSandboxes: () => number;
+}
+
+export class ClusterNode {
+  readonly #stopSync: Array<() => void> = [];
+
+  private constructor(
+    readonly config: ClusterConfig,
+    readonly membership: Membership,
+    readonly owners: SandboxOwners,
+    private readonly kv: ClusterKv,
+    private readonly logger: Logger,
+  ) {}
+
+  static async open(config: ClusterConfig, deps: ClusterNodeDeps): Promise<ClusterNode> {
+    const logger = deps.logger.child({ component: "cluster", node: config.nodeName });
+    const kv = await openClusterKv(config.servers, config.nodeName);
+    try {
+      const membership = await Membership.open({
+        kv: kv.nodes,
+        nodeName: config.nodeName,
+        version: VERSION,
+        heartbeatMs: config.heartbeatMs,
+        downAfterMs: config.downAfterMs,
+        load: () => sampleNodeLoad(deps.runningSandboxes),
+        logger,
+      });
+      const owners = await SandboxOwners.open(kv.owners, config.nodeName, logger);
+      return new ClusterNode(config, membership, owners, kv, logger);
+    } catch (err) {
+      await kv.close().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** The orchestrator whose creates record this node as their sandbox's owner before answering. */
+  owning(orchestrator: Orchestrator): Orchestrator {
+    return ownedOrchestrator(orchestrator, this.owners, this.logger);
+  }
+
+  /** Claim this node's sandboxes, drop its stale records, follow lifecycle events from now on. */
+  async syncOwnership(localIds: () => string[], events: SandboxEvents): Promise<void> {
+    this.#stopSync.push(await syncOwnership(this.owners, localIds, events, this.logger));
+  }
+
+  forwarder(isLocal: (sandboxId: string) => boolean): ClusterForwarder {
+    const forwarder = new ClusterForwarder({ membership: this.membership, owners: this.owners, isLocal, logger: this.logger });
+    this.#stopSync.push(() => forwarder.close());
+    return forwarder;
+  }
+
+  /** Join with the URL other nodes reach this one at (the configured one, else the one it listens on). */
+  async join(listeningUrl: string): Promise<void> {
+    const apiUrl = this.config.advertiseUrl ?? listeningUrl;
+    await this.membership.join(apiUrl);
+    this.logger.info({ apiUrl, servers: this.config.servers }, "joined the cluster");
+  }
+
+  async close(): Promise<void> {
+    for (const stop of this.#stopSync.splice(0)) stop();
+    await this.membership.close();
+    this.owners.close();
+    await this.kv.close();
+  }
+}

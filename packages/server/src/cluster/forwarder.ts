@@ -1,0 +1,162 @@
+// Forwarding to the node that owns a sandbox. The gateway of every node routes a request exactly as on one machine
+// (E2b-Sandbox-Id header, `<port>-<id>.<domain>` host); when the sandbox is not on this node and another node owns
+// it, the request goes to that node's gateway unchanged (Host and E2B's headers kept, bytes streamed both ways, the
+// same proxy code as sandbox traffic), and that node's gateway and API answer it as if the client had called there.
+// REST calls naming a sandbox (/sandboxes/{id}…, /v2/…, /burrow/v1/…) are forwarded the same way, so their answers
+// come from the owner's own state. Lists are gathered from every node (list-fanout.ts). Creates stay local.
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Duplex } from "node:stream";
+import type { Logger } from "pino";
+import { SandboxConnections } from "../gateway/connections.js";
+import { proxyHttp, type ProxyFailure, type Upstream } from "../gateway/proxy-http.js";
+import { proxyUpgrade } from "../gateway/proxy-upgrade.js";
+import { jsonAnswer, sendJson, sendRawJson } from "../gateway/responses.js";
+import type { GatewayAnswer } from "../gateway/retry-answer.js";
+import { routeRequest } from "../gateway/route.js";
+import { FORWARDED_HEADER, isForwarded } from "./forwarded-header.js";
+import { fanOutList, isListRequest } from "./list-fanout.js";
+import type { Membership } from "./membership.js";
+import type { SandboxOwners } from "./sandbox-owners.js";
+
+/** REST paths that name one sandbox: E2B's v1 and v2 and Burrow's own. */
+const SANDBOX_PATH = /^\/(?:v2\/|burrow\/v1\/)?sandboxes\/([a-z0-9]+)(?:[/?]|$)/;
+
+export interface ForwarderDeps {
+  membership: Membership;
+  owners: SandboxOwners;
+  /** Whether this node has the sandbox (running or paused): then it answers itself. */
+  isLocal: (sandboxId: string) => boolean;
+  logger: Logger;
+}
+
+type Target = { kind: "sandbox"; sandboxId: string } | { kind: "list" };
+
+export class ClusterForwarder {
+  readonly #d: ForwarderDeps;
+  readonly #connections = new SandboxConnections();
+
+  constructor(deps: ForwarderDeps) {
+    this.#d = deps;
+  }
+
+  /**
+   * Take a request that belongs to another node (or to all of them); false leaves it to this node. `local` is how
+   * this node answers it, for a request taken while its owner was being looked up. Never throws.
+   */
+  handleRequest(req: IncomingMessage, res: ServerResponse, local: () => void): boolean {
+    try {
+      const target = this.#target(req);
+      if (!target) return false;
+      if (target.kind === "list") {
+        void fanOutList(req, res, this.#d.membership, this.#d.logger);
+        return true;
+      }
+      return this.#route(target.sandboxId, local, (node, upstream) => this.#forwardHttp(req, res, node, upstream, target.sandboxId), () => {
+        req.resume();
+        sendJson(res, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has sandbox ${target.sandboxId}; retry` }));
+      });
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url }, "cluster forwarding failed");
+      return false;
+    }
+  }
+
+  /** The same for WebSocket (and other upgrade) requests. */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, local: () => void): boolean {
+    try {
+      const target = this.#target(req);
+      if (!target || target.kind !== "sandbox") return false;
+      socket.on("error", () => socket.destroy());
+      return this.#route(target.sandboxId, local, (node, upstream) => this.#forwardUpgrade(req, socket, head, node, upstream, target.sandboxId), () =>
+        sendRawJson(socket, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has sandbox ${target.sandboxId}; retry` })),
+      );
+    } catch (err) {
+      this.#d.logger.error({ err, url: req.url }, "cluster forwarding of an upgrade failed");
+      return false;
+    }
+  }
+
+  close(): void {
+    this.#connections.close();
+  }
+
+  #target(req: IncomingMessage): Target | undefined {
+    if (isForwarded(req.headers)) return undefined;
+    // Signed /files URLs are matched against this node's sandboxes only (no tokens leave their node).
+    const route = routeRequest(req, () => []);
+    if (route.kind === "sandbox") return { kind: "sandbox", sandboxId: route.sandboxId };
+    if (isListRequest(req)) return { kind: "list" };
+    const rest = SANDBOX_PATH.exec(req.url ?? "");
+    return rest ? { kind: "sandbox", sandboxId: rest[1]! } : undefined;
+  }
+
+  /**
+   * Forward when another node owns the sandbox: at once from the mirror, else after reading the bucket (then the
+   * request is taken either way, and answered by `local` when the sandbox is nobody's).
+   */
+  #route(sandboxId: string, local: () => void, forward: (node: string, upstream: Upstream) => void, unavailable: () => void): boolean {
+    if (this.#d.isLocal(sandboxId)) return false;
+    const me = this.#d.membership.nodeName;
+    const cached = this.#d.owners.cached(sandboxId);
+    if (cached === me) return false;
+    if (cached !== undefined) {
+      const upstream = this.#upstreamOf(cached);
+      if (!upstream) return false;
+      forward(cached, upstream);
+      return true;
+    }
+    void this.#d.owners.lookup(sandboxId).then(
+      (owner) => {
+        const upstream = owner !== undefined && owner !== me ? this.#upstreamOf(owner) : undefined;
+        if (owner !== undefined && upstream) forward(owner, upstream);
+        else local();
+      },
+      (err: unknown) => {
+        this.#d.logger.warn({ err, sandboxId }, "owner lookup failed");
+        unavailable();
+      },
+    );
+    return true;
+  }
+
+  #upstreamOf(node: string): Upstream | undefined {
+    const view = this.#d.membership.node(node);
+    if (!view) return undefined;
+    const url = new URL(view.apiUrl);
+    return { host: url.hostname.replace(/^\[|\]$/g, ""), port: Number(url.port || 80) };
+  }
+
+  #forwardHttp(req: IncomingMessage, res: ServerResponse, node: string, upstream: Upstream, sandboxId: string): void {
+    markForwarded(req, this.#d.membership.nodeName);
+    proxyHttp(req, res, {
+      target: upstream,
+      agent: this.#connections.agent(node),
+      track: (...items) => this.#connections.track(node, ...items),
+      answerFor: (failure) => this.#failureAnswer(failure, node, sandboxId),
+      onFault: (fault) => this.#d.logger.warn({ node, sandboxId, cause: fault.cause, err: fault.err }, "forwarding to a node failed"),
+      onUpstreamFailure: (failure, retried) => this.#d.logger.warn({ node, sandboxId, failure, retried }, "a node did not take a forwarded request"),
+    });
+  }
+
+  #forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, node: string, upstream: Upstream, sandboxId: string): void {
+    markForwarded(req, this.#d.membership.nodeName);
+    proxyUpgrade(req, socket, head, {
+      target: upstream,
+      track: (...items) => this.#connections.track(node, ...items),
+      answerFor: (failure) => this.#failureAnswer(failure, node, sandboxId),
+      onFault: (fault) => this.#d.logger.warn({ node, sandboxId, cause: fault.cause, err: fault.err }, "forwarding an upgrade to a node failed"),
+      onUpstreamFailure: (failure, retried) => this.#d.logger.warn({ node, sandboxId, failure, retried }, "a node did not take a forwarded upgrade"),
+    });
+  }
+
+  #failureAnswer(failure: ProxyFailure, node: string, sandboxId: string): GatewayAnswer {
+    const why = failure.kind === "upstream" ? `${failure.failure.kind}: ${failure.failure.code}` : failure.kind;
+    return jsonAnswer(502, JSON.stringify({ code: 502, message: `node ${node}, which has sandbox ${sandboxId}, could not be reached (${why})` }));
+  }
+}
+
+/** Both views of the head: proxyHttp sends rawHeaders, proxyUpgrade the headers object. */
+function markForwarded(req: IncomingMessage, nodeName: string): void {
+  req.rawHeaders.push(FORWARDED_HEADER, nodeName);
+  req.headers[FORWARDED_HEADER] = nodeName;
+}

@@ -1,0 +1,25 @@
+// Keeps the owners bucket true for this node's sandboxes: at start every sandbox the node has (running or paused) is
+// claimed and every record of this node for a sandbox it no longer has is removed; afterwards sandboxes made by other
+// paths than createSandbox (forks, checkpoint branches) are claimed from their `created` event, and ended ones
+// released from their `killed`/`timed_out` events. A pause keeps the record: the sandbox stays this node's.
+import type { Logger } from "pino";
+import type { SandboxEvents } from "../lifecycle/events.js";
+import type { SandboxOwners } from "./sandbox-owners.js";
+
+export async function syncOwnership(owners: SandboxOwners, localIds: () => string[], events: SandboxEvents, logger: Logger): Promise<() => void> {
+  const local = new Set(localIds());
+  for (const sandboxId of local) {
+    await owners.claim(sandboxId).catch((err: unknown) => logger.error({ err, sandboxId }, "could not record this node as a sandbox's owner"));
+  }
+  for (const sandboxId of owners.mine()) {
+    if (!local.has(sandboxId)) await owners.release(sandboxId).catch((err: unknown) => logger.warn({ err, sandboxId }, "could not remove a stale owner record"));
+  }
+  return events.subscribe((event) => {
+    const { sandboxId } = event;
+    if (event.type === "created") {
+      void owners.claim(sandboxId).catch((err: unknown) => logger.error({ err, sandboxId }, "could not record this node as a sandbox's owner"));
+    } else if (event.type === "killed" || event.type === "timed_out") {
+      void owners.release(sandboxId).catch((err: unknown) => logger.warn({ err, sandboxId }, "could not remove an ended sandbox's owner record"));
+    }
+  });
+}

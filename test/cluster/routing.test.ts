@@ -1,0 +1,227 @@
+// Two Burrow nodes (the real CLI, each in a process of its own with its own state directory, instance tag and subnet)
+// joined to one nats-server with JetStream on the loopback. With the official e2b SDK pointed at node A, a sandbox
+// created on node B is reachable through A: connect, commands, files, a port served by the sandbox (by Host and by
+// E2B's headers), get, list (both nodes' sandboxes) and kill. `burrow node list` shows both nodes; a cordon
+// round-trips and outlives heartbeats; ownership records come and go with the sandboxes.
+import { randomBytes } from "node:crypto";
+import { request } from "node:http";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Sandbox } from "e2b";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { NatsServerFixture } from "../../packages/bus/test/helpers/nats-server.js";
+import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { runBurrow } from "../cli/run-burrow.js";
+
+const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
+
+interface Node {
+  name: string;
+  instance: TestInstance;
+  port: number;
+  server?: ServerProcess;
+}
+
+/** A program in the sandbox that switches protocols on any request, then echoes what it gets upper-cased. */
+const UPGRADE_ECHO = `
+import socket, threading
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 8001)); s.listen()
+def serve(c):
+    head = b""
+    while b"\\r\\n\\r\\n" not in head:
+        d = c.recv(4096)
+        if not d: return
+        head += d
+    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n")
+    while True:
+        d = c.recv(4096)
+        if not d: break
+        c.sendall(d.upper())
+    c.close()
+while True:
+    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
+`;
+
+/** An upgrade through a node to the sandbox's port 8001: what comes back for `text` once the protocol switched. */
+function upgradeVia(port: number, host: string, text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path: "/", headers: { host, connection: "Upgrade", upgrade: "echo" } });
+    req.on("upgrade", (_res, socket) => {
+      let got = "";
+      socket.on("data", (chunk: Buffer) => {
+        got += chunk.toString();
+        if (got.length >= text.length) {
+          socket.destroy();
+          resolve(got);
+        }
+      });
+      socket.on("error", reject);
+      socket.write(text);
+    });
+    req.on("response", (res) => reject(new Error(`no upgrade: ${res.statusCode}`)));
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+/** GET through a node with the given Host header (node:http: fetch will not send a Host of the caller's choosing). */
+function getVia(port: number, path: string, headers: Record<string, string>): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, path, headers }, (res) => {
+      let body = "";
+      res.on("data", (chunk: Buffer) => (body += chunk.toString()));
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on("error", reject);
+    req.end();
+  });
+}
+
+describe("a cluster of two nodes on one NATS", () => {
+  let nats: NatsServerFixture;
+  const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("clua"), port: 0 }];
+  // Picked before either node has made its bridge: a second pick must not land on the first one's subnet.
+  let second = newTestInstance("club");
+  while (second.subnet === nodes[0]!.instance.subnet) {
+    rmSync(second.stateDir, { recursive: true, force: true });
+    second = newTestInstance("club");
+  }
+  nodes.push({ name: "node-b", instance: second, port: 0 });
+  const [a, b] = nodes as [Node, Node];
+  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: `http://127.0.0.1:${node.port}`, sandboxUrl: `http://127.0.0.1:${node.port}`, debug: false as const });
+  const cli = (node: Node, args: string[]) =>
+    runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: `http://127.0.0.1:${node.port}`, E2B_SANDBOX_URL: `http://127.0.0.1:${node.port}` } });
+  const sandboxes: Sandbox[] = [];
+
+  beforeAll(async () => {
+    nats = await NatsServerFixture.start();
+    // Both nodes start at once (their first start builds the base template): the cluster needs no start order.
+    await Promise.all(
+      nodes.map(async (node) => {
+        node.port = await freePort();
+        // The key is configured (BURROW_API_KEY); the helper reads it from the key file, which the server then ignores.
+        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
+        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", `nats://${nats.url}`, "--node-name", node.name], {
+          BURROW_API_KEY: API_KEY,
+          BURROW_CLUSTER_HEARTBEAT_MS: "500",
+          BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
+        });
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled(sandboxes.map((s) => s.kill()));
+    for (const node of nodes) {
+      if (node.server) await stopServerProcess(node.server, "SIGTERM");
+      try {
+        burrowDown(node.instance);
+      } finally {
+        rmSync(node.instance.stateDir, { recursive: true, force: true });
+      }
+    }
+    await nats?.stop();
+  });
+
+  it("node list shows both nodes up; a cordon round-trips and outlives heartbeats", async () => {
+    let listed = await cli(a, ["node", "list", "--json"]);
+    for (let i = 0; i < 50 && !listed.stdout.includes("node-b"); i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      listed = await cli(a, ["node", "list", "--json"]);
+    }
+    expect(listed.code, listed.stderr).toBe(0);
+    const { self, nodes: seen } = JSON.parse(listed.stdout) as { self: string; nodes: Array<{ name: string; status: string; cordoned: boolean; apiUrl: string }> };
+    expect(self).toBe("node-a");
+    expect(seen.map((n) => [n.name, n.status, n.cordoned, n.apiUrl])).toEqual([
+      ["node-a", "up", false, `http://127.0.0.1:${a.port}`],
+      ["node-b", "up", false, `http://127.0.0.1:${b.port}`],
+    ]);
+
+    const cordon = await cli(a, ["node", "cordon", "node-b"]);
+    expect(cordon.stdout, cordon.stderr).toBe("node node-b cordoned\n");
+    // Several of node-b's heartbeats later, node-b itself still reports the cordon.
+    await new Promise((r) => setTimeout(r, 2_000));
+    const fromB = await fetch(`http://127.0.0.1:${b.port}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<{ nodes: Array<{ name: string; cordoned: boolean }> }>);
+    expect(fromB.nodes.find((n) => n.name === "node-b")?.cordoned).toBe(true);
+    const uncordon = await cli(b, ["node", "uncordon", "node-b"]);
+    expect(uncordon.stdout, uncordon.stderr).toBe("node node-b uncordoned\n");
+    const table = await cli(a, ["node", "list"]);
+    expect(table.stdout).toMatch(/node-a \(this\)\s+up\s+no/);
+    expect(table.stdout).toMatch(/node-b\s+up\s+no/);
+  });
+
+  it("a sandbox created on node B is used through node A: connect, commands, files, a port, get, list, kill", async () => {
+    const onB = await Sandbox.create("base", { ...opts(b), timeoutMs: 300_000 });
+    sandboxes.push(onB);
+    const onA = await Sandbox.create("base", { ...opts(a), timeoutMs: 300_000 });
+    sandboxes.push(onA);
+
+    // The ownership record names node B.
+    const nc = await connect({ servers: nats.url });
+    try {
+      const owners = await new Kvm(nc).open("burrow_sandbox_owners");
+      expect((await owners.get(onB.sandboxId))?.json<{ node: string }>().node).toBe("node-b");
+      expect((await owners.get(onA.sandboxId))?.json<{ node: string }>().node).toBe("node-a");
+    } finally {
+      await nc.close();
+    }
+
+    const viaA = await Sandbox.connect(onB.sandboxId, { ...opts(a), timeoutMs: 300_000 });
+    const run = await viaA.commands.run("echo from $(hostname) && cat /proc/sys/kernel/hostname");
+    expect(run.exitCode).toBe(0);
+    expect(run.stdout).toContain("from ");
+    await viaA.files.write("/home/user/through-a.txt", "written through node A");
+    expect(await onB.files.read("/home/user/through-a.txt")).toBe("written through node A");
+    await onB.files.write("/home/user/www/index.html", "served by a sandbox on node B\n");
+    expect(await viaA.files.read("/home/user/www/index.html")).toBe("served by a sandbox on node B\n");
+
+    // A port served by the sandbox, through node A: by Host (getHost's form, A's port) and by E2B's headers.
+    await viaA.commands.run("cd /home/user/www && python3 -m http.server 8000", { background: true });
+    let byHost = { status: 0, body: "" };
+    for (let i = 0; i < 100 && byHost.status !== 200; i++) {
+      byHost = await getVia(a.port, "/", { host: `8000-${onB.sandboxId}.burrow.localhost:${a.port}` }).catch(() => ({ status: 0, body: "" }));
+      if (byHost.status !== 200) await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(byHost).toEqual({ status: 200, body: "served by a sandbox on node B\n" });
+    const byHeaders = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000" });
+    expect(byHeaders).toEqual({ status: 200, body: "served by a sandbox on node B\n" });
+
+    // An upgraded connection (as WebSockets are) to the sandbox through A.
+    await viaA.files.write("/home/user/upgrade-echo.py", UPGRADE_ECHO);
+    await viaA.commands.run("python3 /home/user/upgrade-echo.py", { background: true });
+    let echoed = "";
+    for (let i = 0; i < 50 && echoed === ""; i++) {
+      echoed = await upgradeVia(a.port, `8001-${onB.sandboxId}.burrow.localhost:${a.port}`, "hello through node a").catch(() => "");
+      if (echoed === "") await new Promise((r) => setTimeout(r, 200));
+    }
+    expect(echoed).toBe("HELLO THROUGH NODE A");
+
+    // REST through A: get answers from node B's state, the list has both nodes' sandboxes.
+    const info = await Sandbox.getInfo(onB.sandboxId, opts(a));
+    expect(info.sandboxId).toBe(onB.sandboxId);
+    const listed: string[] = [];
+    const paginator = Sandbox.list({ ...opts(a), limit: 1 });
+    while (paginator.hasNext) listed.push(...(await paginator.nextItems()).map((s) => s.sandboxId));
+    expect(listed.sort()).toEqual([onA.sandboxId, onB.sandboxId].sort());
+    const v1 = await fetch(`http://127.0.0.1:${a.port}/sandboxes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
+    expect(v1.map((s) => s.sandboxID).sort()).toEqual([onA.sandboxId, onB.sandboxId].sort());
+    // Node B alone lists only its own.
+    const fromB = await fetch(`http://127.0.0.1:${b.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, "X-Burrow-Forwarded-By": "test" } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
+    expect(fromB.map((s) => s.sandboxID)).toEqual([onB.sandboxId]);
+
+    // Killed through A: gone on B, its ownership record removed.
+    expect(await Sandbox.kill(onB.sandboxId, opts(a))).toBe(true);
+    expect(await Sandbox.getInfo(onB.sandboxId, opts(b)).then(() => "found", () => "gone")).toBe("gone");
+    const nc2 = await connect({ servers: nats.url });
+    try {
+      const owners = await new Kvm(nc2).open("burrow_sandbox_owners");
+      for (let i = 0; i < 50 && (await owners.get(onB.sandboxId))?.operation === "PUT"; i++) await new Promise((r) => setTimeout(r, 100));
+      expect((await owners.get(onB.sandboxId))?.operation ?? "gone").not.toBe("PUT");
+    } finally {
+      await nc2.close();
+    }
+  });
+});
