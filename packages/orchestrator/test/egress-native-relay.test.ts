@@ -3,8 +3,9 @@
 // side and still receives the answer (half-close); the upstream server checks the hash of everything that reached
 // it (the head Node peeked included) and answers with a body of its own, hashed by the client. Byte counts reach
 // the audit; the connections are carried by the addon's thread (proxy.relayed), many at once; the process's open
-// descriptors come back to where they were; close() ends relayed connections. The JS relay (BURROW_EGRESS_RELAY=js's
-// path) passes the same exchange.
+// descriptors come back to where they were; close() ends relayed connections; through a user's SOCKS5 proxy, bytes
+// that arrived with its handshake are not lost. The JS relay (BURROW_EGRESS_RELAY=js's path) passes the same
+// exchanges, slow readers included.
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
@@ -12,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EgressAudit, type EgressRecord } from "../src/egress/egress-audit.js";
 import { startEgressProxy, type EgressProxy } from "../src/egress/egress-proxy.js";
 import { loadRelayAddon, type RelayKind } from "../src/egress/native-relay.js";
+import { dialThroughUserProxy } from "../src/egress/tunnel-proxy.js";
+import { parseUpstreamProxy } from "../src/egress/upstream-proxy.js";
 
 const sha = (...parts: Buffer[]) => parts.reduce((h, p) => h.update(p), createHash("sha256")).digest("hex");
 
@@ -205,6 +208,59 @@ describe("egress proxy: kernel relay", () => {
     } finally {
       onUpstreamEof = () => undefined;
       await proxy.close();
+    }
+  });
+
+  it("through a user's SOCKS5 proxy, bytes that came with its handshake reach the client", async () => {
+    // A SOCKS5 proxy (no auth) whose CONNECT reply carries the destination's first bytes in the same write, as when
+    // a server speaks first and the segments coalesce; after the client's EOF it says "bye" and ends.
+    const socks = createServer({ allowHalfOpen: true }, (s) => {
+      let buf = Buffer.alloc(0);
+      let stage = 0;
+      s.on("error", () => undefined);
+      s.on("data", (d: Buffer) => {
+        buf = Buffer.concat([buf, d]);
+        if (stage === 0 && buf.length >= 2 && buf.length >= 2 + buf[1]!) {
+          buf = buf.subarray(2 + buf[1]!);
+          stage = 1;
+          s.write(Buffer.from([5, 0]));
+        }
+        if (stage === 1 && buf.length >= 10) {
+          stage = 2;
+          s.write(Buffer.concat([Buffer.from([5, 0, 0, 1, 0, 0, 0, 0, 0, 0]), Buffer.from("server speaks first\n")]));
+        }
+      });
+      s.on("end", () => s.end("bye"));
+    });
+    await new Promise<void>((resolve) => socks.listen(0, "127.0.0.1", resolve));
+    const upstreamProxy = parseUpstreamProxy(`socks5://127.0.0.1:${(socks.address() as { port: number }).port}`);
+    const audit = new EgressAudit();
+    const proxy = await startEgressProxy({
+      gateway: "127.0.0.1",
+      ports: [upstreamPort],
+      policyOf: () => ({ sandboxId: "s", internet: true, rules: undefined }),
+      resolve4: async () => [],
+      forbidden: () => undefined,
+      audit,
+      relay: () => "native",
+      dial: (_id, ip, port) => dialThroughUserProxy({ resolve4: async () => [], forbidden: () => undefined }, upstreamProxy, ip, port),
+    });
+    try {
+      const answer = await new Promise<string>((resolve, reject) => {
+        const c = connect({ port: proxy.listeners.get(upstreamPort)!, host: "127.0.0.1", allowHalfOpen: true });
+        let got = "";
+        c.on("data", (d: Buffer) => (got += d.toString()));
+        c.on("error", reject);
+        c.on("end", () => {
+          c.end();
+          resolve(got);
+        });
+        c.end("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      });
+      expect(answer).toBe("server speaks first\nbye");
+    } finally {
+      await proxy.close();
+      await new Promise((resolve) => socks.close(resolve));
     }
   });
 });

@@ -2,7 +2,9 @@
 // eventfd through which the JS thread hands over new pairs and asks the thread to stop. Each direction of a pair
 // has a pipe: splice socket -> pipe -> socket moves page references, never copying the bytes into user space.
 // When a side reaches EOF and its pipe is drained, the other side gets shutdown(SHUT_WR) (half-close goes through);
-// a pair ends when both directions have, or at the first error.
+// a pair ends when both directions have. Errors are per direction: one that cannot read any more (a reset) still
+// delivers what it read, like an EOF; one that cannot write drops its bytes. Either way the other direction goes
+// on until it is done too, so an answer already on its way (a server that answers and resets) is not lost.
 #define _GNU_SOURCE
 #include "relay.h"
 
@@ -29,6 +31,8 @@ struct dir {
   unsigned char *head; // bytes read from src before the handover, written to dst first
   size_t head_len, head_off;
   bool eof, shut;
+  bool failed; // cannot write to dst any more: done, its bytes dropped
+  int err;     // the first error of this direction (positive errno), 0 if none
   uint64_t bytes;
 };
 
@@ -91,8 +95,16 @@ static int dir_init(struct dir *d, int src, int dst, const void *head, size_t he
   return 0;
 }
 
-/** Move what can move now in one direction; 0, or a negative errno. */
-static int dir_pump(struct dir *d) {
+static bool dir_done(const struct dir *d) { return d->shut || d->failed; }
+
+static void dir_fail(struct dir *d, int err) {
+  d->failed = true;
+  if (!d->err) d->err = err;
+}
+
+/** Move what can move now in one direction; errors are kept in the direction (see the file's comment). */
+static void dir_pump(struct dir *d) {
+  if (dir_done(d)) return;
   for (;;) {
     bool progress = false;
     if (d->head_off < d->head_len) {
@@ -102,7 +114,8 @@ static int dir_pump(struct dir *d) {
         d->bytes += (uint64_t)n;
         progress = true;
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return -errno;
+        dir_fail(d, errno);
+        return;
       }
     }
     // Pipe slots hold partial pages, so a pipe can be full with fewer than pipe_cap bytes: splice then answers
@@ -116,7 +129,10 @@ static int dir_pump(struct dir *d) {
         d->eof = true;
         progress = true;
       } else if (errno != EAGAIN && errno != EINTR) {
-        return -errno;
+        // What was read before the error still goes out.
+        d->eof = true;
+        if (!d->err) d->err = errno;
+        progress = true;
       }
     }
     if (d->head_off == d->head_len && d->in_pipe > 0) {
@@ -126,16 +142,19 @@ static int dir_pump(struct dir *d) {
         d->bytes += (uint64_t)n;
         progress = true;
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        return -errno;
+        dir_fail(d, errno);
+        return;
       }
     }
     if (!progress) break;
   }
-  if (d->eof && !d->shut && d->in_pipe == 0 && d->head_off == d->head_len) {
-    if (shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN) return -errno;
+  if (d->eof && d->in_pipe == 0 && d->head_off == d->head_len) {
+    if (shutdown(d->dst, SHUT_WR) < 0 && errno != ENOTCONN) {
+      dir_fail(d, errno);
+      return;
+    }
     d->shut = true;
   }
-  return 0;
 }
 
 static void pair_close(struct relay_engine *e, struct pair *p, int err) {
@@ -160,14 +179,8 @@ static void pair_close(struct relay_engine *e, struct pair *p, int err) {
 
 static void pair_pump(struct relay_engine *e, struct pair *p) {
   if (p->closed) return;
-  for (int i = 0; i < 2; i++) {
-    int r = dir_pump(&p->d[i]);
-    if (r < 0) {
-      pair_close(e, p, -r);
-      return;
-    }
-  }
-  if (p->d[0].shut && p->d[1].shut) pair_close(e, p, 0);
+  for (int i = 0; i < 2; i++) dir_pump(&p->d[i]);
+  if (dir_done(&p->d[0]) && dir_done(&p->d[1])) pair_close(e, p, p->d[0].err ? p->d[0].err : p->d[1].err);
 }
 
 static void free_dead(struct relay_engine *e) {

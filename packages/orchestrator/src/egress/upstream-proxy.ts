@@ -82,13 +82,33 @@ async function socks5(proxy: UpstreamProxy, proxyIp: string, ip: string, port: n
       timeout: timeoutMs,
       set_tcp_nodelay: true,
     });
-    return socket;
+    return await settled(socket);
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     if (/authentication/i.test(message)) throw new UpstreamProxyError("proxy_auth_failed", `SOCKS5 proxy ${proxy.host}:${proxy.port} refused the credentials`);
     if (/Socks5 proxy rejected connection/i.test(message)) throw new UpstreamProxyError("proxy_refused", `SOCKS5 proxy ${proxy.host}:${proxy.port} refused ${ip}:${port}: ${message}`);
     throw new UpstreamProxyError("proxy_unreachable", `SOCKS5 proxy ${proxy.host}:${proxy.port}: ${message}`);
   }
+}
+
+/**
+ * The socks package hands the socket over before it is done with it: on the next turn (setImmediate) it emits the
+ * bytes that came with its handshake as a 'data' event and resumes the socket. Collect those and hand the socket on
+ * paused, with them unread in it, like the HTTP CONNECT path's; a relay that takes the descriptor instead of
+ * listening (the kernel relay) would lose them otherwise.
+ */
+function settled(socket: Socket): Promise<Socket> {
+  const early: Buffer[] = [];
+  const collect = (chunk: Buffer) => early.push(chunk);
+  socket.on("data", collect);
+  return new Promise((resolve) =>
+    setImmediate(() => {
+      socket.pause();
+      socket.off("data", collect);
+      if (early.length > 0) socket.unshift(Buffer.concat(early));
+      resolve(socket);
+    }),
+  );
 }
 
 function httpConnect(proxy: UpstreamProxy, proxyIp: string, ip: string, port: number, timeoutMs: number): Promise<Socket> {
