@@ -15,6 +15,7 @@ import type { SandboxRow } from "../store/sandboxes.js";
 import { runCodeInSandbox } from "./code-runner.js";
 import { CODE_LANGUAGES, normalizeCodeLanguage, probe, type ExecutionTarget } from "./execution-client.js";
 import { liveEnvd } from "./live-envd.js";
+import type { FreshSandboxAdmission } from "../teams/fresh-sandbox-quota.js";
 import { OutputTail } from "./output-tail.js";
 import { OutputEventThrottle, resolveOutputEventLimits, type OutputEventLimits } from "./output-event-throttle.js";
 
@@ -61,6 +62,11 @@ export interface ServerSandboxRunnerOptions {
   freshSandboxGraceSec?: number;
   /** Merging window and byte budget of `proc.output` events (see OutputEventLimits for defaults and env names). */
   outputLimits?: Partial<OutputEventLimits>;
+  /**
+   * Team quotas of a fresh sandbox (teams/fresh-sandbox-quota.ts), asked before it is created and released once it
+   * is stored; undefined until the server's teams are open.
+   */
+  admitFresh?: () => FreshSandboxAdmission | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -144,14 +150,20 @@ export class ServerSandboxRunner implements SandboxRunner {
       sandboxId = target.sandboxId;
     } else {
       const grace = this.o.freshSandboxGraceSec ?? 300;
-      const row = await this.o.sandboxes.create({
-        template: target.template,
-        timeoutSec: Math.ceil(timeoutMs / 1000) + grace,
-        metadata: { "burrow.runner": "fresh" },
-        apiKeyId: opts.ownerKeyId ?? null,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
-      fresh = sandboxId = row.sandboxId;
+      const timeoutSec = Math.ceil(timeoutMs / 1000) + grace;
+      const reservation = this.o.admitFresh?.()?.(opts.ownerKeyId ?? null, target.template, timeoutSec);
+      try {
+        const row = await this.o.sandboxes.create({
+          template: target.template,
+          timeoutSec,
+          metadata: { "burrow.runner": "fresh" },
+          apiKeyId: opts.ownerKeyId ?? null,
+          ...(opts.signal ? { signal: opts.signal } : {}),
+        });
+        fresh = sandboxId = row.sandboxId;
+      } finally {
+        reservation?.release();
+      }
     }
     try {
       const { row, envd } = this.target(sandboxId);

@@ -9,6 +9,7 @@ import type { SandboxService } from "../lifecycle/sandbox-service.js";
 import type { ServerConfig } from "../config.js";
 import type { AuditLog } from "./audit-log.js";
 import type { Caller } from "./caller.js";
+import { FALLBACK_SANDBOX_SIZE } from "./fresh-sandbox-quota.js";
 import { hostPathsInBuild } from "./host-paths.js";
 import { PUBLIC_OWNER, PUBLIC_TEMPLATE_NAMES, type Ownership } from "./ownership.js";
 import type { QuotaReservation, TeamQuotas } from "./team-quotas.js";
@@ -27,7 +28,6 @@ export interface AccessHookDeps {
   buildStarted: (teamId: string, templateId: string, buildId: string) => void;
 }
 
-const FALLBACK_SIZE = { cpuCount: 2, memoryMB: 512, diskMB: 0 };
 const BURROW = "/burrow/v1";
 
 type Params = Record<string, string | undefined>;
@@ -186,12 +186,12 @@ function admitQuotas(d: AccessHookDeps, caller: Caller, request: FastifyRequest)
   const params = (request.params ?? {}) as Params;
   const timeoutOf = () => (typeof body["timeout"] === "number" ? body["timeout"] : d.config().defaultTimeoutSec);
   if (url === "/v2/sandboxes" || url === "/sandboxes") {
-    const size = d.templateSize(String(body["templateID"] ?? "")) ?? FALLBACK_SIZE;
+    const size = d.templateSize(String(body["templateID"] ?? "")) ?? FALLBACK_SANDBOX_SIZE;
     return d.quotas.admit(caller.teamId, { count: 1, ...size, timeoutSec: timeoutOf(), kind: "new" });
   }
   if (url === "/sandboxes/:sandboxID/fork" || url === `${BURROW}/checkpoints/:checkpointID/branch`) {
     const source = params["sandboxID"] !== undefined ? d.sandboxes.get(params["sandboxID"]) : undefined;
-    const size = source ? { cpuCount: source.cpuCount, memoryMB: source.memoryMB, diskMB: source.diskSizeMB } : (d.templateSize(params["checkpointID"] ?? "") ?? FALLBACK_SIZE);
+    const size = source ? { cpuCount: source.cpuCount, memoryMB: source.memoryMB, diskMB: source.diskSizeMB } : (d.templateSize(params["checkpointID"] ?? "") ?? FALLBACK_SANDBOX_SIZE);
     const count = typeof body["count"] === "number" ? body["count"] : 1;
     return d.quotas.admit(caller.teamId, { count, ...size, timeoutSec: timeoutOf(), kind: "new" });
   }
