@@ -42,6 +42,7 @@ import { AlertService } from "./alerts/alert-service.js";
 import { WebhookStore } from "./alerts/webhook-store.js";
 import { startAlertWatches } from "./alerts/alert-watches.js";
 import { openTeamServices } from "./teams/team-services.js";
+import { ClusterNode } from "./cluster/cluster-node.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -113,6 +114,9 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const apiKey = ensureApiKey(store.apiKeys, cfg.stateDir, cfg.apiKey);
     if (apiKey.keyFile && apiKey.created) logger.info({ keyFile: apiKey.keyFile }, "generated API key");
 
+    // A node of a cluster records its sandboxes' ownership from their create on, so it joins NATS first.
+    const cluster = cfg.cluster ? await ClusterNode.open(cfg.cluster, { logger, runningSandboxes: () => store.sandboxes.countRunning() }) : undefined;
+    if (cluster) cleanups.push(() => cluster.close());
     const events = new SandboxEvents(logger);
     if (deps.bus) {
       await ensureSandboxEventStream(deps.bus, cfg.eventStream);
@@ -175,7 +179,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const sandboxes = new SandboxService({
       config: cfg,
       store: store.sandboxes,
-      orchestrator: observeOrchestrator(deps.orchestrator, { logs, metrics, onCreated: (record) => alertWatches.onCreated(record) }),
+      orchestrator: observeOrchestrator(cluster ? cluster.owning(deps.orchestrator) : deps.orchestrator, { logs, metrics, onCreated: (record) => alertWatches.onCreated(record) }),
       events,
       metrics,
       sandboxMetrics,
@@ -186,6 +190,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => sandboxes.close());
     cleanups.push(sandboxes.onRemoved((sandboxId) => (alerts.forget(sandboxId), alertWatches.forget(sandboxId))));
     await sandboxes.reconcile();
+    await cluster?.syncOwnership(() => store.sandboxes.list().map((row) => row.sandboxId), events);
 
     // With a bus: fs watches, and triggers and tasks run by a real runner (rules resume from the bus's KV).
     let busServices: SandboxBusServices | undefined;
@@ -209,6 +214,8 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       ...(deps.upstream ? { upstream: deps.upstream } : {}),
     });
     cleanups.push(() => gateway.close());
+    // Requests for sandboxes another node has go there (cluster/forwarder.ts); the rest are this node's.
+    const forwarder = cluster?.forwarder((sandboxId) => store.sandboxes.get(sandboxId) !== undefined);
 
     const secrets = openSecrets(cfg.stateDir, store.secrets);
     const models = new ModelGateway({ store: store.models, secrets, apiKeys: store.apiKeys, sandboxes, orchestrator: deps.orchestrator, logger });
@@ -242,14 +249,17 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
             req.socket.destroy();
             return;
           }
-          if (gateway.handleRequest(req, res)) return;
-          // The idle timeout is for clients that go quiet. Once an API request is complete, what remains is the
-          // server's own work (a create may wait minutes for a template's first build): no idle limit until it
-          // answers; keep-alive idleness after the answer is keepAliveTimeoutMs's business.
-          const hasBody = req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
-          if (!hasBody) req.socket.setTimeout(0);
-          else req.once("end", () => req.socket.setTimeout(0));
-          if (!mounts.handle(req, res)) apiHandler(req, res);
+          const local = () => {
+            if (gateway.handleRequest(req, res)) return;
+            // The idle timeout is for clients that go quiet. Once an API request is complete, what remains is the
+            // server's own work (a create may wait minutes for a template's first build): no idle limit until it
+            // answers; keep-alive idleness after the answer is keepAliveTimeoutMs's business.
+            const hasBody = req.headers["content-length"] !== undefined || req.headers["transfer-encoding"] !== undefined;
+            if (!hasBody) req.socket.setTimeout(0);
+            else req.once("end", () => req.socket.setTimeout(0));
+            if (!mounts.handle(req, res)) apiHandler(req, res);
+          };
+          if (!forwarder?.handleRequest(req, res, local)) local();
         },
       );
       // Node destroys a socket idle this long unless the exchange on it listens for 'timeout' (the gateway does
@@ -258,7 +268,10 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       // With HTTPS on the port, connections are counted as they are accepted, before their first byte or handshake.
       const admit = (socket: Socket) => connectionCap.admit(socket);
       if (!tls) server.on("connection", admit);
-      server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => gateway.handleUpgrade(req, socket, head));
+      server.on("upgrade", (req: IncomingMessage, socket, head: Buffer) => {
+        const local = () => gateway.handleUpgrade(req, socket, head);
+        if (!forwarder?.handleUpgrade(req, socket, head, local)) local();
+      });
       if (tls) acceptTlsOnSamePort(server, { ...tls, admit });
       return server;
     };
@@ -285,7 +298,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       defaultTeamId: teams.defaultTeamId,
     });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;
@@ -308,6 +321,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const urlHost = cfg.host === "0.0.0.0" || cfg.host === "::" ? "127.0.0.1" : cfg.host.includes(":") ? `[${cfg.host}]` : cfg.host;
     serverUrl = `http://${urlHost}:${port}`;
     logger.info({ host: cfg.host, port }, "burrow server listening");
+    await cluster?.join(serverUrl);
 
     let closing: Promise<void> | undefined;
     const close = () => (closing ??= runCleanups());
