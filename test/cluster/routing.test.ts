@@ -1,8 +1,10 @@
 // Two Burrow nodes (the real CLI, each in a process of its own with its own state directory, instance tag and subnet)
-// joined to one nats-server with JetStream on the loopback. With the official e2b SDK pointed at node A, a sandbox
+// joined to a 3-server NATS JetStream cluster on the loopback (node A talks to server 1, node B to server 2; the
+// buckets have 3 replicas). With the official e2b SDK pointed at node A, a sandbox
 // created on node B is reachable through A: connect, commands, files, a port served by the sandbox (by Host and by
 // E2B's headers), get, list (both nodes' sandboxes) and kill. `burrow node list` shows both nodes; a cordon
-// round-trips and outlives heartbeats; ownership records come and go with the sandboxes.
+// round-trips and outlives heartbeats; ownership records come and go with the sandboxes; with the third NATS server
+// killed, records are all there and a new sandbox on B is still recorded and reachable through A.
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
 import { rmSync, writeFileSync } from "node:fs";
@@ -11,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { NatsServerFixture } from "../../packages/bus/test/helpers/nats-server.js";
+import { NatsCluster } from "./nats-cluster.js";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { runBurrow } from "../cli/run-burrow.js";
@@ -80,8 +82,8 @@ function getVia(port: number, path: string, headers: Record<string, string>): Pr
   });
 }
 
-describe("a cluster of two nodes on one NATS", () => {
-  let nats: NatsServerFixture;
+describe("a cluster of two nodes on a 3-server NATS cluster", () => {
+  let nats: NatsCluster;
   const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("clua"), port: 0 }];
   // Picked before either node has made its bridge: a second pick must not land on the first one's subnet.
   let second = newTestInstance("club");
@@ -97,17 +99,18 @@ describe("a cluster of two nodes on one NATS", () => {
   const sandboxes: Sandbox[] = [];
 
   beforeAll(async () => {
-    nats = await NatsServerFixture.start();
+    nats = await NatsCluster.start(3);
     // Both nodes start at once (their first start builds the base template): the cluster needs no start order.
     await Promise.all(
-      nodes.map(async (node) => {
+      nodes.map(async (node, i) => {
         node.port = await freePort();
         // The key is configured (BURROW_API_KEY); the helper reads it from the key file, which the server then ignores.
         writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", `nats://${nats.url}`, "--node-name", node.name], {
+        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
           BURROW_API_KEY: API_KEY,
           BURROW_CLUSTER_HEARTBEAT_MS: "500",
           BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
+          BURROW_CLUSTER_REPLICAS: "3",
         });
       }),
     );
@@ -160,7 +163,7 @@ describe("a cluster of two nodes on one NATS", () => {
     sandboxes.push(onA);
 
     // The ownership record names node B.
-    const nc = await connect({ servers: nats.url });
+    const nc = await connect({ servers: nats.urls[0]! });
     try {
       const owners = await new Kvm(nc).open("burrow_sandbox_owners");
       expect((await owners.get(onB.sandboxId))?.json<{ node: string }>().node).toBe("node-b");
@@ -215,13 +218,33 @@ describe("a cluster of two nodes on one NATS", () => {
     // Killed through A: gone on B, its ownership record removed.
     expect(await Sandbox.kill(onB.sandboxId, opts(a))).toBe(true);
     expect(await Sandbox.getInfo(onB.sandboxId, opts(b)).then(() => "found", () => "gone")).toBe("gone");
-    const nc2 = await connect({ servers: nats.url });
+    const nc2 = await connect({ servers: nats.urls[0]! });
     try {
       const owners = await new Kvm(nc2).open("burrow_sandbox_owners");
       for (let i = 0; i < 50 && (await owners.get(onB.sandboxId))?.operation === "PUT"; i++) await new Promise((r) => setTimeout(r, 100));
       expect((await owners.get(onB.sandboxId))?.operation ?? "gone").not.toBe("PUT");
+      expect((await owners.status()).replicas).toBe(3);
     } finally {
       await nc2.close();
     }
+  });
+
+  it("with one NATS server of three killed, nothing is lost and the cluster goes on", async () => {
+    const before = await Sandbox.list(opts(a)).nextItems();
+    await nats.kill(2);
+    // JetStream may need a few seconds to elect new leaders for the buckets the killed server led.
+    let created: Sandbox | undefined;
+    for (let i = 0; i < 10 && !created; i++) {
+      created = await Sandbox.create("base", { ...opts(b), timeoutMs: 300_000 }).catch(() => undefined);
+      if (!created) await new Promise((r) => setTimeout(r, 1_000));
+    }
+    expect(created, "no create on node B succeeded with one NATS server down").toBeDefined();
+    sandboxes.push(created!);
+    const viaA = await Sandbox.connect(created!.sandboxId, { ...opts(a), timeoutMs: 300_000 });
+    expect((await viaA.commands.run("echo still here")).stdout).toBe("still here\n");
+    const after = (await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId).sort();
+    expect(after).toEqual([...before.map((s) => s.sandboxId), created!.sandboxId].sort());
+    const listed = await cli(a, ["node", "list", "--json"]);
+    expect((JSON.parse(listed.stdout) as { nodes: Array<{ status: string }> }).nodes.map((n) => n.status)).toEqual(["up", "up"]);
   });
 });

@@ -36,7 +36,7 @@ describe("cluster state in JetStream KV", () => {
   });
 
   async function connection(name: string): Promise<ClusterKv> {
-    const kv = await openClusterKv([`nats://${nats.url}`], name);
+    const kv = await openClusterKv([`nats://${nats.url}`], name, 1);
     conns.push(kv);
     return kv;
   }
@@ -111,6 +111,7 @@ describe("cluster state in JetStream KV", () => {
       advertiseUrl: null,
       heartbeatMs: 3000,
       downAfterMs: 15000,
+      replicas: 2,
     });
     const resolved = resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1", advertiseUrl: "http://10.0.0.1:3000/" }, {});
     expect(resolved?.advertiseUrl).toBe("http://10.0.0.1:3000");
@@ -119,5 +120,7 @@ describe("cluster state in JetStream KV", () => {
     expect(() => resolveClusterConfig({ servers: ["http://h:1"], nodeName: "n1" }, {})).toThrow(/nats:/);
     expect(() => resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1" }, { BURROW_CLUSTER_DOWN_AFTER_MS: "1000" })).toThrow(/must exceed/);
     expect(() => resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1" }, { BURROW_CLUSTER_HEARTBEAT_MS: "x" })).toThrow(/BURROW_CLUSTER_HEARTBEAT_MS/);
+    expect(resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1" }, { BURROW_CLUSTER_REPLICAS: "3" })?.replicas).toBe(3);
+    expect(() => resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1", replicas: 6 }, {})).toThrow(/at most 5/);
   });
 });

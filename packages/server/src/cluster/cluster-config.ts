@@ -23,6 +23,12 @@ export interface ClusterConfig {
   readonly heartbeatMs: number;
   /** @default 15000 (env BURROW_CLUSTER_DOWN_AFTER_MS) */
   readonly downAfterMs: number;
+  /**
+   * Copies the NATS cluster keeps of each bucket the node creates (JetStream allows 1-5; 3 survives the loss of one
+   * server). The first node to create a bucket decides; later nodes use it as it is.
+   * @default the number of servers listed, at most 3 (env BURROW_CLUSTER_REPLICAS)
+   */
+  readonly replicas: number;
 }
 
 export type ClusterConfigInput = Partial<ClusterConfig>;
@@ -60,6 +66,8 @@ export function resolveClusterConfig(input: ClusterConfigInput | null | undefine
   }
   const heartbeatMs = intSetting("cluster.heartbeatMs", input?.heartbeatMs, env, "BURROW_CLUSTER_HEARTBEAT_MS", DEFAULT_HEARTBEAT_MS);
   const downAfterMs = intSetting("cluster.downAfterMs", input?.downAfterMs, env, "BURROW_CLUSTER_DOWN_AFTER_MS", DEFAULT_DOWN_AFTER_MS);
+  const replicas = intSetting("cluster.replicas", input?.replicas, env, "BURROW_CLUSTER_REPLICAS", Math.min(servers.length, 3));
+  if (replicas > 5) throw clusterError(`cluster.replicas must be at most 5 (JetStream's limit), got ${replicas}`);
   if (downAfterMs <= heartbeatMs) throw clusterError(`cluster.downAfterMs (${downAfterMs}) must exceed cluster.heartbeatMs (${heartbeatMs})`);
   return Object.freeze({
     servers: Object.freeze([...servers]),
@@ -67,6 +75,7 @@ export function resolveClusterConfig(input: ClusterConfigInput | null | undefine
     advertiseUrl: advertiseUrl?.replace(/\/$/, "") ?? null,
     heartbeatMs,
     downAfterMs,
+    replicas,
   });
 }
 

@@ -2,8 +2,12 @@
 // own, not the agent bus's: the bus may be embedded while the node is clustered, and cluster state must not wait
 // behind a flood of bus traffic.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { clusterError } from "./cluster-errors.js";
+
+/** JetStream's "stream name already in use with a different configuration". */
+const STREAM_NAME_IN_USE = 10058;
 
 /** Node records, by node name. */
 export const NODES_BUCKET = "burrow_nodes";
@@ -17,7 +21,18 @@ export interface ClusterKv {
   close(): Promise<void>;
 }
 
-export async function openClusterKv(servers: readonly string[], nodeName: string): Promise<ClusterKv> {
+/** The bucket as configured here when it is new; as another node created it (another replica count) when not. */
+async function bucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
+  try {
+    // History 1: only the current record matters; revisions still increase, which is what the checks compare.
+    return await kvm.create(name, { history: 1, replicas });
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(name);
+    throw err;
+  }
+}
+
+export async function openClusterKv(servers: readonly string[], nodeName: string, replicas: number): Promise<ClusterKv> {
   let nc: NatsConnection;
   try {
     nc = await connect({ servers: [...servers], name: `burrow-node-${nodeName}`, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -26,9 +41,8 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
   }
   try {
     const kvm = new Kvm(nc);
-    // History 1: only the current record matters; revisions still increase, which is what the checks compare.
-    const nodes = await kvm.create(NODES_BUCKET, { history: 1 });
-    const owners = await kvm.create(OWNERS_BUCKET, { history: 1 });
+    const nodes = await bucket(kvm, NODES_BUCKET, replicas);
+    const owners = await bucket(kvm, OWNERS_BUCKET, replicas);
     return { nc, nodes, owners, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);

@@ -35,7 +35,7 @@ export class ClusterNode {
 
   static async open(config: ClusterConfig, deps: ClusterNodeDeps): Promise<ClusterNode> {
     const logger = deps.logger.child({ component: "cluster", node: config.nodeName });
-    const kv = await openClusterKv(config.servers, config.nodeName);
+    const kv = await openClusterKv(config.servers, config.nodeName, config.replicas);
     try {
       const membership = await Membership.open({
         kv: kv.nodes,
