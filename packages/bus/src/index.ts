@@ -3,7 +3,7 @@
 // ---- Bus ----
 export type {
   Bus, BusKind, BusMsg, CallOptions, Consumer, ConsumerConfig, ConsumerInfo, DurableMsg, DurablePublishOptions, KV,
-  KvEntry, KvOptions, MsgHeaders, NextOptions, PubAck, PublishOptions, Retention, StreamConfig, SubscribeOptions,
+  KvEntry, KvOptions, MsgHeaders, NextOptions, PubAck, PublishOptions, Retention, StoredMessage, StreamConfig, StreamInfo, SubscribeOptions,
   Subscription,
 } from "./types.js";
 export { createBus, type BusConfig } from "./create-bus.js";
@@ -28,6 +28,7 @@ export { AgentMessenger, ensureAgentStream, type AgentMessengerOptions, type Rec
 
 // ---- Work queues ----
 export { WorkQueue, QueueConsumer, MAX_PRIORITY, queueStream, laneSubject, type WorkQueueOptions, type EnqueueOptions, type QueueMessage } from "./queue/work-queue.js";
+export { QueueAdmin, type QueueDepth, type DeadLetter } from "./queue/queue-admin.js";
 
 // ---- Liveness and failover ----
 export {

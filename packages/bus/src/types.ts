@@ -154,6 +154,27 @@ export interface KvOptions {
   ttlMs?: number;
 }
 
+export interface StreamInfo {
+  name: string;
+  /** Messages stored now. */
+  messages: number;
+  bytes: number;
+  lastSeq: number;
+  /** Stored messages per subject, for the subjects matching `subjectsFilter` when one was asked for. */
+  subjects?: Record<string, number>;
+}
+
+/** A message as a stream stores it, read without delivering it. */
+export interface StoredMessage {
+  stream: string;
+  seq: number;
+  subject: string;
+  headers: MsgHeaders;
+  data: Uint8Array;
+  /** When the stream stored it, ms since the epoch. */
+  time: number;
+}
+
 export type BusKind = "embedded" | "nats";
 
 /**
@@ -178,6 +199,19 @@ export interface Bus {
   deleteStream(name: string, opts?: CallOptions): Promise<void>;
   /** Creates (or binds to) a durable consumer and opens a puller on it. */
   consumer(stream: string, cfg: ConsumerConfig, opts?: CallOptions): Promise<Consumer>;
+  // Operating streams: these read without delivering or changing anything, unlike consumer(), which creates a
+  // durable or rewrites its settings; deletes and purges are explicit.
+  streamNames(opts?: CallOptions): Promise<string[]>;
+  /** NotFound when there is no such stream. */
+  streamInfo(name: string, opts?: CallOptions & { subjectsFilter?: string }): Promise<StreamInfo>;
+  /** Every durable consumer's counts on a stream. */
+  consumerInfos(stream: string, opts?: CallOptions): Promise<ConsumerInfo[]>;
+  /** The first stored message at or after `fromSeq` whose subject matches `subject` (any when absent); null when none. */
+  readMessage(stream: string, query: { fromSeq: number; subject?: string }, opts?: CallOptions): Promise<StoredMessage | null>;
+  /** False when the message was not stored (any more). */
+  deleteMessage(stream: string, seq: number, opts?: CallOptions): Promise<boolean>;
+  /** Removes the stored messages matching `subject` (all when absent); resolves to how many went. */
+  purgeStream(stream: string, opts?: CallOptions & { subject?: string }): Promise<number>;
   kv(bucket: string, opts?: KvOptions & CallOptions): Promise<KV>;
   /** Resolves when everything published so far has reached the server. */
   flush(opts?: CallOptions): Promise<void>;

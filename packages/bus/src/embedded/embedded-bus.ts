@@ -10,8 +10,8 @@ import { Notifier } from "../signals.js";
 import { assertLiteralSubject, assertSubject } from "../subject.js";
 import { injectTrace, normalizeHeaders, outgoingHeaders } from "../trace.js";
 import type {
-  Bus, BusMsg, CallOptions, Consumer, ConsumerConfig, DurablePublishOptions, KV, KvOptions, PubAck, PublishOptions,
-  StreamConfig, SubscribeOptions, Subscription,
+  Bus, BusMsg, CallOptions, Consumer, ConsumerConfig, ConsumerInfo, DurablePublishOptions, KV, KvOptions, PubAck, PublishOptions,
+  StoredMessage, StreamConfig, StreamInfo, SubscribeOptions, Subscription,
 } from "../types.js";
 import { CoreRouter } from "./core-router.js";
 import { EmbeddedConsumer } from "./embedded-consumer.js";
@@ -198,6 +198,38 @@ export class EmbeddedBus implements Bus {
     this.metrics?.deadLettered.inc({ backend: "embedded", reason });
     this.notifier(DLQ_STREAM).fire();
     this.router.route(d.subject, new EmbeddedMsg(this, d.subject, d.data, d.headers, undefined));
+  }
+
+  async streamNames(): Promise<string[]> {
+    this.assertOpen();
+    return Promise.resolve(this.store.streamNames());
+  }
+
+  async streamInfo(name: string, opts?: CallOptions & { subjectsFilter?: string }): Promise<StreamInfo> {
+    this.assertOpen();
+    return Promise.resolve({ name, ...this.store.streamInfo(name, opts?.subjectsFilter) });
+  }
+
+  async consumerInfos(stream: string): Promise<ConsumerInfo[]> {
+    this.assertOpen();
+    return Promise.resolve(this.store.consumerInfos(stream).map((c) => ({ stream, ...c })));
+  }
+
+  async readMessage(stream: string, query: { fromSeq: number; subject?: string }): Promise<StoredMessage | null> {
+    this.assertOpen();
+    const m = this.store.readMessage(stream, query.fromSeq, query.subject);
+    if (!m) return Promise.resolve(null);
+    return Promise.resolve({ stream, seq: m.seq, subject: m.subject, headers: m.headers, data: m.data, time: m.ts });
+  }
+
+  async deleteMessage(stream: string, seq: number): Promise<boolean> {
+    this.assertOpen();
+    return Promise.resolve(this.store.deleteMessage(stream, seq));
+  }
+
+  async purgeStream(stream: string, opts?: CallOptions & { subject?: string }): Promise<number> {
+    this.assertOpen();
+    return Promise.resolve(this.store.purge(stream, opts?.subject));
   }
 
   async kv(bucket: string, opts?: KvOptions & CallOptions): Promise<KV> {

@@ -250,6 +250,75 @@ export class SqliteStore {
     })();
   }
 
+  // ---- reads and deletes for operators (no consumer is created or moved) ----
+
+  streamNames(): string[] {
+    this.refresh();
+    return [...this.streams.keys()].sort();
+  }
+
+  streamInfo(name: string, subjectsFilter: string | undefined): { messages: number; bytes: number; lastSeq: number; subjects?: Record<string, number> } {
+    const s = this.known(name);
+    if (!s) throw new BurrowError(Code.NotFound, `stream "${name}" not found`);
+    const messages = (this.db.prepare("SELECT COUNT(*) AS n FROM messages WHERE stream = ?").get(name) as { n: number }).n;
+    const lastSeq = (this.st.getLastSeq.get(name) as { last_seq: number }).last_seq;
+    const out: { messages: number; bytes: number; lastSeq: number; subjects?: Record<string, number> } = { messages, bytes: this.streamBytes(name), lastSeq };
+    if (subjectsFilter !== undefined) {
+      const filter = assertSubject(subjectsFilter, true);
+      const subjects: Record<string, number> = {};
+      for (const r of this.db.prepare("SELECT subject, COUNT(*) AS n FROM messages WHERE stream = ? GROUP BY subject").iterate(name) as Iterable<{ subject: string; n: number }>) {
+        if (matchTokens(filter, r.subject.split("."))) subjects[r.subject] = r.n;
+      }
+      out.subjects = subjects;
+    }
+    return out;
+  }
+
+  consumerInfos(stream: string): { durable: string; numPending: number; numAckPending: number }[] {
+    if (!this.known(stream)) throw new BurrowError(Code.NotFound, `stream "${stream}" not found`);
+    const rows = this.db.prepare("SELECT durable, config FROM consumers WHERE stream = ? ORDER BY durable").all(stream) as { durable: string; config: string }[];
+    return rows.map((r) => ({ durable: r.durable, ...this.consumerInfo(stream, JSON.parse(r.config) as ConsumerConfig) }));
+  }
+
+  /** The first stored message at or after `fromSeq` whose subject matches `subject`. */
+  readMessage(stream: string, fromSeq: number, subject: string | undefined): StoredMsg | undefined {
+    if (!this.known(stream)) throw new BurrowError(Code.NotFound, `stream "${stream}" not found`);
+    const filter = subject === undefined ? undefined : assertSubject(subject, true);
+    let after = Math.max(0, fromSeq - 1);
+    for (;;) {
+      const rows = this.st.scanMsgs.all(stream, after, 64) as { seq: number; subject: string }[];
+      if (rows.length === 0) return undefined;
+      for (const r of rows) {
+        after = r.seq;
+        if (!filter || matchTokens(filter, r.subject.split("."))) return this.load(stream, r.seq);
+      }
+    }
+  }
+
+  /** Deletes one stored message and any delivery of it still pending. */
+  deleteMessage(stream: string, seq: number): boolean {
+    if (!this.known(stream)) throw new BurrowError(Code.NotFound, `stream "${stream}" not found`);
+    return this.db.transaction(() => {
+      this.db.prepare("DELETE FROM pending WHERE stream = ? AND seq = ?").run(stream, seq);
+      return this.st.delMsg.run(stream, seq).changes > 0;
+    })();
+  }
+
+  purge(stream: string, subject: string | undefined): number {
+    if (!this.known(stream)) throw new BurrowError(Code.NotFound, `stream "${stream}" not found`);
+    const filter = subject === undefined ? undefined : assertSubject(subject, true);
+    return this.db.transaction(() => {
+      let n = 0;
+      const rows = this.db.prepare("SELECT seq, subject FROM messages WHERE stream = ?").all(stream) as { seq: number; subject: string }[];
+      for (const r of rows) {
+        if (filter && !matchTokens(filter, r.subject.split("."))) continue;
+        this.db.prepare("DELETE FROM pending WHERE stream = ? AND seq = ?").run(stream, r.seq);
+        n += this.st.delMsg.run(stream, r.seq).changes;
+      }
+      return n;
+    })();
+  }
+
   private load(stream: string, seq: number): StoredMsg | undefined {
     const r = this.st.getMsg.get(stream, seq) as
       | { stream: string; seq: number; subject: string; headers: string | null; data: Buffer; msg_id: string | null; ts: number }

@@ -11,8 +11,8 @@ import { assertName, DEFAULT_MAX_PENDING, DEFAULT_REQUEST_TIMEOUT_MS, validateCo
 import { assertLiteralSubject, assertSubject } from "../subject.js";
 import { injectTrace, normalizeHeaders, outgoingHeaders } from "../trace.js";
 import type {
-  Bus, BusMsg, CallOptions, Consumer, ConsumerConfig, DurablePublishOptions, KV, KvOptions, MsgHeaders, PubAck,
-  PublishOptions, StreamConfig, SubscribeOptions, Subscription,
+  Bus, BusMsg, CallOptions, Consumer, ConsumerConfig, ConsumerInfo, DurablePublishOptions, KV, KvOptions, MsgHeaders, PubAck,
+  PublishOptions, StoredMessage, StreamConfig, StreamInfo, SubscribeOptions, Subscription,
 } from "../types.js";
 import { JS_ERR, fromNatsError } from "./nats-errors.js";
 import { toNatsHeaders } from "./nats-headers.js";
@@ -279,6 +279,78 @@ export class NatsBus implements Bus {
     const h = deadLetterHeaders(headers, { reason, stream, durable, subject, seq, deliveries });
     const a = await this.js.publish(deadLetterSubject(stream, durable), data, { headers: toNatsHeaders(h), msgID: deadLetterMsgId(stream, seq) });
     if (!a.duplicate) this.metrics?.deadLettered.inc({ backend: "nats", reason });
+  }
+
+  async streamNames(): Promise<string[]> {
+    this.assertOpen();
+    try {
+      const names: string[] = [];
+      for await (const n of this.jsm.streams.names()) names.push(n);
+      return names.sort();
+    } catch (e) {
+      throw fromNatsError(e, "stream names");
+    }
+  }
+
+  async streamInfo(name: string, opts?: CallOptions & { subjectsFilter?: string }): Promise<StreamInfo> {
+    this.assertOpen();
+    try {
+      const i = await this.jsm.streams.info(name, opts?.subjectsFilter ? { subjects_filter: opts.subjectsFilter } : undefined);
+      const out: StreamInfo = { name, messages: i.state.messages, bytes: i.state.bytes, lastSeq: i.state.last_seq };
+      // The server leaves `subjects` out when nothing matches the filter.
+      if (opts?.subjectsFilter) out.subjects = { ...(i.state.subjects ?? {}) };
+      return out;
+    } catch (e) {
+      throw fromNatsError(e, `stream ${name}`);
+    }
+  }
+
+  async consumerInfos(stream: string): Promise<ConsumerInfo[]> {
+    this.assertOpen();
+    try {
+      const out: ConsumerInfo[] = [];
+      for await (const c of this.jsm.consumers.list(stream)) {
+        out.push({ stream, durable: c.name, numPending: c.num_pending, numAckPending: c.num_ack_pending });
+      }
+      return out.sort((a, b) => (a.durable < b.durable ? -1 : a.durable > b.durable ? 1 : 0));
+    } catch (e) {
+      throw fromNatsError(e, `consumers of ${stream}`);
+    }
+  }
+
+  async readMessage(stream: string, query: { fromSeq: number; subject?: string }): Promise<StoredMessage | null> {
+    this.assertOpen();
+    // STREAM.MSG.GET answers next_by_subj (first match at or after seq) since 2.9; the client's type only lists seq.
+    const q = { seq: Math.max(1, query.fromSeq), next_by_subj: query.subject ?? ">" } as unknown as { seq: number };
+    try {
+      const sm = await this.jsm.streams.getMessage(stream, q);
+      if (!sm) return null;
+      const headers: Record<string, string> = {};
+      if (sm.header) for (const k of sm.header.keys()) if (!k.toLowerCase().startsWith("nats-")) headers[k.toLowerCase()] = sm.header.get(k);
+      return { stream, seq: sm.seq, subject: sm.subject, headers, data: sm.data, time: sm.time.getTime() };
+    } catch (e) {
+      throw fromNatsError(e, `read ${stream}`);
+    }
+  }
+
+  async deleteMessage(stream: string, seq: number): Promise<boolean> {
+    this.assertOpen();
+    try {
+      return await this.jsm.streams.deleteMessage(stream, seq, false);
+    } catch (e) {
+      if (e instanceof JetStreamApiError && (e.code === JS_ERR.noMessageFound || e.code === JS_ERR.msgDeleteFailed)) return false;
+      throw fromNatsError(e, `delete from ${stream}`);
+    }
+  }
+
+  async purgeStream(stream: string, opts?: CallOptions & { subject?: string }): Promise<number> {
+    this.assertOpen();
+    try {
+      const r = await this.jsm.streams.purge(stream, opts?.subject ? { filter: opts.subject } : undefined);
+      return r.purged;
+    } catch (e) {
+      throw fromNatsError(e, `purge ${stream}`);
+    }
   }
 
   async kv(bucket: string, opts?: KvOptions & CallOptions): Promise<KV> {

@@ -11,6 +11,8 @@ export const JS_ERR = {
   streamNameInUse: 10058,
   consumerNameExists: 10148,
   subjectsOverlap: 10065,
+  noMessageFound: 10037,
+  msgDeleteFailed: 10057,
 } as const;
 
 /** Maps nats.js errors to BurrowError by class and API code, never by message text. */

@@ -6,6 +6,7 @@ import { durableSuite, restartSuite } from "./durable.js";
 import { livenessSuite } from "./liveness.js";
 import { messagingSuite } from "./messaging.js";
 import { queueSuite } from "./queues.js";
+import { queueAdminSuite } from "./queue-admin.js";
 
 export type { BackendFactory, BusBackend } from "./backend.js";
 
@@ -31,6 +32,7 @@ export function runConformance(label: string, factory: BackendFactory): void {
     durableSuite(get);
     messagingSuite(get);
     queueSuite(get);
+    queueAdminSuite(get);
     livenessSuite(get);
     restartSuite(get, () => backend!.open());
   });
