@@ -9,6 +9,8 @@ import { openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
 import { Membership } from "../src/cluster/membership.js";
 import { SandboxOwners } from "../src/cluster/sandbox-owners.js";
 import { resolveClusterConfig } from "../src/cluster/cluster-config.js";
+import { syncOwnership } from "../src/cluster/ownership-sync.js";
+import { SandboxEvents } from "../src/lifecycle/events.js";
 
 const logger = pino({ level: "silent" });
 const load = async () => ({ freeMemoryBytes: 1, runningSandboxes: 0, poolFill: null });
@@ -99,7 +101,31 @@ describe("cluster state in JetStream KV", () => {
     // Released, the id is free for the next claim.
     await n2.claim("sbx2");
     expect(await n1.lookup("sbx2")).toBe("n2");
-    expect(n2.mine()).toEqual(["sbx2"]);
+    expect(await n2.mine()).toEqual(["sbx2"]);
+  });
+
+  it("a node claims what it has at start, drops its stale records, and follows created and killed events", async () => {
+    const kv = await connection("n3");
+    // Records a previous run of n3 left: one for a sandbox it still has, one for a sandbox gone since.
+    const before = await SandboxOwners.open(kv.owners, "n3", logger);
+    await before.claim("kept1");
+    await before.claim("gone1");
+    before.close();
+
+    const owners = await SandboxOwners.open(kv.owners, "n3", logger);
+    closers.push(() => owners.close());
+    const events = new SandboxEvents(logger);
+    const stop = await syncOwnership(owners, () => ["kept1", "paused1"], events, logger);
+    closers.push(stop);
+    expect(await owners.mine()).toEqual(["kept1", "paused1"]);
+
+    const event = { templateId: "base", metadata: {}, timestamp: new Date() };
+    events.emit({ ...event, type: "created", sandboxId: "forked1" });
+    await until(async () => (await owners.lookup("forked1")) === "n3");
+    events.emit({ ...event, type: "paused", sandboxId: "forked1" });
+    events.emit({ ...event, type: "killed", sandboxId: "kept1", reason: "api" });
+    events.emit({ ...event, type: "timed_out", sandboxId: "paused1", reason: "timeout" });
+    await until(async () => (await owners.mine()).join() === "forked1");
   });
 
   it("the config: no servers, no cluster; bad names and windows refused", () => {

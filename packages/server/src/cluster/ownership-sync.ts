@@ -11,7 +11,7 @@ export async function syncOwnership(owners: SandboxOwners, localIds: () => strin
   for (const sandboxId of local) {
     await owners.claim(sandboxId).catch((err: unknown) => logger.error({ err, sandboxId }, "could not record this node as a sandbox's owner"));
   }
-  for (const sandboxId of owners.mine()) {
+  for (const sandboxId of await owners.mine()) {
     if (!local.has(sandboxId)) await owners.release(sandboxId).catch((err: unknown) => logger.warn({ err, sandboxId }, "could not remove a stale owner record"));
   }
   return events.subscribe((event) => {

@@ -82,9 +82,21 @@ export class SandboxOwners {
     }
   }
 
-  /** Sandbox ids the bucket (as mirrored) says this node owns. */
-  mine(): string[] {
-    return [...this.mirror.entries()].filter(([, e]) => e.value.node === this.nodeName).map(([id]) => id);
+  /**
+   * Sandbox ids the bucket says this node owns, read from the bucket itself (at start the mirror may not have all of
+   * them yet): one read per key, done once when the node starts.
+   */
+  async mine(): Promise<string[]> {
+    const ids: string[] = [];
+    try {
+      for await (const key of await this.kv.keys()) {
+        const entry = await this.kv.get(key);
+        if (entry?.operation === "PUT" && this.mirror.apply(entry)?.value.node === this.nodeName) ids.push(key);
+      }
+    } catch (err) {
+      throw clusterError(err, "list this node's owner records");
+    }
+    return ids.sort();
   }
 
   close(): void {
