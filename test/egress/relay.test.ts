@@ -160,14 +160,22 @@ describe("egress proxy: the kernel relay (own server, fake internet)", () => {
     expect(events[0]!.bytesOut - 64 * 2 ** 20 - 12).toBeGreaterThan(40);
   });
 
-  it("50 connections at once are byte-exact and audited, and the server's descriptors come back to where they were", async () => {
+  it("50 connections at once are byte-exact and audited, and the server's descriptors (the relay's pipes included) come back to where they were", async () => {
     // Settled after the previous test (the relay's own epoll and eventfd are there from its first connection).
     const settle = async (want: () => boolean) => {
       for (let i = 0; i < 100 && !want(); i++) await new Promise((r) => setTimeout(r, 100));
     };
     const auditedBefore = (await egressEvents()).filter((e) => e.port === 443).length;
     const before = { fds: fds().length, pipes: pipes(), links: links() };
-    await exchange(1024 * 1024, 2 * 1024 * 1024, 50);
+    // Sampled while the connections run: the relay's pipes (two per connection) appear, and go again below.
+    let peakPipes = before.pipes;
+    const sampler = setInterval(() => (peakPipes = Math.max(peakPipes, pipes())), 10);
+    try {
+      await exchange(1024 * 1024, 2 * 1024 * 1024, 50);
+    } finally {
+      clearInterval(sampler);
+    }
+    expect(peakPipes).toBeGreaterThanOrEqual(before.pipes + 4);
     let events: Awaited<ReturnType<typeof egressEvents>> = [];
     for (let i = 0; i < 50; i++) {
       events = (await egressEvents()).filter((e) => e.port === 443);
