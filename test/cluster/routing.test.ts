@@ -151,6 +151,19 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     expect(fromB.nodes.find((n) => n.name === "node-b")?.cordoned).toBe(true);
     const uncordon = await cli(b, ["node", "uncordon", "node-b"]);
     expect(uncordon.stdout, uncordon.stderr).toBe("node node-b uncordoned\n");
+    // Nodes are the operator's: a team's key is refused.
+    const team = await fetch(`http://127.0.0.1:${a.port}/burrow/v1/teams`, {
+      method: "POST",
+      headers: { "X-API-Key": API_KEY, "content-type": "application/json" },
+      body: JSON.stringify({ name: "cluster-team" }),
+    }).then((r) => r.json() as Promise<{ adminKey: { key: string } }>);
+    const teamKey = team.adminKey.key;
+    expect((await fetch(`http://127.0.0.1:${a.port}/burrow/v1/nodes`, { headers: { "X-API-Key": teamKey } })).status).toBe(403);
+    // Keys are each node's own in this slice: node B does not know the team's key, so the team has nothing there and
+    // its list through A is A's answer alone (not a failure).
+    const teamList = await fetch(`http://127.0.0.1:${a.port}/v2/sandboxes`, { headers: { "X-API-Key": teamKey } });
+    expect(teamList.status).toBe(200);
+    expect(await teamList.json()).toEqual([]);
     const table = await cli(a, ["node", "list"]);
     expect(table.stdout).toMatch(/node-a \(this\)\s+up\s+no/);
     expect(table.stdout).toMatch(/node-b\s+up\s+no/);

@@ -55,20 +55,23 @@ export async function fanOutList(req: IncomingMessage, res: ServerResponse, memb
     // This node's refusal (a bad key, a bad filter) is the answer, in its own words.
     const own = answers.find((a) => a.node === me);
     if (own && own.status !== 200) return sendRaw(res, own.status, own.body);
-    const failed = answers.find((a) => a.status !== 200);
+    // Keys are still each node's own (not in the cluster's state yet): a key another node does not know made nothing
+    // there, since creates stay on the node they were sent to, so that node has nothing of the caller's to list.
+    const answered = answers.filter((a) => a.status !== 401);
+    const failed = answered.find((a) => a.status !== 200);
     if (failed) {
       logger.warn({ node: failed.node, status: failed.status, body: failed.body.slice(0, 300) }, "a node failed a sandbox list");
       return sendJson(res, 503, JSON.stringify({ code: 503, message: `node ${failed.node} did not answer the sandbox list (${failed.status || failed.body}); retry` }));
     }
     const order = url.searchParams.get("order") === "asc" ? 1 : -1;
-    const merged = answers.flatMap((a) => JSON.parse(a.body) as Listed[]).sort((a, b) => order * compareListed(a, b));
+    const merged = answered.flatMap((a) => JSON.parse(a.body) as Listed[]).sort((a, b) => order * compareListed(a, b));
     const limit = v2 ? Number(url.searchParams.get("limit") ?? 100) : Infinity;
     const page = merged.slice(0, limit);
     const headers: Record<string, string> = {};
-    if (v2 && (merged.length > limit || answers.some((a) => a.headers.has("x-next-token"))) && page.length > 0) {
+    if (v2 && (merged.length > limit || answered.some((a) => a.headers.has("x-next-token"))) && page.length > 0) {
       headers["X-Next-Token"] = cursorOf(page[page.length - 1]!);
     }
-    const running = answers.map((a) => a.headers.get("x-total-running")).filter((v): v is string => v !== null);
+    const running = answered.map((a) => a.headers.get("x-total-running")).filter((v): v is string => v !== null);
     if (running.length > 0) headers["X-Total-Running"] = String(running.reduce((sum, v) => sum + Number(v), 0));
     sendRaw(res, 200, JSON.stringify(page), headers);
   } catch (err) {
