@@ -375,7 +375,7 @@ export class LocalOrchestrator implements Orchestrator {
     await Promise.allSettled(this.live.ids().map((id) => this.killSandbox(id)));
     await this.parts.network.teardown();
     await this.parts.cgroups.close();
-    stopReaper(reaperPaths(this.config.stateDir));
+    await stopReaper(reaperPaths(this.config.stateDir));
     await this.parts.storage.unmount();
   }
 }

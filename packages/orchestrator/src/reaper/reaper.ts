@@ -60,10 +60,21 @@ export async function ensureReaper(paths: ReaperPaths, binaries: { reaper: strin
   throw new BurrowError(Code.Internal, `burrow-reaper did not start (exit ${String(exited)}): ${stderr.trim()}`, { reason: "reaper_not_started" });
 }
 
-/** Stop the reaper (after every sandbox is gone). */
-export function stopReaper(paths: ReaperPaths): void {
+/** How long a reaper asked to stop may take to exit (it exits at its next poll). */
+const STOP_TIMEOUT_MS = 5000;
+
+/**
+ * Stop the reaper (after every sandbox is gone) and wait until it has exited, so that a caller that then checks
+ * (or starts another for the same directory) finds none.
+ */
+export async function stopReaper(paths: ReaperPaths): Promise<void> {
   const pid = reaperPid(paths);
-  if (pid) process.kill(pid, "SIGTERM");
+  if (!pid) return;
+  process.kill(pid, "SIGTERM");
+  for (const deadline = Date.now() + STOP_TIMEOUT_MS; reaperPid(paths) === pid; ) {
+    if (Date.now() > deadline) throw new BurrowError(Code.DeadlineExceeded, `burrow-reaper (pid ${pid}) did not exit within ${STOP_TIMEOUT_MS} ms of SIGTERM`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
 }
 
 /**

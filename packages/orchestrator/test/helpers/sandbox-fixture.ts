@@ -145,7 +145,7 @@ export class SandboxFixture {
 
 /** Stop a reaper a test started and wait until it has exited (vi.waitFor: expect.poll is for tests, not hooks). */
 export async function stopTestReaper(paths: ReaperPaths, pid: number): Promise<void> {
-  stopReaper(paths);
+  await stopReaper(paths);
   await vi.waitFor(() => expect(isRunning(pid), "the reaper still runs").toBe(false), POLL);
 }
 
