@@ -27,7 +27,7 @@ const held: Socket[] = [];
 
 /**
  * The upstream: reads to EOF, answers `<sha256 of all it got>\n` and then `down` bytes (from the request's path
- * /x?down=N, a deterministic pattern), then ends. Path /hold: never answers.
+ * /x?down=N, a deterministic pattern), then ends. Path /hold: never answers, never closes.
  */
 function startUpstream(): Promise<void> {
   upstream = createServer({ allowHalfOpen: true }, (s) => {
@@ -38,6 +38,7 @@ function startUpstream(): Promise<void> {
     });
     s.on("error", () => undefined);
     s.on("end", () => {
+      if (held.includes(s)) return; // /hold: not even the client's EOF gets an answer
       onUpstreamEof();
       const got = Buffer.concat(chunks);
       const down = Number(/down=(\d+)/.exec(got.subarray(0, 200).toString("latin1"))?.[1] ?? 0);
@@ -190,6 +191,24 @@ describe("egress proxy: kernel relay", () => {
     await proxy.close();
     await closed;
     expect((await recorded)[0]).toMatchObject({ verdict: "allowed", bytesOut: "GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".length, bytesIn: 0 });
+  });
+
+  it("a client that resets ends the relayed connection, though the upstream stays quiet", async () => {
+    const audit = new EgressAudit();
+    const { proxy, port } = await proxyWith("native", audit);
+    try {
+      const socket = connect({ port, host: "127.0.0.1" });
+      socket.on("error", () => undefined);
+      socket.write("GET /hold HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      for (let i = 0; i < 100 && proxy.relayed === 0; i++) await new Promise((r) => setTimeout(r, 20));
+      expect(proxy.relayed).toBe(1);
+      const recorded = records(audit, 1);
+      socket.resetAndDestroy();
+      expect((await recorded)[0]).toMatchObject({ verdict: "allowed", bytesIn: 0 });
+      expect(proxy.relayed).toBe(0);
+    } finally {
+      await proxy.close();
+    }
   });
 
   it("the JS relay (BURROW_EGRESS_RELAY=js) passes the same exchanges, half-close included", async () => {

@@ -3,8 +3,8 @@
 // has a pipe: splice socket -> pipe -> socket moves page references, never copying the bytes into user space.
 // When a side reaches EOF and its pipe is drained, the other side gets shutdown(SHUT_WR) (half-close goes through);
 // a pair ends when both directions have. Errors are per direction: one that cannot read any more (a reset) still
-// delivers what it read, like an EOF; one that cannot write drops its bytes. Either way the other direction goes
-// on until it is done too, so an answer already on its way (a server that answers and resets) is not lost.
+// delivers what it read, like an EOF, and the direction writing to that dead socket is done; one that cannot write
+// drops its bytes. An answer already on its way (a server that answers and resets) is not lost.
 #define _GNU_SOURCE
 #include "relay.h"
 
@@ -17,6 +17,8 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -31,8 +33,9 @@ struct dir {
   unsigned char *head; // bytes read from src before the handover, written to dst first
   size_t head_len, head_off;
   bool eof, shut;
-  bool failed; // cannot write to dst any more: done, its bytes dropped
-  int err;     // the first error of this direction (positive errno), 0 if none
+  bool failed;   // cannot write to dst any more: done, its bytes dropped
+  bool src_dead; // reading src failed (reset, timed out): the other direction cannot write to it either
+  int err;       // the first error of this direction (positive errno), 0 if none
   uint64_t bytes;
 };
 
@@ -131,6 +134,7 @@ static void dir_pump(struct dir *d) {
       } else if (errno != EAGAIN && errno != EINTR) {
         // What was read before the error still goes out.
         d->eof = true;
+        d->src_dead = true;
         if (!d->err) d->err = errno;
         progress = true;
       }
@@ -180,6 +184,9 @@ static void pair_close(struct relay_engine *e, struct pair *p, int err) {
 static void pair_pump(struct relay_engine *e, struct pair *p) {
   if (p->closed) return;
   for (int i = 0; i < 2; i++) dir_pump(&p->d[i]);
+  for (int i = 0; i < 2; i++) {
+    if (p->d[i].src_dead && !dir_done(&p->d[1 - i])) dir_fail(&p->d[1 - i], p->d[i].err);
+  }
   if (dir_done(&p->d[0]) && dir_done(&p->d[1])) pair_close(e, p, p->d[0].err ? p->d[0].err : p->d[1].err);
 }
 
@@ -293,6 +300,18 @@ fail:
   return NULL;
 }
 
+/**
+ * A peer that vanishes without a word (a killed sandbox's network namespace is simply gone) must not hold a pair,
+ * its descriptors and pipes, for as long as the other side stays quiet: probes after a minute idle, dead after two.
+ */
+static void keepalive(int fd) {
+  int on = 1, idle = 60, interval = 10, count = 6;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof on);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof idle);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &interval, sizeof interval);
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof count);
+}
+
 int relay_engine_add(struct relay_engine *e, uint64_t id, int fd_a, int fd_b, const void *head_to_b, size_t head_to_b_len,
                      const void *head_to_a, size_t head_to_a_len) {
   struct pair *p = calloc(1, sizeof *p);
@@ -307,6 +326,7 @@ int relay_engine_add(struct relay_engine *e, uint64_t id, int fd_a, int fd_b, co
     if (p->fd[i] < 0) err = -errno;
     // Shared with the caller's descriptor, which is about to be closed: the thread must never block on it.
     else if (fcntl(p->fd[i], F_SETFL, fcntl(p->fd[i], F_GETFL) | O_NONBLOCK) < 0) err = -errno;
+    else keepalive(p->fd[i]);
   }
   if (!err) err = dir_init(&p->d[0], p->fd[0], p->fd[1], head_to_b, head_to_b_len);
   if (!err) err = dir_init(&p->d[1], p->fd[1], p->fd[0], head_to_a, head_to_a_len);
