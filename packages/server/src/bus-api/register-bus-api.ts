@@ -1,9 +1,11 @@
-// Burrow's bus over HTTP under /burrow/v1: publish, subscribe (server-sent events), queues, agent keys and heartbeats.
+// Burrow's bus over HTTP under /burrow/v1: publish, subscribe (server-sent events), queues (and their depth and dead
+// letters), agent keys and heartbeats.
 // Errors leave through the app's error handler as `{"code": <status>, "message": "…"}`.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BusKeyRegistry, LivenessMonitor, type Bus, type KeyRegistry } from "@burrow/bus";
 import { registerAgentRoutes } from "./agent-routes.js";
 import { registerPublishRoutes } from "./publish-routes.js";
+import { registerQueueAdminRoutes } from "./queue-admin-routes.js";
 import { QueueGateway, registerQueueRoutes, type QueueApiDefaults } from "./queue-routes.js";
 import { registerTriggerRoutes, type SandboxBusServices } from "./trigger-routes.js";
 
@@ -34,6 +36,7 @@ export function registerBusApi(app: FastifyInstance, opts: BusApiOptions): void 
   const gateway = new QueueGateway(opts.bus, opts.queueDefaults ?? {});
   registerPublishRoutes(app, opts.bus, prefix, auth);
   registerQueueRoutes(app, gateway, prefix, auth);
+  registerQueueAdminRoutes(app, opts.bus, prefix, auth);
   registerAgentRoutes(
     app,
     opts.bus,

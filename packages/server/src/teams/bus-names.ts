@@ -2,7 +2,7 @@
 // agents by one global name, so a team's are stored as `t<8 hex of the team id>-<name>` and shown without the prefix
 // to the team's keys; the default team (the instance admin's, and every queue and agent from before teams) keeps
 // bare names. A name in another team's namespace is 404 like a queue or agent that does not exist, and the agent
-// list shows a team its own agents only.
+// and queue lists show a team its own only.
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { Caller } from "./caller.js";
@@ -44,10 +44,19 @@ export function registerBusNames(app: FastifyInstance, d: { defaultTeamId: strin
   app.addHook("onSend", async (request, reply, payload) => {
     const caller = request.caller;
     const url = request.routeOptions.url ?? "";
-    if (!caller || typeof payload !== "string" || !url.startsWith(`${BURROW}/agents`)) return payload;
+    if (!caller || typeof payload !== "string") return payload;
+    const queueList = url === `${BURROW}/queues` || url === `${BURROW}/queues/:name`;
+    if (!url.startsWith(`${BURROW}/agents`) && !(queueList && request.method === "GET")) return payload;
     const namespace = namespaceOf(caller);
     let out = payload;
-    if (url === `${BURROW}/agents` && request.method === "GET" && reply.statusCode === 200) {
+    if (url === `${BURROW}/queues` && reply.statusCode === 200) {
+      try {
+        const items = JSON.parse(payload) as unknown;
+        if (Array.isArray(items)) out = JSON.stringify(items.filter((i: Item) => ownsAgent(String(i["name"] ?? ""), namespace)).map((i: Item) => strip(i, namespace, "name")));
+      } catch {
+        return payload;
+      }
+    } else if (url === `${BURROW}/agents` && request.method === "GET" && reply.statusCode === 200) {
       try {
         const items = JSON.parse(payload) as unknown;
         if (Array.isArray(items)) out = JSON.stringify(items.filter((i: Item) => ownsAgent(String(i["agentId"] ?? ""), namespace)).map((i: Item) => strip(i, namespace)));
@@ -62,13 +71,14 @@ export function registerBusNames(app: FastifyInstance, d: { defaultTeamId: strin
   });
 }
 
+/** Whether a stored agent id or queue name is in this namespace (the default team's: no team's prefix). */
 function ownsAgent(agentId: string, namespace: string): boolean {
   return namespace === "" ? !NAMESPACE.test(agentId) : agentId.startsWith(namespace);
 }
 
-function strip(item: Item, namespace: string): Item {
-  const id = item["agentId"];
-  return namespace !== "" && typeof id === "string" && id.startsWith(namespace) ? { ...item, agentId: id.slice(namespace.length) } : item;
+function strip(item: Item, namespace: string, field = "agentId"): Item {
+  const id = item[field];
+  return namespace !== "" && typeof id === "string" && id.startsWith(namespace) ? { ...item, [field]: id.slice(namespace.length) } : item;
 }
 
 function rewrite(request: FastifyRequest, namespace: string): void {
