@@ -204,6 +204,9 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     expect(byHost).toEqual({ status: 200, body: "served by a sandbox on node B\n" });
     const byHeaders = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000" });
     expect(byHeaders).toEqual({ status: 200, body: "served by a sandbox on node B\n" });
+    // What another node already forwarded is answered where it arrives, never forwarded again (no loops).
+    const marked = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", "X-Burrow-Forwarded-By": "node-b" });
+    expect(marked.status).toBe(502);
 
     // An upgraded connection (as WebSockets are) to the sandbox through A.
     await viaA.files.write("/home/user/upgrade-echo.py", UPGRADE_ECHO);
