@@ -1,9 +1,10 @@
 // The server page: GET /burrow/v1/server/stats every 2 s — sandboxes by state, creates per minute (the create
 // counter's growth over the last minute of answers this page has seen), create and claim latency by source (the
-// share of creates the warm pool served), template builds and disk space.
+// share of creates the warm pool served), pool fill, template builds and disk space.
 import { useRef } from "preact/hooks";
 import { api } from "./api.js";
 import { bytes } from "./format.js";
+import { PoolFillCard, type PoolFillFigures } from "./pool-fill.js";
 import { usePoll } from "./use-poll.js";
 
 const POLL_MS = 2_000;
@@ -23,6 +24,7 @@ interface ServerStats {
   createLatency: Latency;
   claimLatency: Record<string, Latency>;
   builds: Record<string, number>;
+  pools?: PoolFillFigures[];
   disks: { name: string; totalBytes: number; freeBytes: number }[];
 }
 
@@ -116,6 +118,7 @@ export function ServerPage() {
             </table>
             {claims.length === 0 && <p class="muted">No creates yet.</p>}
           </div>
+          <PoolFillCard pools={data.pools ?? []} />
           <div class="card" id="builds">
             <h2>Template builds</h2>
             {Object.entries(data.builds).map(([status, n]) => (

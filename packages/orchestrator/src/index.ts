@@ -51,4 +51,4 @@ export {
   TemplateBuildError,
   type TemplateManifest,
 } from "./templates/index.js";
-export type { SandboxLogChunk } from "./orchestrator-api.js";
+export type { PoolFill, SandboxLogChunk } from "./orchestrator-api.js";

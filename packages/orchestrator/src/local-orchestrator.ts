@@ -57,7 +57,7 @@ import { TemplateBuilder } from "./templates/builder/template-builder.js";
 import { templateInfoWithEgress } from "./snapshots/snapshot-layer.js";
 import { VolumeStorage, volumeDir } from "./volumes/volume-storage.js";
 import { readSandboxLogFile } from "./sandbox-log.js";
-import type { SandboxLogChunk } from "./orchestrator-api.js";
+import type { PoolFill, SandboxLogChunk } from "./orchestrator-api.js";
 
 export interface LocalOrchestratorOptions {
   config?: Partial<OrchestratorConfig>;
@@ -326,6 +326,10 @@ export class LocalOrchestrator implements Orchestrator {
 
   onSandboxExit(listener: (sandboxId: string, reason: SandboxExitReason) => void): () => void {
     return this.live.onExit(listener);
+  }
+
+  poolFill(): PoolFill[] {
+    return this.pools.status();
   }
 
   /** Wait until the warm pool is full (start-up, benchmarks). */

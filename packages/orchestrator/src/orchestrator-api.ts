@@ -411,6 +411,25 @@ export interface SandboxLogChunk {
   next: number;
 }
 
+/** How full one pool is: the sandboxes it keeps ready for creates of its template. */
+export interface PoolFill {
+  /** The template reference the pool follows (an alias such as `base`, or a name). */
+  template: string;
+  /** `warm`: the configured pool; `prestarted`: a shipped template's, its start command already run. */
+  kind: "warm" | "prestarted";
+  /** Sandboxes the pool keeps ready when full. */
+  target: number;
+  ready: number;
+  /** Being launched to refill it (pools launch one at a time). */
+  starting: number;
+}
+
+/** Pool fill, optional like pauses. (Declared as a merge into Orchestrator above.) */
+export interface Orchestrator {
+  /** Every pool's fill now, read from memory (cheap enough for each /metrics scrape). */
+  poolFill?(): PoolFill[];
+}
+
 /** A sandbox's log, optional like pauses. (Declared as a merge into Orchestrator above.) */
 export interface Orchestrator {
   /** At most `maxBytes` of the sandbox's log from `offset`; undefined when the sandbox is unknown. */

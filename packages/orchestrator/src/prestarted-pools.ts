@@ -70,6 +70,11 @@ export class PrestartedPools {
     return undefined;
   }
 
+  /** Each pool's fill, by the template name it was made for. */
+  status(): { template: string; target: number; ready: number; starting: number }[] {
+    return [...this.pools.values()].map(({ pool }) => pool.status());
+  }
+
   /** Whether one of the pools keeps sandboxes of exactly this build. */
   serves(template: TemplateManifest): boolean {
     return [...this.pools.values()].some(({ pool }) => pool.serves(template));

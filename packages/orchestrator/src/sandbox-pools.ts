@@ -3,6 +3,7 @@
 // (prestarted-pools.ts).
 import type { OrchestratorConfig } from "./config.js";
 import type { Logger } from "./logger.js";
+import type { PoolFill } from "./orchestrator-api.js";
 import { PrestartedPools } from "./prestarted-pools.js";
 import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
 import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
@@ -63,6 +64,14 @@ export class SandboxPools {
   /** Whether a pool keeps sandboxes of exactly this build (empty or not). */
   serves(template: TemplateManifest): boolean {
     return (this.warm?.serves(template) ?? false) || this.prestarted.serves(template);
+  }
+
+  /** Every pool's fill: the warm pool (when it has a size) and the prestarted pools made so far. */
+  status(): PoolFill[] {
+    const out: PoolFill[] = [];
+    if (this.warm) out.push({ kind: "warm", ...this.warm.status() });
+    for (const s of this.prestarted.status()) out.push({ kind: "prestarted", ...s });
+    return out;
   }
 
   /** Whether the sandbox's start command already ran while it waited in a pool. */

@@ -60,6 +60,11 @@ export class WarmPool {
     return this.ready.length;
   }
 
+  /** Target size, sandboxes ready, and the one being launched (if any) to refill. */
+  status(): { template: string; target: number; ready: number; starting: number } {
+    return { template: this.opts.template, target: this.opts.size, ready: this.ready.length, starting: this.launching ? 1 : 0 };
+  }
+
   /**
    * Take a ready sandbox of exactly `template`'s build (its id and layers as they are now), or undefined when none
    * is ready. Sandboxes of a build the pool's reference no longer names are discarded first, so a stale one is

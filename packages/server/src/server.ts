@@ -36,6 +36,7 @@ import { acceptTlsOnSamePort, prepareServerTls } from "./tls/index.js";
 import { SandboxLogs } from "./logs/sandbox-logs.js";
 import { observeOrchestrator } from "./telemetry/observed-orchestrator.js";
 import { SandboxGauges } from "./metrics/sandbox-gauges.js";
+import { registerPoolGauge } from "./metrics/pool-gauge.js";
 import { registerStateGauges } from "./metrics/state-gauges.js";
 import { startTracing } from "./telemetry/tracing.js";
 import { AlertService } from "./alerts/alert-service.js";
@@ -168,6 +169,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     cleanups.push(() => logs.close());
     registerStateGauges(registry, store.sandboxes, deps.templates);
+    registerPoolGauge(registry, deps.orchestrator);
     const sandboxMetrics = new SandboxMetrics(deps.orchestrator, {
       intervalMs: cfg.metricsIntervalMs,
       retention: cfg.metricsRetention,

@@ -6,6 +6,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import type { FastifyInstance } from "fastify";
 import type { MetricObjectWithValues, MetricValue, MetricValueWithName, Registry } from "prom-client";
+import { POOL_GAUGE } from "../metrics/pool-gauge.js";
 
 export interface LatencySummary {
   count: number;
@@ -22,6 +23,14 @@ export interface DiskFigures {
   freeBytes: number;
 }
 
+export interface PoolFillFigures {
+  template: string;
+  kind: string;
+  target: number;
+  ready: number;
+  starting: number;
+}
+
 export interface ServerStats {
   time: string;
   /** Sandboxes the control plane holds, by state. */
@@ -34,6 +43,8 @@ export interface ServerStats {
   claimLatency: Record<string, LatencySummary>;
   /** Template builds by status. */
   builds: Record<string, number>;
+  /** Each pool's fill (the orchestrator's pools by template): target size, ready, starting. */
+  pools: PoolFillFigures[];
   disks: DiskFigures[];
 }
 
@@ -50,9 +61,24 @@ export function registerServerStatsRoute(app: FastifyInstance, opts: { registry:
       createLatency: summarize(valuesOf(metrics, "burrow_sandbox_create_duration_seconds").filter((v) => v.labels["result"] === "ok")),
       claimLatency: Object.fromEntries([...claims].map(([source, values]) => [source, summarize(values)])),
       builds: sumByLabel(metrics, "burrow_template_builds", "status"),
+      pools: pools(metrics),
       disks: await disks(opts.stateDir),
     };
   });
+}
+
+function pools(metrics: Metrics): PoolFillFigures[] {
+  const out = new Map<string, PoolFillFigures>();
+  for (const v of valuesOf(metrics, POOL_GAUGE)) {
+    const template = String(v.labels["template"] ?? "");
+    const kind = String(v.labels["kind"] ?? "");
+    const key = `${kind}\n${template}`;
+    let p = out.get(key);
+    if (!p) out.set(key, (p = { template, kind, target: 0, ready: 0, starting: 0 }));
+    const state = v.labels["state"];
+    if (state === "target" || state === "ready" || state === "starting") p[state] = v.value;
+  }
+  return [...out.values()];
 }
 
 function valuesOf(metrics: Metrics, name: string): MetricValueWithName<string>[] {
