@@ -1,10 +1,12 @@
 // The agent bus page: live messages on a subject pattern (SSE), a publish form, the agents that send heartbeats
-// with their up/down state (GET /burrow/v1/agents every 2 s) and dead letters as they are moved. The pattern is in the URL (?subject=), so a view can be
+// with their up/down state (GET /burrow/v1/agents every 2 s), queues with their depth and dead letters (inspect,
+// requeue, drop) and dead letters as they are moved. The pattern is in the URL (?subject=), so a view can be
 // shared and survives a reload.
 import { useState } from "preact/hooks";
 import { api } from "./api.js";
 import { BusMessages } from "./bus-messages.js";
 import { DeadLetters } from "./dead-letters.js";
+import { QueuesPanel } from "./queues-panel.js";
 import { age } from "./format.js";
 import { usePoll } from "./use-poll.js";
 
@@ -51,7 +53,11 @@ export function BusPage() {
           <Agents />
         </div>
         <div class="panel wide">
-          <h2>Dead letters</h2>
+          <h2>Queues</h2>
+          <QueuesPanel />
+        </div>
+        <div class="panel wide">
+          <h2>Dead letters as they are moved</h2>
           <DeadLetters />
         </div>
       </div>

@@ -1,7 +1,7 @@
 // Dead letters as the bus moves them: both backends publish each one on `dlq.<stream>.<durable>` with headers that
 // say why (max_deliver, terminated), from where (stream, durable, original subject and sequence) and after how many
-// deliveries. Read live from the same SSE stream as the messages; the REST API has no requeue or drop, so neither is
-// offered here. A queue's stream is QUEUE_<name>, shown as the queue's name.
+// deliveries. Read live from the same SSE stream as the messages; requeue and drop are in the queues panel
+// (queues-panel.tsx). A queue's stream is QUEUE_<name>, shown as the queue's name.
 import { useEffect, useState } from "preact/hooks";
 import { readSse } from "./sse.js";
 
