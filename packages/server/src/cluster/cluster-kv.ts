@@ -25,7 +25,9 @@ export interface ClusterKv {
 async function bucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
   try {
     // History 1: only the current record matters; revisions still increase, which is what the checks compare.
-    return await kvm.create(name, { history: 1, replicas });
+    // No direct gets: with replicas they may be served by a follower still behind a write, and a node that reads
+    // "no record" for a sandbox just created, or keeps a record it just failed to see, routes and releases wrongly.
+    return await kvm.create(name, { history: 1, replicas, allow_direct: false });
   } catch (err) {
     if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(name);
     throw err;

@@ -81,16 +81,17 @@ export class Membership {
       const entry = await this.#o.kv.get(name).catch((err: unknown) => Promise.reject(clusterError(err, `read node ${name}`)));
       if (!entry || entry.operation !== "PUT") throw new BurrowError(Code.NotFound, `node "${name}" is not in the cluster`, { reason: "node_not_found" });
       const record = { ...decodeNodeRecord(entry.value), cordoned };
+      let revision: number;
       try {
-        await this.#o.kv.update(name, encodeNodeRecord(record), entry.revision);
+        revision = await this.#o.kv.update(name, encodeNodeRecord(record), entry.revision);
       } catch (err) {
+        // Written meanwhile (a heartbeat), or read from a replica that had not caught up: read again.
         if (isRevisionConflict(err) && attempt < MAX_ATTEMPTS) continue;
         throw clusterError(err, `${cordoned ? "cordon" : "uncordon"} node ${name}`);
       }
-      const written = await this.#o.kv.get(name);
-      const mirrored = written ? this.#mirror.apply(written) : undefined;
-      if (!mirrored) throw new BurrowError(Code.NotFound, `node "${name}" left the cluster`, { reason: "node_not_found" });
-      return this.#view(mirrored, Date.now());
+      // Answered from what was written, not read back: a read may be served by a replica still behind this write.
+      this.#mirror.remember(name, record, revision);
+      return this.#view({ value: record, revision, created: new Date() }, Date.now());
     }
   }
 
