@@ -28,3 +28,4 @@ if (!only || only === "models") await (await import("./models.mjs")).runModelBen
 if (!only || only === "volumes") await (await import("./volumes.mjs")).runVolumeBenchmarks();
 if (!only || only === "tracing") await (await import("./tracing.mjs")).runTracingBenchmarks();
 if (!only || only === "egress") await (await import("./egress.mjs")).runEgressBenchmarks();
+if (!only || only === "dashboard") await (await import("./dashboard.mjs")).runDashboardBenchmarks();

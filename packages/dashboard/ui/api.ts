@@ -61,6 +61,11 @@ export interface ListedSandbox {
 export interface SandboxDetail extends ListedSandbox {
   envdAccessToken: string;
   envdVersion: string;
+  diskSizeMB?: number;
+  allowInternetAccess?: boolean;
+  lifecycle?: Record<string, unknown>;
+  network?: Record<string, unknown>;
+  volumeMounts?: { name?: string; volumeID?: string; path?: string }[];
 }
 
 export interface MetricSample {

@@ -1,34 +1,28 @@
-// The sandboxes page: the team's sandboxes polled every 2 s with their latest CPU and memory sample, a metadata
-// filter (key=value pairs, as the SDK's list filter), and the actions kill, pause, resume and set timeout.
-import { useState } from "preact/hooks";
-import { api, apiWithHeaders, sandboxPath, type ListedSandbox, type MetricSample } from "./api.js";
+// The sandboxes page: the team's sandboxes polled every 2 s, a metadata filter (key=value pairs, as the SDK's list
+// filter), a "new sandbox" form, per-row actions (sandbox-actions.tsx) and CPU/memory sparklines. The table is
+// windowed (virtual-rows.ts) and only the rows on screen fetch their metrics, so 1,000 sandboxes cost a few dozen
+// rows and requests.
+import { useEffect, useRef, useState } from "preact/hooks";
+import { apiWithHeaders, type ListedSandbox } from "./api.js";
+import { Sparkline } from "./chart.js";
 import { age, bytes } from "./format.js";
+import { metadataQuery } from "./metadata.js";
+import { loadMetrics, series, type SandboxMetric } from "./metrics.js";
+import { NewSandbox } from "./new-sandbox.js";
 import { BASE, navigate } from "./router.js";
+import { SandboxActions, type Act } from "./sandbox-actions.js";
 import { usePoll } from "./use-poll.js";
+import { useVirtualRows } from "./virtual-rows.js";
 
 const POLL_MS = 2_000;
-/** Metrics are one request per sandbox: only this many running sandboxes get a sample per round. */
-const METRICS_LIMIT = 50;
+const METRICS_POLL_MS = 5_000;
+/** The sparklines' window. */
+const METRICS_SINCE_S = 300;
 /** The list endpoint's largest page, and how many pages a round follows (X-Next-Token). */
 const PAGE_SIZE = 100;
 const MAX_PAGES = 20;
 
-interface Row extends ListedSandbox {
-  metric?: MetricSample | undefined;
-}
-
-/** "a=1, b=2" → the list endpoint's metadata query (percent-encoded pairs joined like a query string). */
-export function metadataQuery(filter: string): string | null {
-  const pairs = filter
-    .split(",")
-    .map((p) => p.trim())
-    .filter(Boolean)
-    .map((p) => p.split("=").map((s) => s.trim()));
-  if (pairs.some((p) => p.length !== 2 || !p[0])) return null;
-  return new URLSearchParams(pairs as [string, string][]).toString();
-}
-
-async function loadRows(filter: string, signal: AbortSignal): Promise<Row[]> {
+async function loadList(filter: string, signal: AbortSignal): Promise<ListedSandbox[]> {
   const list: ListedSandbox[] = [];
   let next: string | null = null;
   for (let page = 0; page < MAX_PAGES; page++) {
@@ -41,28 +35,68 @@ async function loadRows(filter: string, signal: AbortSignal): Promise<Row[]> {
     next = headers.get("x-next-token");
     if (!next) break;
   }
-  list.sort((a, b) => b.startedAt.localeCompare(a.startedAt));
-  const running = list.filter((s) => s.state === "running").slice(0, METRICS_LIMIT);
-  const samples = await Promise.all(
-    running.map((s) =>
-      api<MetricSample[]>("GET", `${sandboxPath(s.sandboxID)}/metrics`, undefined, signal).then(
-        (m) => [s.sandboxID, m.at(-1)] as const,
-        () => [s.sandboxID, undefined] as const,
-      ),
-    ),
+  return list.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || a.sandboxID.localeCompare(b.sandboxID));
+}
+
+/**
+ * Samples of the sandboxes on screen, kept across scrolling (a row that comes back shows its last ones at once).
+ * `forget` stops asking for a sandbox at once, aborting the round in flight: one being killed would answer 404.
+ */
+function useVisibleMetrics(ids: string[]): { metrics: Map<string, SandboxMetric[]>; forget: (id: string) => void } {
+  const key = ids.join(",");
+  // Scrolling changes the window on every frame: fetch once it has stopped for a moment.
+  const [settled, setSettled] = useState(key);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(key), 250);
+    return () => clearTimeout(timer);
+  }, [key]);
+  const cache = useRef(new Map<string, SandboxMetric[]>());
+  const forgotten = useRef(new Set<string>());
+  const round = useRef<AbortController | null>(null);
+  const { data } = usePoll(
+    async (signal) => {
+      const controller = new AbortController();
+      round.current = controller;
+      const linked = AbortSignal.any([signal, controller.signal]);
+      const wanted = (settled ? settled.split(",") : []).filter((id) => !forgotten.current.has(id));
+      const got = await Promise.all(wanted.map((id) => loadMetrics(id, METRICS_SINCE_S, linked).then((m) => [id, m] as const, () => null)));
+      for (const entry of got) if (entry && !forgotten.current.has(entry[0])) cache.current.set(entry[0], entry[1]);
+      return new Map(cache.current);
+    },
+    METRICS_POLL_MS,
+    [settled],
   );
-  const byId = new Map(samples);
-  return list.map((s) => ({ ...s, metric: byId.get(s.sandboxID) }));
+  const forget = (id: string) => {
+    forgotten.current.add(id);
+    cache.current.delete(id);
+    round.current?.abort();
+  };
+  return { metrics: data ?? cache.current, forget };
 }
 
 export function SandboxesPage() {
-  const [filter, setFilter] = useState("");
+  // The filter lives in the URL too (?metadata=k=v,…), so that a filtered list can be linked to and reloaded.
+  const [filter, setFilterState] = useState(() => new URLSearchParams(location.search).get("metadata") ?? "");
+  const setFilter = (value: string) => {
+    setFilterState(value);
+    history.replaceState(null, "", value ? `?${new URLSearchParams({ metadata: value })}` : location.pathname);
+  };
+  const [creating, setCreating] = useState(false);
   const [actionError, setActionError] = useState<string | null>(null);
-  const { data, error, refresh } = usePoll((signal) => loadRows(filter, signal), POLL_MS, [filter]);
-  const act = async (label: string, run: () => Promise<unknown>) => {
+  const [notice, setNotice] = useState<string | null>(null);
+  const { data, error, refresh } = usePoll((signal) => loadList(filter, signal), POLL_MS, [filter]);
+  const scroller = useRef<HTMLDivElement>(null);
+  const body = useRef<HTMLTableSectionElement>(null);
+  const rows = data ?? [];
+  const rowWindow = useVirtualRows(rows.length, scroller, body);
+  const shown = rows.slice(rowWindow.start, rowWindow.end);
+  const { metrics, forget } = useVisibleMetrics(shown.filter((s) => s.state === "running").map((s) => s.sandboxID));
+  const act: Act = async (label, run) => {
     setActionError(null);
+    setNotice(null);
     try {
-      await run();
+      const said = await run();
+      if (said) setNotice(said);
     } catch (err) {
       setActionError(`${label}: ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -80,11 +114,18 @@ export function SandboxesPage() {
           value={filter}
           onChange={(e) => setFilter(e.currentTarget.value)}
         />
-        <span class="count">{data ? `${data.length} sandbox${data.length === 1 ? "" : "es"}` : "loading…"}</span>
+        <span class="count" id="sandbox-count">{data ? `${data.length} sandbox${data.length === 1 ? "" : "es"}` : "loading…"}</span>
+        {!creating && (
+          <button id="new-sandbox-open" onClick={() => setCreating(true)}>
+            New sandbox
+          </button>
+        )}
       </div>
+      {creating && <NewSandbox act={act} onClose={() => setCreating(false)} />}
       {error && <p class="error" role="alert">{error}</p>}
       {actionError && <p class="error" role="alert">{actionError}</p>}
-      <div class="table-wrap">
+      {notice && <p class="notice" id="notice">{notice}</p>}
+      <div class="table-wrap virtual" ref={scroller} onScroll={rowWindow.onScroll}>
         <table>
           <thead>
             <tr>
@@ -98,31 +139,12 @@ export function SandboxesPage() {
               <th>Actions</th>
             </tr>
           </thead>
-          <tbody>
-            {data?.map((s) => (
-              <tr key={s.sandboxID} data-sandbox-id={s.sandboxID} data-state={s.state}>
-                <td>
-                  <a href={`${BASE}sandboxes/${s.sandboxID}`} class="open" onClick={(e) => (e.preventDefault(), navigate(`${BASE}sandboxes/${s.sandboxID}`))}>
-                    {s.sandboxID}
-                  </a>
-                </td>
-                <td class={`state ${s.state}`}>{s.state}</td>
-                <td>{s.alias ?? s.templateID}</td>
-                <td>{age(s.startedAt)}</td>
-                <td>{s.metric ? `${s.metric.cpuUsedPct.toFixed(1)}% of ${s.cpuCount}` : "–"}</td>
-                <td>{s.metric ? `${bytes(s.metric.memUsed)} / ${bytes(s.metric.memTotal)}` : `${s.memoryMB} MiB`}</td>
-                <td class="metadata">{Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(", ")}</td>
-                <td class="actions">
-                  {s.state === "running" ? (
-                    <button class="pause" onClick={() => act("pause", () => api("POST", `${sandboxPath(s.sandboxID)}/pause`, {}))}>Pause</button>
-                  ) : (
-                    <button class="resume" onClick={() => act("resume", () => api("POST", `${sandboxPath(s.sandboxID)}/connect`, { timeout: 300 }))}>Resume</button>
-                  )}
-                  <TimeoutButton onSet={(seconds) => act("set timeout", () => api("POST", `${sandboxPath(s.sandboxID)}/timeout`, { timeout: seconds }))} />
-                  <button class="kill danger" onClick={() => act("kill", () => api("DELETE", sandboxPath(s.sandboxID)))}>Kill</button>
-                </td>
-              </tr>
+          <tbody ref={body}>
+            {rowWindow.before > 0 && <tr class="spacer" style={{ height: `${rowWindow.before}px` }} aria-hidden="true" />}
+            {shown.map((s) => (
+              <Row key={s.sandboxID} sandbox={s} samples={s.state === "running" ? metrics.get(s.sandboxID) : undefined} act={act} onKill={forget} />
             ))}
+            {rowWindow.after > 0 && <tr class="spacer" style={{ height: `${rowWindow.after}px` }} aria-hidden="true" />}
           </tbody>
         </table>
       </div>
@@ -130,16 +152,32 @@ export function SandboxesPage() {
   );
 }
 
-function TimeoutButton({ onSet }: { onSet: (seconds: number) => void }) {
-  const [open, setOpen] = useState(false);
-  const [value, setValue] = useState("300");
-  if (!open) return <button class="timeout" onClick={() => setOpen(true)}>Timeout…</button>;
-  const seconds = Number(value);
-  const valid = Number.isInteger(seconds) && seconds > 0;
+function Row({ sandbox: s, samples, act, onKill }: { sandbox: ListedSandbox; samples: SandboxMetric[] | undefined; act: Act; onKill: (id: string) => void }) {
+  const last = samples?.at(-1);
+  const href = `${BASE}sandboxes/${s.sandboxID}`;
   return (
-    <span class="timeout-edit">
-      <input type="number" min="1" value={value} onInput={(e) => setValue(e.currentTarget.value)} aria-label="timeout in seconds" />
-      <button disabled={!valid} onClick={() => (setOpen(false), onSet(seconds))}>Set</button>
-    </span>
+    <tr data-sandbox-id={s.sandboxID} data-state={s.state}>
+      <td>
+        <a href={href} class="open" onClick={(e) => (e.preventDefault(), navigate(href))}>
+          {s.sandboxID}
+        </a>
+      </td>
+      <td class={`state ${s.state}`}>{s.state}</td>
+      <td>{s.alias ?? s.templateID}</td>
+      <td>{age(s.startedAt)}</td>
+      <td class="cpu">
+        <Sparkline points={series(samples ?? [], (m) => m.cpuUsedPct)} max={100} label="CPU %" /> {last ? `${last.cpuUsedPct.toFixed(1)}% of ${s.cpuCount}` : ""}
+      </td>
+      <td class="mem">
+        <Sparkline points={series(samples ?? [], (m) => m.memUsed)} max={last?.memTotal || s.memoryMB * 1024 * 1024} label="memory" />{" "}
+        {last ? `${bytes(last.memUsed)} / ${bytes(last.memTotal)}` : `${s.memoryMB} MiB`}
+      </td>
+      <td class="metadata" title={Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(", ")}>
+        {Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(", ")}
+      </td>
+      <td class="actions">
+        <SandboxActions sandbox={s} act={act} onKill={onKill} />
+      </td>
+    </tr>
   );
 }
