@@ -54,4 +54,22 @@ describe("dashboard sandbox page", () => {
     await dash.shot("sandbox-details");
     expect(dash.errors).toEqual([]);
   });
+
+  it("fits a phone-sized screen, the sandbox's page and the list", { timeout: 60_000 }, async () => {
+    const phone = await openDashboard(env, { width: 390, height: 844 });
+    try {
+      await phone.open(`sandboxes/${sandbox!.sandboxId}`);
+      await phone.page.waitForSelector("#terminal-status:has-text('connected')", { timeout: 30_000 });
+      await phone.page.waitForSelector("#process-list tbody tr");
+      expect(await phone.page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      await phone.shot("sandbox-phone");
+      await phone.open("");
+      await phone.page.locator(`tr[data-sandbox-id="${sandbox!.sandboxId}"]`).waitFor({ timeout: 15_000 });
+      expect(await phone.page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      await phone.shot("sandboxes-phone");
+      expect(phone.errors).toEqual([]);
+    } finally {
+      await phone.close();
+    }
+  });
 });

@@ -1,5 +1,5 @@
 // The sandboxes page: the team's sandboxes polled every 2 s, a metadata filter (key=value pairs, as the SDK's list
-// filter), a "new sandbox" form, per-row actions (sandbox-actions.tsx) and CPU/memory sparklines. The table is
+// filter), a "new sandbox" form, per-row actions (sandbox-actions.tsx) and CPU/memory/disk sparklines. The table is
 // windowed (virtual-rows.ts) and only the rows on screen fetch their metrics, so 1,000 sandboxes cost a few dozen
 // rows and requests.
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -135,6 +135,7 @@ export function SandboxesPage() {
               <th>Age</th>
               <th>CPU</th>
               <th>Memory</th>
+              <th>Disk</th>
               <th>Metadata</th>
               <th>Actions</th>
             </tr>
@@ -171,6 +172,9 @@ function Row({ sandbox: s, samples, act, onKill }: { sandbox: ListedSandbox; sam
       <td class="mem">
         <Sparkline points={series(samples ?? [], (m) => m.memUsed)} max={last?.memTotal || s.memoryMB * 1024 * 1024} label="memory" />{" "}
         {last ? `${bytes(last.memUsed)} / ${bytes(last.memTotal)}` : `${s.memoryMB} MiB`}
+      </td>
+      <td class="disk">
+        <Sparkline points={series(samples ?? [], (m) => m.diskUsed)} max={last?.diskTotal || 1} label="disk" /> {last ? bytes(last.diskUsed) : ""}
       </td>
       <td class="metadata" title={Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(", ")}>
         {Object.entries(s.metadata).map(([k, v]) => `${k}=${v}`).join(", ")}
