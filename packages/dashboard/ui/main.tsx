@@ -1,5 +1,5 @@
 // The dashboard's entry: sign-in gate, the header's navigation and the routes under /dashboard/ (sandboxes, one
-// sandbox, templates, one template, server, bus), so that links can be shared and reloaded.
+// sandbox, templates, one template, server, bus, triggers), so that links can be shared and reloaded.
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { storedKey, storeKey } from "./api.js";
@@ -11,6 +11,7 @@ import { ServerPage } from "./server-page.js";
 import { SignIn } from "./sign-in.js";
 import { TemplatePage } from "./template-page.js";
 import { TemplatesPage } from "./templates-page.js";
+import { TriggersPage } from "./triggers-page.js";
 import { BASE, usePath } from "./router.js";
 import "@xterm/xterm/css/xterm.css";
 import "./styles.css";
@@ -20,6 +21,7 @@ const SECTIONS = [
   { path: "templates", label: "Templates", matches: (r: string) => r === "templates" || r.startsWith("templates/") },
   { path: "server", label: "Server", matches: (r: string) => r === "server" },
   { path: "bus", label: "Bus", matches: (r: string) => r === "bus" },
+  { path: "triggers", label: "Triggers", matches: (r: string) => r === "triggers" },
 ];
 
 function Page({ route }: { route: string }) {
@@ -30,6 +32,7 @@ function Page({ route }: { route: string }) {
   if (route === "templates") return <TemplatesPage />;
   if (route === "server") return <ServerPage />;
   if (route === "bus") return <BusPage />;
+  if (route === "triggers") return <TriggersPage />;
   return <SandboxesPage />;
 }
 

@@ -103,6 +103,23 @@ export class TaskService {
     return e ? (JSON.parse(dec.decode(e.value)) as TaskStatus) : null;
   }
 
+  /**
+   * The tasks whose id starts with `idPrefix` (a trigger rule's runs are `trigger:<rule id>:<event seq>`), read from
+   * the status bucket: every key is listed, so this is for operators' views, not a hot path.
+   */
+  async list(idPrefix: string, opts: { signal?: AbortSignal } = {}): Promise<TaskStatus[]> {
+    const mine = `${this.queue.name}.`;
+    const out: TaskStatus[] = [];
+    for (const k of await this.kv.keys(opts)) {
+      if (!k.startsWith(mine)) continue;
+      const id = Buffer.from(k.slice(mine.length), "base64url").toString();
+      if (!id.startsWith(idPrefix)) continue;
+      const s = await this.get(id);
+      if (s) out.push(s);
+    }
+    return out;
+  }
+
   /** Resolves with the task's final status (succeeded or dead). */
   async wait(id: string, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): Promise<TaskStatus> {
     const timeout = AbortSignal.timeout(opts.timeoutMs ?? 300_000);

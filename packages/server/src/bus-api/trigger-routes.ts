@@ -7,6 +7,7 @@
 //   POST   /tasks {target, cmd|code, process?, terminal?, category?, maxAttempts?, …} → 201 {id, duplicate}
 //   GET    /tasks/:id[?waitMs=…]                             → 200 status (waits for a final state up to waitMs)
 import type { FastifyInstance, FastifyRequest } from "fastify";
+import type { TaskStatus } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { ServerSandboxRunner } from "../bus/sandbox-runner.js";
 import type { StoredTrigger, TriggerService } from "../bus/trigger-service.js";
@@ -25,6 +26,22 @@ const triggerParams = { type: "object", required: ["id"], properties: { id: { ty
 const taskParams = { type: "object", required: ["id"], properties: { id: { type: "string", maxLength: 256 } } } as const;
 
 /** A rule as answered: without the key that made it (the server's own record). */
+const TAIL = 2000;
+const tail = (s: string) => (s.length > TAIL ? s.slice(-TAIL) : s);
+
+function runShown(t: TaskStatus) {
+  const labels = t.spec.labels ?? {};
+  return {
+    id: t.id,
+    state: t.state,
+    attempt: t.attempt,
+    updatedAt: new Date(t.updatedAtMs).toISOString(),
+    event: { type: labels["event"] ?? null, sandboxId: labels["sandboxId"] ?? null, path: labels["path"] ?? null },
+    result: t.result ? { exitCode: t.result.exitCode, sandboxId: t.result.sandboxId ?? null, stdout: tail(t.result.stdout), stderr: tail(t.result.stderr) } : null,
+    error: t.error ?? null,
+  };
+}
+
 function shown(t: StoredTrigger): Omit<StoredTrigger, "ownerKeyId"> {
   const { ownerKeyId: _owner, ...rest } = t;
   return rest;
@@ -76,6 +93,18 @@ export function registerTriggerRoutes(app: FastifyInstance, s: SandboxBusService
     if (!t) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
     return { ...shown(t), fired: s.triggers.fired(t.id) };
   });
+
+  // A rule's runs for the dashboard's pipeline: the event each came from, the task's state and attempts, and the
+  // outcome (exit code, the tail of its output, the error); the run's settings (env, inputs) stay out.
+  app.get<{ Params: { id: string }; Querystring: { limit?: number } }>(
+    `${prefix}/triggers/:id/runs`,
+    { onRequest: auth, schema: { params: triggerParams, querystring: { type: "object", properties: { limit: { type: "integer", minimum: 1, maximum: 500 } } } } },
+    async (req) => {
+      const t = await s.triggers.get(req.params.id);
+      if (!t) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);
+      return (await s.triggers.runs(t, req.query.limit ?? 50)).map(runShown);
+    },
+  );
 
   app.delete<{ Params: { id: string } }>(`${prefix}/triggers/:id`, { onRequest: auth, schema: { params: triggerParams } }, async (req, reply) => {
     if (!(await s.triggers.delete(req.params.id))) throw new BurrowError(Code.NotFound, `trigger "${req.params.id}" not found`);

@@ -177,6 +177,14 @@ export class TriggerService {
     return this.tasks.submit({ ...spec, ...(proc ? { process: proc } : {}) });
   }
 
+  /** The tasks this generation of a rule submitted (its runs), newest event first, at most `limit`. */
+  async runs(t: StoredTrigger, limit: number, opts: { signal?: AbortSignal } = {}): Promise<TaskStatus[]> {
+    // The engine names each task after its rule id, which carries the generation (toEngineRule).
+    const prefix = `trigger:${toEngineRule(t).id}:`;
+    const seqOf = (t: TaskStatus) => Number(t.id.slice(prefix.length)) || 0;
+    return (await this.tasks.list(prefix, opts)).sort((a, b) => seqOf(b) - seqOf(a)).slice(0, limit);
+  }
+
   getTask(id: string): Promise<TaskStatus | null> {
     return this.tasks.get(id);
   }
