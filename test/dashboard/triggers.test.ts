@@ -72,4 +72,18 @@ describe("dashboard triggers page", () => {
     await dash.shot("triggers-pipeline");
     expect(dash.errors).toEqual([]);
   });
+
+  it("fits a phone-sized screen", { timeout: 120_000 }, async () => {
+    const phone = await openDashboard(env, { width: 390, height: 844 });
+    try {
+      await phone.open(`triggers?id=${encodeURIComponent(triggerId!)}`);
+      await phone.page.locator("#runs li.pipeline").first().waitFor({ timeout: 15_000 });
+      // Nothing wider than the screen: the stages wrap instead of scrolling the page sideways.
+      expect(await phone.page.evaluate("document.documentElement.scrollWidth")).toBeLessThanOrEqual(390);
+      await phone.shot("triggers-phone");
+      expect(phone.errors).toEqual([]);
+    } finally {
+      await phone.close();
+    }
+  });
 });
