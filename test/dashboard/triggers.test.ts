@@ -50,6 +50,15 @@ describe("dashboard triggers page", () => {
     expect(good.result.stdout.trim()).toBe("5");
     expect(bad).toMatchObject({ state: "dead", result: { exitCode: 3 }, error: "exit code 3" });
     expect((await call("GET", "/burrow/v1/triggers/nosuch/runs")).status).toBe(404);
+    // The failed run's task is a dead letter of the tasks queue, with the worker's error kept.
+    let letter: { data: string; lastError: string | null } | undefined;
+    for (let after = 0; !letter; ) {
+      const page = (await call("GET", `/burrow/v1/queues/tasks/dead-letters?limit=500&after=${after}`)).json as { items: { data: string; lastError: string | null }[]; next: number | null };
+      letter = page.items.find((l) => l.data.includes(bad.id));
+      if (page.next === null) break;
+      after = page.next;
+    }
+    expect(letter?.lastError).toBe("exit code 3");
 
     const { page } = dash;
     await dash.open("triggers");

@@ -11,7 +11,12 @@ export const DLQ_HEADER = {
   subject: "burrow-dlq-subject",
   seq: "burrow-dlq-seq",
   deliveries: "burrow-dlq-deliveries",
+  /** The consumer's last error, when it gave one (nack or term). */
+  error: "burrow-dlq-error",
 } as const;
+
+/** Longest error text kept with a dead letter. */
+const MAX_ERROR = 1000;
 
 export type DeadLetterReason = "max_deliver" | "terminated";
 
@@ -26,7 +31,7 @@ export function deadLetterMsgId(stream: string, seq: number): string {
 
 export function deadLetterHeaders(
   original: Readonly<Record<string, string>>,
-  info: { reason: DeadLetterReason; stream: string; durable: string; subject: string; seq: number; deliveries: number },
+  info: { reason: DeadLetterReason; stream: string; durable: string; subject: string; seq: number; deliveries: number; error?: string | undefined },
 ): Record<string, string> {
   const h: Record<string, string> = {};
   for (const [k, v] of Object.entries(original)) if (!k.startsWith("nats-")) h[k] = v;
@@ -36,5 +41,7 @@ export function deadLetterHeaders(
   h[DLQ_HEADER.subject] = info.subject;
   h[DLQ_HEADER.seq] = String(info.seq);
   h[DLQ_HEADER.deliveries] = String(info.deliveries);
+  // Header values are one line: newlines of a stack trace become spaces.
+  if (info.error) h[DLQ_HEADER.error] = info.error.replace(/[\r\n]+/g, " ").slice(0, MAX_ERROR);
   return h;
 }

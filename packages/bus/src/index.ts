@@ -2,7 +2,7 @@
 
 // ---- Bus ----
 export type {
-  Bus, BusKind, BusMsg, CallOptions, Consumer, ConsumerConfig, ConsumerInfo, DurableMsg, DurablePublishOptions, KV,
+  Bus, BusKind, BusMsg, CallOptions, Consumer, ConsumerConfig, ConsumerInfo, DeadLetterNote, DurableMsg, DurablePublishOptions, KV,
   KvEntry, KvOptions, MsgHeaders, NextOptions, PubAck, PublishOptions, Retention, StoredMessage, StreamConfig, StreamInfo, SubscribeOptions,
   Subscription,
 } from "./types.js";

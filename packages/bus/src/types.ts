@@ -88,6 +88,11 @@ export interface ConsumerConfig {
   deliverPolicy?: "all" | "new";
 }
 
+/** What a consumer says when it gives a message up: kept with the dead letter (header `burrow-dlq-error`). */
+export interface DeadLetterNote {
+  error?: string;
+}
+
 export interface DurableMsg extends BusMsg {
   readonly stream: string;
   readonly seq: number;
@@ -96,10 +101,13 @@ export interface DurableMsg extends BusMsg {
   readonly msgId: string | undefined;
   /** Acknowledge: the message is done and is not redelivered. */
   ack(): Promise<void>;
-  /** Negative-acknowledge: redeliver after `delayMs` (immediately when omitted). */
-  nak(delayMs?: number): Promise<void>;
+  /**
+   * Negative-acknowledge: redeliver after `delayMs` (immediately when omitted). `error` says why; it is kept with the
+   * dead letter when this was the last allowed delivery.
+   */
+  nak(delayMs?: number, opts?: DeadLetterNote): Promise<void>;
   /** Give up: the message goes to the dead-letter stream with reason `terminated` and is never redelivered. */
-  term(): Promise<void>;
+  term(opts?: DeadLetterNote): Promise<void>;
   /** Still working: restart the ack timer. */
   working(): Promise<void>;
 }

@@ -20,6 +20,7 @@ interface DeadLetter {
   seq: number;
   attempts: number;
   reason: string;
+  lastError: string | null;
   time: string;
   priority: number | null;
   queueSeq: number;
@@ -130,7 +131,10 @@ function QueueDeadLetters({ name, onChange }: { name: string; onChange: () => vo
               {data.items.map((d) => (
                 <tr key={d.seq} class="dead-letter" data-seq={d.seq} data-reason={d.reason}>
                   <td title={d.time}>{d.time.slice(11, 19)}</td>
-                  <td class="state error">{d.reason === "terminated" ? "given up" : "out of attempts"}</td>
+                  <td class="state error why" title={d.lastError ?? undefined}>
+                    {d.reason === "terminated" ? "given up" : "out of attempts"}
+                    {d.lastError && <div class="muted last-error">{d.lastError.slice(0, 120)}</div>}
+                  </td>
                   <td class="attempts">{d.attempts}</td>
                   <td>{d.priority ?? "–"}</td>
                   <td class="metadata">{Object.entries(d.headers).map(([k, v]) => `${k}=${v}`).join(", ")}</td>

@@ -58,7 +58,7 @@ for (const backend of ["embedded", "nats"] as const) {
       for (let attempt = 1; attempt <= 2; attempt++) {
         const m = await call("POST", `/queues/${q}/consume`, { timeoutMs: 5000 });
         expect(m.status).toBe(200);
-        expect((await call("POST", `/queues/${q}/messages/${m.json.receipt}/nack`, { delayMs: 0 })).status).toBe(204);
+        expect((await call("POST", `/queues/${q}/messages/${m.json.receipt}/nack`, { delayMs: 0, error: `failed attempt ${attempt}` })).status).toBe(204);
       }
     };
 
@@ -85,7 +85,7 @@ for (const backend of ["embedded", "nats"] as const) {
       expect(list.json.total).toBe(1);
       expect(list.json.next).toBeNull();
       const [d] = list.json.items;
-      expect(d).toMatchObject({ attempts: 2, reason: "max_deliver", priority: 6, headers: { "x-k": "v" }, data: "first", dataBase64: Buffer.from("first").toString("base64") });
+      expect(d).toMatchObject({ attempts: 2, reason: "max_deliver", lastError: "failed attempt 2", priority: 6, headers: { "x-k": "v" }, data: "first", dataBase64: Buffer.from("first").toString("base64") });
       expect(Date.parse(d.time)).toBeGreaterThan(Date.now() - 60_000);
       expect((await call("GET", `/queues/${q}/dead-letters/${d.seq}`)).json).toEqual(d);
 

@@ -184,13 +184,13 @@ export class EmbeddedBus implements Bus {
     return msg;
   }
 
-  term(stream: string, durable: string, seq: number): void {
-    const d = this.store.term(stream, durable, seq, Date.now(), "terminated");
+  term(stream: string, durable: string, seq: number, error?: string): void {
+    const d = this.store.term(stream, durable, seq, Date.now(), "terminated", error);
     if (d) this.announceDeadLetter(d, "terminated");
   }
 
-  deadLetterNow(stream: string, durable: string, seq: number): void {
-    const d = this.store.term(stream, durable, seq, Date.now(), "max_deliver");
+  deadLetterNow(stream: string, durable: string, seq: number, error?: string): void {
+    const d = this.store.term(stream, durable, seq, Date.now(), "max_deliver", error);
     if (d) this.announceDeadLetter(d, "max_deliver");
   }
 

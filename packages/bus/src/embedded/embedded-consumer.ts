@@ -68,11 +68,11 @@ export class EmbeddedConsumer implements Consumer, AckTarget {
     return Promise.resolve();
   }
 
-  nak(seq: number, delayMs: number): Promise<void> {
+  nak(seq: number, delayMs: number, error?: string): Promise<void> {
     // Nothing is left to retry after the last allowed delivery: dead-letter now rather than at the next pull.
     const max = this.cfg.maxDeliver ?? -1;
     if (max > 0 && (this.bus.store.pendingDeliveries(this.stream, this.cfg.durable, seq) ?? 0) >= max) {
-      this.bus.deadLetterNow(this.stream, this.cfg.durable, seq);
+      this.bus.deadLetterNow(this.stream, this.cfg.durable, seq, error);
       return Promise.resolve();
     }
     if (this.bus.store.reschedule(this.stream, this.cfg.durable, seq, Date.now() + Math.max(0, delayMs))) {
@@ -81,8 +81,8 @@ export class EmbeddedConsumer implements Consumer, AckTarget {
     return Promise.resolve();
   }
 
-  term(seq: number): Promise<void> {
-    this.bus.term(this.stream, this.cfg.durable, seq);
+  term(seq: number, error?: string): Promise<void> {
+    this.bus.term(this.stream, this.cfg.durable, seq, error);
     return Promise.resolve();
   }
 

@@ -1,4 +1,4 @@
-import type { BusMsg, DurableMsg, MsgHeaders } from "../types.js";
+import type { BusMsg, DeadLetterNote, DurableMsg, MsgHeaders } from "../types.js";
 import type { Claimed } from "./sqlite-store.js";
 
 export interface Responder {
@@ -22,8 +22,8 @@ export class EmbeddedMsg implements BusMsg {
 
 export interface AckTarget {
   ack(seq: number): Promise<void>;
-  nak(seq: number, delayMs: number): Promise<void>;
-  term(seq: number): Promise<void>;
+  nak(seq: number, delayMs: number, error?: string): Promise<void>;
+  term(seq: number, error?: string): Promise<void>;
   working(seq: number, deliveries: number): Promise<void>;
 }
 
@@ -44,11 +44,11 @@ export class EmbeddedDurableMsg extends EmbeddedMsg implements DurableMsg {
   ack(): Promise<void> {
     return this.target.ack(this.seq);
   }
-  nak(delayMs?: number): Promise<void> {
-    return this.target.nak(this.seq, delayMs ?? 0);
+  nak(delayMs?: number, opts?: DeadLetterNote): Promise<void> {
+    return this.target.nak(this.seq, delayMs ?? 0, opts?.error);
   }
-  term(): Promise<void> {
-    return this.target.term(this.seq);
+  term(opts?: DeadLetterNote): Promise<void> {
+    return this.target.term(this.seq, opts?.error);
   }
   working(): Promise<void> {
     return this.target.working(this.seq, this.deliveryCount);

@@ -416,7 +416,7 @@ export class SqliteStore {
     return r?.deliveries;
   }
 
-  term(stream: string, durable: string, seq: number, now: number, reason: DeadLetterReason): StoredMsg | undefined {
+  term(stream: string, durable: string, seq: number, now: number, reason: DeadLetterReason, error?: string): StoredMsg | undefined {
     return this.db.transaction(() => {
       const deliveries = this.pendingDeliveries(stream, durable, seq);
       if (deliveries === undefined) return undefined;
@@ -425,15 +425,15 @@ export class SqliteStore {
         this.st.delPending.run(stream, durable, seq);
         return undefined;
       }
-      return this.deadLetter(m, durable, deliveries, reason, now);
+      return this.deadLetter(m, durable, deliveries, reason, now, error);
     })();
   }
 
-  private deadLetter(m: StoredMsg, durable: string, deliveries: number, reason: DeadLetterReason, now: number): StoredMsg {
+  private deadLetter(m: StoredMsg, durable: string, deliveries: number, reason: DeadLetterReason, now: number, error?: string): StoredMsg {
     this.st.delPending.run(m.stream, durable, m.seq);
     if (this.streams.get(m.stream)?.cfg.retention === "workqueue") this.st.delMsg.run(m.stream, m.seq);
     const subject = deadLetterSubject(m.stream, durable);
-    const headers = deadLetterHeaders(m.headers, { reason, stream: m.stream, durable, subject: m.subject, seq: m.seq, deliveries });
+    const headers = deadLetterHeaders(m.headers, { reason, stream: m.stream, durable, subject: m.subject, seq: m.seq, deliveries, error });
     const { seq } = this.appendTx(DLQ_STREAM, subject, headers, m.data, `dlq:${m.stream}:${m.seq}`, now);
     return { stream: DLQ_STREAM, seq, subject, headers, data: m.data, msgId: undefined, ts: now };
   }

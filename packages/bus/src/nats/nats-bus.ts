@@ -275,8 +275,8 @@ export class NatsBus implements Bus {
     await this.jsm.streams.deleteMessage(stream, seq, false).catch(() => undefined); // already gone is fine
   }
 
-  async deadLetterCopy(stream: string, durable: string, seq: number, subject: string, data: Uint8Array, headers: MsgHeaders, deliveries: number, reason: DeadLetterReason): Promise<void> {
-    const h = deadLetterHeaders(headers, { reason, stream, durable, subject, seq, deliveries });
+  async deadLetterCopy(stream: string, durable: string, seq: number, subject: string, data: Uint8Array, headers: MsgHeaders, deliveries: number, reason: DeadLetterReason, error?: string): Promise<void> {
+    const h = deadLetterHeaders(headers, { reason, stream, durable, subject, seq, deliveries, error });
     const a = await this.js.publish(deadLetterSubject(stream, durable), data, { headers: toNatsHeaders(h), msgID: deadLetterMsgId(stream, seq) });
     if (!a.duplicate) this.metrics?.deadLettered.inc({ backend: "nats", reason });
   }

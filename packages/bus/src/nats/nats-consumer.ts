@@ -3,7 +3,7 @@ import { nanos } from "@nats-io/transport-node";
 import { BurrowError, Code } from "@burrow/protocol";
 import { DEFAULT_NEXT_TIMEOUT_MS } from "../names.js";
 import { Notifier } from "../signals.js";
-import type { Consumer, ConsumerConfig, ConsumerInfo, DurableMsg, NextOptions } from "../types.js";
+import type { Consumer, ConsumerConfig, ConsumerInfo, DeadLetterNote, DurableMsg, NextOptions } from "../types.js";
 import { fromNatsError } from "./nats-errors.js";
 import { NatsMsg } from "./nats-msg.js";
 import type { NatsBus } from "./nats-bus.js";
@@ -52,20 +52,20 @@ class NatsDurableMsg extends NatsMsg implements DurableMsg {
       throw fromNatsError(e, "ack");
     }
   }
-  async nak(delayMs?: number): Promise<void> {
+  async nak(delayMs?: number, opts?: DeadLetterNote): Promise<void> {
     // Nothing is left to retry after the last allowed delivery: dead-letter now instead of waiting for the advisory.
     const max = this.owner.maxDeliver;
-    if (max > 0 && this.deliveryCount >= max) return this.finish("max_deliver");
+    if (max > 0 && this.deliveryCount >= max) return this.finish("max_deliver", opts?.error);
     const body = delayMs && delayMs > 0 ? enc.encode(`-NAK ${JSON.stringify({ delay: nanos(delayMs) })}`) : enc.encode("-NAK");
     this.nc.publish(this.msg.reply!, body);
     await this.nc.flush();
   }
-  term(): Promise<void> {
-    return this.finish("terminated");
+  term(opts?: DeadLetterNote): Promise<void> {
+    return this.finish("terminated", opts?.error);
   }
 
-  private async finish(reason: "terminated" | "max_deliver"): Promise<void> {
-    await this.owner.bus.deadLetterCopy(this.stream, this.owner.durable, this.seq, this.subject, this.msg.data, this.headers, this.deliveryCount, reason);
+  private async finish(reason: "terminated" | "max_deliver", error?: string): Promise<void> {
+    await this.owner.bus.deadLetterCopy(this.stream, this.owner.durable, this.seq, this.subject, this.msg.data, this.headers, this.deliveryCount, reason, error);
     this.nc.publish(this.msg.reply!, TERM);
     await this.nc.flush();
     await this.owner.bus.dropFromWorkQueue(this.stream, this.seq);

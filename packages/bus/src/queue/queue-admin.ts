@@ -26,6 +26,8 @@ export interface DeadLetter {
   attempts: number;
   /** Why it was moved: out of attempts, or given up on by its consumer (term). */
   reason: DeadLetterReason;
+  /** The error its consumer gave with the last nack or the term, if any. */
+  lastError: string | undefined;
   /** When it was moved, ms since the epoch. */
   time: number;
   /** Its priority lane, when its subject names one. */
@@ -203,6 +205,7 @@ function toDeadLetter(m: StoredMessage): DeadLetter {
     headers,
     attempts: Number(m.headers[DLQ_HEADER.deliveries] ?? 0),
     reason,
+    lastError: m.headers[DLQ_HEADER.error],
     time: m.time,
     priority: lane ? Number(lane[1]) : undefined,
     queueSeq: Number(m.headers[DLQ_HEADER.seq] ?? 0),

@@ -39,10 +39,10 @@ export interface QueueMessage {
   readonly attempt: number;
   readonly seq: number;
   ack(): Promise<void>;
-  /** Retry later: after `delayMs`, or the queue's backoff for this attempt. */
-  nack(opts?: { delayMs?: number }): Promise<void>;
-  /** Give up now: straight to the dead-letter stream. */
-  term(): Promise<void>;
+  /** Retry later: after `delayMs`, or the queue's backoff for this attempt. `error` is kept if it was the last one. */
+  nack(opts?: { delayMs?: number; error?: string }): Promise<void>;
+  /** Give up now: straight to the dead-letter stream, with `error` when given. */
+  term(opts?: { error?: string }): Promise<void>;
   working(): Promise<void>;
 }
 
@@ -121,8 +121,8 @@ class LaneMessage implements QueueMessage {
   get attempt() { return this.m.deliveryCount; }
   get seq() { return this.m.seq; }
   ack() { return this.m.ack(); }
-  nack(o?: { delayMs?: number }) { return this.m.nak(o?.delayMs ?? this.q.backoffFor(this.m.deliveryCount)); }
-  term() { return this.m.term(); }
+  nack(o?: { delayMs?: number; error?: string }) { return this.m.nak(o?.delayMs ?? this.q.backoffFor(this.m.deliveryCount), o?.error === undefined ? undefined : { error: o.error }); }
+  term(o?: { error?: string }) { return this.m.term(o?.error === undefined ? undefined : { error: o.error }); }
   working() { return this.m.working(); }
 }
 

@@ -220,7 +220,7 @@ export class TaskWorker {
       await m.ack();
     } else if (m.attempt >= limit || permanent) {
       await this.note({ ...base, state: "dead", ...(result ? { result } : {}), error, updatedAtMs: Date.now() });
-      await m.term();
+      await m.term({ error });
     } else {
       await this.note({ ...base, state: "retrying", ...(result ? { result } : {}), error, updatedAtMs: Date.now() });
       await m.nack();

@@ -10,11 +10,11 @@ async function must(p: Promise<QueueMessage | null>): Promise<QueueMessage> {
 }
 
 /** Dead-letters `data` on `q`: through term, or a nack on its last attempt (both move it at once on both backends). */
-async function kill(q: WorkQueue, c: Awaited<ReturnType<WorkQueue["consumer"]>>, how: "term" | "nack"): Promise<void> {
+async function kill(q: WorkQueue, c: Awaited<ReturnType<WorkQueue["consumer"]>>, how: "term" | "nack", error?: string): Promise<void> {
   for (;;) {
     const m = await must(c.next({ timeoutMs: 5000 }));
-    if (how === "term") return m.term();
-    await m.nack({ delayMs: 0 });
+    if (how === "term") return m.term(error === undefined ? undefined : { error });
+    await m.nack({ delayMs: 0, ...(error !== undefined ? { error: `${error} (attempt ${m.attempt})` } : {}) });
     if (m.attempt >= q.opts.maxAttempts) return;
   }
 }
@@ -51,15 +51,17 @@ export function queueAdminSuite(get: () => { backend: BusBackend; bus: Bus }): v
       const q = await WorkQueue.open(bus, { name, maxAttempts: 2, backoffMs: [0], pollMs: 50 });
       const c = await q.consumer();
       await q.enqueue(enc("hopeless"), { priority: 7, headers: { "x-k": "v" } });
-      await kill(q, c, "nack");
+      await kill(q, c, "nack", "upstream timed out");
       await q.enqueue(enc("refused"), { priority: 1 });
-      await kill(q, c, "term");
+      await kill(q, c, "term", "bad input:\nno id");
       const page = await admin.deadLetters(name);
       expect(page.total).toBe(2);
       expect(page.next).toBeUndefined();
       const [a, b] = page.items;
       expect([dec(a!.data), a!.attempts, a!.reason, a!.priority, a!.headers]).toEqual(["hopeless", 2, "max_deliver", 7, { "x-k": "v" }]);
       expect([dec(b!.data), b!.attempts, b!.reason, b!.priority]).toEqual(["refused", 1, "terminated", 1]);
+      // The error given with the last nack, or with the term (one line).
+      expect([a!.lastError, b!.lastError]).toEqual(["upstream timed out (attempt 2)", "bad input: no id"]);
       expect(a!.time).toBeGreaterThan(Date.now() - 60_000);
       expect(Object.keys(b!.headers).some((k) => k.startsWith("burrow-dlq-"))).toBe(false);
       expect(await admin.depth(name)).toEqual({ name, ready: 0, inFlight: 0, deadLetters: 2 });

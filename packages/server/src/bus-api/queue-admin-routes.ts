@@ -13,6 +13,7 @@ function deadLetterJson(d: DeadLetter) {
     seq: d.seq,
     attempts: d.attempts,
     reason: d.reason,
+    lastError: d.lastError ?? null,
     time: new Date(d.time).toISOString(),
     priority: d.priority ?? null,
     queueSeq: d.queueSeq,

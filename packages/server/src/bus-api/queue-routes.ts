@@ -111,13 +111,21 @@ export function registerQueueRoutes(app: FastifyInstance, gw: QueueGateway, pref
     return reply.code(204).send();
   });
 
-  app.post<{ Params: { name: string; receipt: string }; Body: { delayMs?: number } | undefined }>(
+  app.post<{ Params: { name: string; receipt: string }; Body: { delayMs?: number; error?: string } | undefined }>(
     `${prefix}/queues/:name/messages/:receipt/nack`,
-    { onRequest: auth, schema: { params: receiptParams, body: { type: "object", nullable: true, properties: { delayMs: { type: "integer", minimum: 0, maximum: 86_400_000 } } } } },
+    {
+      onRequest: auth,
+      schema: {
+        params: receiptParams,
+        body: { type: "object", nullable: true, properties: { delayMs: { type: "integer", minimum: 0, maximum: 86_400_000 }, error: { type: "string", maxLength: 4096 } } },
+      },
+    },
     async (req, reply) => {
       const m = gw.take(req.params.receipt);
       const delayMs = req.body?.delayMs;
-      await m.nack(delayMs === undefined ? undefined : { delayMs });
+      const error = req.body?.error;
+      // The error is kept with the dead letter when this was the message's last attempt.
+      await m.nack(delayMs === undefined && error === undefined ? undefined : { ...(delayMs !== undefined ? { delayMs } : {}), ...(error !== undefined ? { error } : {}) });
       return reply.code(204).send();
     },
   );
