@@ -106,7 +106,8 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
         node.port = await freePort();
         // The key is configured (BURROW_API_KEY); the helper reads it from the key file, which the server then ignores.
         writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
+        // Node B keeps one pooled sandbox, so that its record's pool fill is a real one.
+        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", i === 1 ? "1" : "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
           BURROW_API_KEY: API_KEY,
           BURROW_CLUSTER_HEARTBEAT_MS: "500",
           BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
@@ -164,9 +165,20 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     const teamList = await fetch(`http://127.0.0.1:${a.port}/v2/sandboxes`, { headers: { "X-API-Key": teamKey } });
     expect(teamList.status).toBe(200);
     expect(await teamList.json()).toEqual([]);
+    // Node B's load as its heartbeats report it: its warm pool of base, filled.
+    let poolFill: unknown;
+    for (let i = 0; i < 100; i++) {
+      const listedNow = JSON.parse((await cli(a, ["node", "list", "--json"])).stdout) as { nodes: Array<{ name: string; load: { poolFill: unknown; freeMemoryBytes: number } }> };
+      const nodeB = listedNow.nodes.find((n) => n.name === "node-b")!;
+      expect(nodeB.load.freeMemoryBytes).toBeGreaterThan(0);
+      poolFill = nodeB.load.poolFill;
+      if (JSON.stringify(poolFill) === JSON.stringify([{ template: "base", ready: 1, target: 1 }])) break;
+      await new Promise((r) => setTimeout(r, 300));
+    }
+    expect(poolFill).toEqual([{ template: "base", ready: 1, target: 1 }]);
     const table = await cli(a, ["node", "list"]);
     expect(table.stdout).toMatch(/node-a \(this\)\s+up\s+no/);
-    expect(table.stdout).toMatch(/node-b\s+up\s+no/);
+    expect(table.stdout).toMatch(/node-b\s+up\s+no\s+0\s+\d+\s+base 1\/1/);
   });
 
   it("a sandbox created on node B is used through node A: connect, commands, files, a port, get, list, kill", async () => {
@@ -270,14 +282,22 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
 
   it("with one NATS server of three killed, nothing is lost and the cluster goes on", async () => {
     const before = await Sandbox.list(opts(a)).nextItems();
+    const killedAt = Date.now();
     await nats.kill(2);
-    // Heartbeats may stall while JetStream elects new leaders (a node then looks down and its sandboxes are left out
-    // of lists): wait for both nodes to be up again.
-    const bothUp = async () => {
+    // Heartbeats (and the watches that bring them) may stall while JetStream elects new leaders for what the killed
+    // server led; a node then looks down and its sandboxes are left out of lists. Wait for both nodes' heartbeats
+    // written after the kill.
+    const bothBeatSince = async (since: number) => {
       const listed = await cli(a, ["node", "list", "--json"]);
-      return listed.code === 0 && (JSON.parse(listed.stdout) as { nodes: Array<{ status: string }> }).nodes.every((n) => n.status === "up");
+      const seen = listed.code === 0 ? (JSON.parse(listed.stdout) as { nodes: Array<{ status: string; lastSeenAt: string }> }).nodes : [];
+      return seen.length === 2 && seen.every((n) => n.status === "up" && Date.parse(n.lastSeenAt) > since);
     };
-    for (let i = 0; i < 60 && !(await bothUp()); i++) await new Promise((r) => setTimeout(r, 500));
+    const waitForHeartbeats = async (since: number) => {
+      for (let i = 0; i < 120 && !(await bothBeatSince(since)); i++) await new Promise((r) => setTimeout(r, 500));
+      expect(await bothBeatSince(since), "no heartbeats of both nodes within 60 s of losing a NATS server").toBe(true);
+      process.stdout.write(`heartbeats of both nodes seen ${Date.now() - killedAt} ms after the NATS server was killed\n`);
+    };
+    await waitForHeartbeats(killedAt);
     // JetStream may need a few seconds to elect new leaders for the buckets the killed server led.
     let created: Sandbox | undefined;
     for (let i = 0; i < 10 && !created; i++) {
@@ -288,8 +308,11 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     sandboxes.push(created!);
     const viaA = await Sandbox.connect(created!.sandboxId, { ...opts(a), timeoutMs: 300_000 });
     expect((await viaA.commands.run("echo still here")).stdout).toBe("still here\n");
+    await waitForHeartbeats(Date.now());
     const after = (await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId).sort();
-    expect(after).toEqual([...before.map((s) => s.sandboxId), created!.sandboxId].sort());
+    const own = async (node: Node) => (await fetch(`http://127.0.0.1:${node.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, "X-Burrow-Forwarded-By": "test" } })).text();
+    const diag = `before ${before.map((s) => s.sandboxId)} created ${created!.sandboxId} A ${await own(a)} B ${await own(b)} nodes ${(await cli(a, ["node", "list", "--json"])).stdout}`;
+    expect(after, diag).toEqual([...before.map((s) => s.sandboxId), created!.sandboxId].sort());
     const listed = await cli(a, ["node", "list", "--json"]);
     expect((JSON.parse(listed.stdout) as { nodes: Array<{ status: string }> }).nodes.map((n) => n.status)).toEqual(["up", "up"]);
   });

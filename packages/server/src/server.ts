@@ -116,7 +116,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     if (apiKey.keyFile && apiKey.created) logger.info({ keyFile: apiKey.keyFile }, "generated API key");
 
     // A node of a cluster records its sandboxes' ownership from their create on, so it joins NATS first.
-    const cluster = cfg.cluster ? await ClusterNode.open(cfg.cluster, { logger, runningSandboxes: () => store.sandboxes.countRunning() }) : undefined;
+    const cluster = cfg.cluster ? await ClusterNode.open(cfg.cluster, { logger, runningSandboxes: () => store.sandboxes.countRunning(), poolFill: () => deps.orchestrator.poolFill?.() ?? [] }) : undefined;
     if (cluster) cleanups.push(() => cluster.close());
     const events = new SandboxEvents(logger);
     if (deps.bus) {

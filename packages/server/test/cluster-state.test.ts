@@ -13,7 +13,7 @@ import { syncOwnership } from "../src/cluster/ownership-sync.js";
 import { SandboxEvents } from "../src/lifecycle/events.js";
 
 const logger = pino({ level: "silent" });
-const load = async () => ({ freeMemoryBytes: 1, runningSandboxes: 0, poolFill: null });
+const load = async () => ({ freeMemoryBytes: 1, runningSandboxes: 0, poolFill: [{ template: "base", ready: 1, target: 2 }] });
 
 async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
@@ -52,7 +52,7 @@ describe("cluster state in JetStream KV", () => {
     await a.join("http://127.0.0.1:1");
     await b.join("http://127.0.0.1:2");
     await until(() => a.list().filter((n) => n.status === "up").length === 2);
-    expect(a.node("b")).toMatchObject({ name: "b", apiUrl: "http://127.0.0.1:2", version: "0.1.0", cordoned: false, v: 1 });
+    expect(a.node("b")).toMatchObject({ name: "b", apiUrl: "http://127.0.0.1:2", version: "0.1.0", cordoned: false, v: 1, load: { poolFill: [{ template: "base", ready: 1, target: 2 }] } });
 
     // Cordoned from a: b's heartbeats (read-modify-write with a revision check) keep it.
     const cordoned = await a.setCordoned("b", true);

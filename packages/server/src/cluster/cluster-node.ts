@@ -9,17 +9,16 @@ import type { ClusterConfig } from "./cluster-config.js";
 import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
 import { ClusterForwarder } from "./forwarder.js";
 import { Membership } from "./membership.js";
-import { sampleNodeLoad } from "./node-load.js";
+import { sampleNodeLoad, type LoadSources } from "./node-load.js";
 import { ownedOrchestrator } from "./owned-orchestrator.js";
 import { syncOwnership } from "./ownership-sync.js";
 import { SandboxOwners } from "./sandbox-owners.js";
 
 const VERSION = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
-export interface ClusterNodeDeps {
+/** Where the load in the node's record comes from. */
+export interface ClusterNodeDeps extends LoadSources {
   logger: Logger;
-  /** Running sandboxes on this node, for the load in its record. */
-  runningSandboxes: () => number;
 }
 
 export class ClusterNode {
@@ -37,16 +36,19 @@ export class ClusterNode {
     const logger = deps.logger.child({ component: "cluster", node: config.nodeName });
     const kv = await openClusterKv(config.servers, config.nodeName, config.replicas);
     try {
+      let owners: SandboxOwners | undefined;
       const membership = await Membership.open({
         kv: kv.nodes,
         nodeName: config.nodeName,
         version: VERSION,
         heartbeatMs: config.heartbeatMs,
         downAfterMs: config.downAfterMs,
-        load: () => sampleNodeLoad(deps.runningSandboxes),
+        load: () => sampleNodeLoad(deps),
         logger,
+        // Both watches share the connection and its fate: the owners' mirror is restarted with the nodes'.
+        onStaleWatch: async () => owners?.restartWatch(),
       });
-      const owners = await SandboxOwners.open(kv.owners, config.nodeName, logger);
+      owners = await SandboxOwners.open(kv.owners, config.nodeName, logger);
       return new ClusterNode(config, membership, owners, kv, logger);
     } catch (err) {
       await kv.close().catch(() => undefined);

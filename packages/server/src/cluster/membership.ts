@@ -21,6 +21,11 @@ export interface MembershipOptions {
   downAfterMs: number;
   load: () => Promise<NodeLoad>;
   logger: Logger;
+  /**
+   * Called when this node's own heartbeats stop coming back through the watch although they are written: the
+   * cluster's watches have gone silent and must be restarted. Called at most once per down window.
+   */
+  onStaleWatch?: () => Promise<void>;
 }
 
 export class Membership {
@@ -30,6 +35,9 @@ export class Membership {
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
   #apiUrl = "";
+  /** This node's last written revision and when, to tell a silent watch from a slow one. */
+  #written: { revision: number; at: number } | undefined;
+  #lastRestart = 0;
 
   private constructor(opts: MembershipOptions) {
     this.#o = opts;
@@ -53,6 +61,7 @@ export class Membership {
     this.#timer = setInterval(() => {
       // One heartbeat at a time: a slow NATS must not pile writes up.
       if (this.#beating) return;
+      this.#checkWatch();
       this.#beating = this.#writeOwn()
         .catch((err: unknown) => this.#o.logger.warn({ err }, "cluster heartbeat failed"))
         .finally(() => (this.#beating = undefined));
@@ -93,6 +102,19 @@ export class Membership {
       this.#mirror.remember(name, record, revision);
       return this.#view({ value: record, revision, created: new Date() }, Date.now());
     }
+  }
+
+  /** Restart the mirrors' watches when this node's own write from two heartbeats ago has not come back through them. */
+  #checkWatch(): void {
+    const written = this.#written;
+    const now = Date.now();
+    if (!written || now - written.at < 2 * this.#o.heartbeatMs) return;
+    if ((this.#mirror.get(this.#o.nodeName)?.revision ?? 0) >= written.revision) return;
+    if (now - this.#lastRestart < this.#o.downAfterMs) return;
+    this.#lastRestart = now;
+    this.#o.logger.warn({ writtenRevision: written.revision, mirrored: this.#mirror.get(this.#o.nodeName)?.revision }, "cluster watches went silent; restarting them");
+    // In the background: a new watch may wait for JetStream's leaders as long as writes do, and heartbeats must go on.
+    void Promise.all([this.#mirror.restart(), this.#o.onStaleWatch?.()]).catch((err: unknown) => this.#o.logger.warn({ err }, "restarting the cluster's watches failed"));
   }
 
   /** Stop the heartbeat. The record stays: others see the node go down after the window, as they would a crash. */
@@ -138,8 +160,10 @@ export class Membership {
         load,
       };
       try {
-        if (entry) await kv.update(nodeName, encodeNodeRecord(record), entry.revision);
-        else await kv.create(nodeName, encodeNodeRecord(record));
+        const revision = entry ? await kv.update(nodeName, encodeNodeRecord(record), entry.revision) : await kv.create(nodeName, encodeNodeRecord(record));
+        // Only the first write whose return is not yet mirrored counts: it is the one the watch is late with.
+        const mirrored = this.#mirror.get(nodeName)?.revision ?? 0;
+        if (!this.#written || this.#written.revision <= mirrored) this.#written = { revision, at: Date.now() };
         return;
       } catch (err) {
         // A cordon landed between the read and the write: read again so that it is kept.

@@ -1,7 +1,7 @@
 // What a node reports about itself on each heartbeat. Placement (the next slice) chooses by it.
 import { readFile } from "node:fs/promises";
 import { freemem } from "node:os";
-import type { NodeLoad } from "./node-record.js";
+import type { NodeLoad, PoolFillEntry } from "./node-record.js";
 
 /** MemAvailable (what the kernel could give without swapping), which os.freemem's MemFree understates. */
 async function availableMemory(): Promise<number> {
@@ -15,6 +15,16 @@ async function availableMemory(): Promise<number> {
   return freemem();
 }
 
-export async function sampleNodeLoad(runningSandboxes: () => number): Promise<NodeLoad> {
-  return { freeMemoryBytes: await availableMemory(), runningSandboxes: runningSandboxes(), poolFill: null };
+export interface LoadSources {
+  runningSandboxes: () => number;
+  /** The orchestrator's pools (warm and prestarted), read from its memory. */
+  poolFill: () => readonly PoolFillEntry[];
+}
+
+export async function sampleNodeLoad(sources: LoadSources): Promise<NodeLoad> {
+  return {
+    freeMemoryBytes: await availableMemory(),
+    runningSandboxes: sources.runningSandboxes(),
+    poolFill: sources.poolFill().map(({ template, ready, target }) => ({ template, ready, target })),
+  };
 }

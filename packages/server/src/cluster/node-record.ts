@@ -9,8 +9,14 @@ export interface NodeLoad {
   freeMemoryBytes: number;
   /** Sandboxes running on the node now. */
   runningSandboxes: number;
-  /** Ready pooled sandboxes over the pool's target; null while the orchestrator does not report its pool. */
-  poolFill: { ready: number; target: number } | null;
+  /** Each pool's ready sandboxes and target, by the template it keeps (empty: no pools, or none reported). */
+  poolFill: PoolFillEntry[];
+}
+
+export interface PoolFillEntry {
+  template: string;
+  ready: number;
+  target: number;
 }
 
 export interface NodeRecord {
@@ -54,6 +60,6 @@ export function decodeNodeRecord(bytes: Uint8Array): NodeRecord & Record<string,
   if (!r || typeof r !== "object" || typeof r.v !== "number" || typeof r.name !== "string" || typeof r.apiUrl !== "string") {
     throw new BurrowError(Code.DataLoss, "a node record lacks v, name or apiUrl", { reason: "bad_node_record" });
   }
-  return { cordoned: false, version: "", startedAt: "", heartbeatAt: "", load: { freeMemoryBytes: 0, runningSandboxes: 0, poolFill: null }, ...r } as NodeRecord &
+  return { cordoned: false, version: "", startedAt: "", heartbeatAt: "", load: { freeMemoryBytes: 0, runningSandboxes: 0, poolFill: [] }, ...r } as NodeRecord &
     Record<string, unknown>;
 }

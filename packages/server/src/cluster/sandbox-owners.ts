@@ -99,6 +99,11 @@ export class SandboxOwners {
     return ids.sort();
   }
 
+  /** Watch the bucket anew (see WatchedBucket.restart). */
+  restartWatch(): Promise<void> {
+    return this.mirror.restart();
+  }
+
   close(): void {
     this.mirror.close();
   }

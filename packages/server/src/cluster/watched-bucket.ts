@@ -15,21 +15,41 @@ export class WatchedBucket<T> {
   #stop: (() => void) | undefined;
   #closed = false;
 
-  private constructor(private readonly decode: (bytes: Uint8Array) => T, private readonly logger: Logger, private readonly what: string) {}
+  private constructor(
+    private readonly kv: KV,
+    private readonly decode: (bytes: Uint8Array) => T,
+    private readonly logger: Logger,
+    private readonly what: string,
+  ) {}
 
   /** Start mirroring; resolves once the watch is set up (its first values may still be arriving). */
   static async open<T>(kv: KV, decode: (bytes: Uint8Array) => T, logger: Logger, what: string): Promise<WatchedBucket<T>> {
-    const mirror = new WatchedBucket(decode, logger, what);
-    const watch = await kv.watch({ key: ">" });
-    mirror.#stop = () => watch.stop();
+    const mirror = new WatchedBucket(kv, decode, logger, what);
+    await mirror.#watch();
+    return mirror;
+  }
+
+  /**
+   * Watch anew: every key's last value comes again (newer revisions win, so nothing goes back in time), then every
+   * write. For a watch that stopped delivering: when the NATS server holding its consumer goes, the watch can stay
+   * silent without ending (seen on a 3-server cluster: no update for 15 s and more while writes went on).
+   */
+  async restart(): Promise<void> {
+    if (this.#closed) return;
+    this.#stop?.();
+    await this.#watch();
+  }
+
+  async #watch(): Promise<void> {
+    const watch = await this.kv.watch({ key: ">" });
+    this.#stop = () => watch.stop();
     void (async () => {
       try {
-        for await (const entry of watch) mirror.apply(entry);
+        for await (const entry of watch) this.apply(entry);
       } catch (err) {
-        if (!mirror.#closed) logger.error({ err, bucket: what }, "cluster bucket watch ended");
+        if (!this.#closed) this.logger.error({ err, bucket: this.what }, "cluster bucket watch ended");
       }
     })();
-    return mirror;
   }
 
   /** Take in an entry read directly (a cache miss resolved by a get), unless the watch already brought a newer one. */

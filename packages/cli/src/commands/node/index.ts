@@ -13,7 +13,7 @@ interface NodeView {
   cordoned: boolean;
   status: "up" | "down";
   lastSeenAt: string;
-  load: { freeMemoryBytes: number; runningSandboxes: number; poolFill: { ready: number; target: number } | null };
+  load: { freeMemoryBytes: number; runningSandboxes: number; poolFill: Array<{ template: string; ready: number; target: number }> };
 }
 
 const nodeList = defineCommand({
@@ -31,11 +31,12 @@ const nodeList = defineCommand({
         cordoned: n.cordoned ? "yes" : "no",
         sandboxes: n.load.runningSandboxes,
         freeMemMB: Math.round(n.load.freeMemoryBytes / 1_048_576),
+        pools: n.load.poolFill.map((p) => `${p.template} ${p.ready}/${p.target}`).join(", "),
         version: n.version,
         url: n.apiUrl,
         lastSeen: n.lastSeenAt,
       })),
-      ["name", "status", "cordoned", "sandboxes", "freeMemMB", "version", "url", "lastSeen"],
+      ["name", "status", "cordoned", "sandboxes", "freeMemMB", "pools", "version", "url", "lastSeen"],
       false,
     );
   },
