@@ -64,7 +64,6 @@ afterAll(async () => {
     nft(`delete table ip ${TABLE}\n`);
   } finally {
     await Promise.all([tunnel?.close(), socks?.close(), http?.close()]);
-    target?.closeAllConnections?.();
     await new Promise((resolve) => target.close(resolve));
   }
 });

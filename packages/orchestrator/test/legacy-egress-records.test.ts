@@ -12,7 +12,7 @@ import { readRecord } from "../src/sandbox-record.js";
 import { templateInfoWithEgress, type SnapshotManifest } from "../src/snapshots/snapshot-layer.js";
 
 const root = mkdtempSync(join(tmpdir(), "burrow-legacy-egress-"));
-const limits = { cpuCount: 1, memoryMB: 256, diskMB: 512 };
+const limits = { cpuCount: 1, memoryMB: 256, diskMB: 512, pids: 1024 };
 
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 

@@ -82,7 +82,7 @@ describe("names and leases", () => {
   });
 
   it("setup script confines the instance's ports and keeps set elements on re-run", () => {
-    const s = setupScript({ names: networkNames("abc"), denyDestinations: ["10.9.0.0/16"] });
+    const s = setupScript({ names: networkNames("abc"), gateway: "10.9.0.1", denyDestinations: ["10.9.0.0/16"] });
     expect(s).toContain('iifname "burrow-abc" counter drop');
     expect(s).toContain("ip daddr { 169.254.0.0/16, 10.9.0.0/16 }");
     expect(s).toContain('iifname "babc-*"');

@@ -43,6 +43,7 @@ describe("SecretService", () => {
     const err = (() => {
       try {
         secrets.resolveSecretPlaceholders("${e2b.secrets.mine}", bob);
+        return undefined;
       } catch (e) {
         return e;
       }

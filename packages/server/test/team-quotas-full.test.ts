@@ -12,6 +12,7 @@ import { openTeamServices, type TeamServices } from "../src/teams/team-services.
 import { UNLIMITED_QUOTAS } from "../src/teams/team-quotas.js";
 import { snapshotOwner } from "../src/admission/snapshot-quota.js";
 import type { SandboxRow } from "../src/store/sandboxes.js";
+import { DEFAULT_LIFECYCLE } from "../src/lifecycle/sandbox-lifecycle.js";
 
 let dir: string;
 let store: Store;
@@ -22,7 +23,7 @@ function row(id: string, apiKeyId: number, diskSizeMB: number): SandboxRow {
   return {
     sandboxId: id, templateId: "tmpl_base", alias: "base", clientId: "c", metadata: {}, cpuCount: 1, memoryMB: 256, diskSizeMB,
     startedAt: now, endAt: new Date(now.getTime() + 60_000), state: "running", envdVersion: "0.2.0", envdAccessToken: "t",
-    allowInternetAccess: true, apiKeyId, mcpServers: null, lifecycle: { onTimeout: "kill", autoResume: false }, timeoutSec: 60, pauseKind: null,
+    allowInternetAccess: true, apiKeyId, mcpServers: null, lifecycle: DEFAULT_LIFECYCLE, timeoutSec: 60, pauseKind: null,
   } as SandboxRow;
 }
 

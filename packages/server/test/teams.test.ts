@@ -15,6 +15,7 @@ import { openTeamServices, type TeamServices } from "../src/teams/team-services.
 import { resolveQuotaDefaults, parseQuotaPatch, TeamQuotas, UNLIMITED_QUOTAS } from "../src/teams/team-quotas.js";
 import { callerOf } from "../src/teams/caller.js";
 import type { SandboxRow } from "../src/store/sandboxes.js";
+import { DEFAULT_LIFECYCLE } from "../src/lifecycle/sandbox-lifecycle.js";
 
 let dir: string;
 let store: Store;
@@ -37,7 +38,7 @@ function row(id: string, apiKeyId: number | null): SandboxRow {
   return {
     sandboxId: id, templateId: "tmpl_base", alias: "base", clientId: "c", metadata: {}, cpuCount: 2, memoryMB: 512, diskSizeMB: 1024,
     startedAt: now, endAt: new Date(now.getTime() + 60_000), state: "running", envdVersion: "0.2.0", envdAccessToken: "t",
-    allowInternetAccess: true, apiKeyId, mcpServers: null, lifecycle: { onTimeout: "kill", autoResume: false }, timeoutSec: 60, pauseKind: null,
+    allowInternetAccess: true, apiKeyId, mcpServers: null, lifecycle: DEFAULT_LIFECYCLE, timeoutSec: 60, pauseKind: null,
   } as SandboxRow;
 }
 
