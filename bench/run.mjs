@@ -29,3 +29,4 @@ if (!only || only === "volumes") await (await import("./volumes.mjs")).runVolume
 if (!only || only === "tracing") await (await import("./tracing.mjs")).runTracingBenchmarks();
 if (!only || only === "egress") await (await import("./egress.mjs")).runEgressBenchmarks();
 if (!only || only === "dashboard") await (await import("./dashboard.mjs")).runDashboardBenchmarks();
+if (!only || only === "cluster") await (await import("./cluster.mjs")).runClusterBenchmarks();
