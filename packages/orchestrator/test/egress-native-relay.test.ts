@@ -211,6 +211,47 @@ describe("egress proxy: kernel relay", () => {
     }
   });
 
+  it("a client that resets while the upstream connection is being made leaves nothing open", async () => {
+    const quiet = createServer((s) => s.on("error", () => undefined).resume());
+    await new Promise<void>((resolve) => quiet.listen(0, "127.0.0.1", resolve));
+    const upstreamClosed = new Promise<void>((resolve) => quiet.once("connection", (s) => s.once("close", () => resolve())));
+    let clientGone: () => void = () => undefined;
+    const gone = new Promise<void>((resolve) => (clientGone = resolve));
+    const audit = new EgressAudit();
+    const proxy = await startEgressProxy({
+      gateway: "127.0.0.1",
+      ports: [upstreamPort],
+      policyOf: () => ({ sandboxId: "s", internet: true, rules: undefined }),
+      resolve4: async () => [],
+      forbidden: () => undefined,
+      audit,
+      relay: () => "native",
+      // Standing in for a slow user's proxy: connected only once the client has gone.
+      dial: async () => {
+        await gone;
+        const u = connect({ port: (quiet.address() as { port: number }).port, host: "127.0.0.1" });
+        await new Promise((resolve) => u.once("connect", resolve));
+        return u;
+      },
+    });
+    try {
+      const recorded = records(audit, 1);
+      const c = connect({ port: proxy.listeners.get(upstreamPort)!, host: "127.0.0.1" });
+      c.on("error", () => undefined);
+      c.write("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n");
+      await new Promise((r) => setTimeout(r, 100));
+      // A reset, not a FIN: a FIN is a half-close, which the relay carries (the upstream may still answer).
+      c.resetAndDestroy();
+      await new Promise((r) => setTimeout(r, 50));
+      clientGone();
+      await upstreamClosed;
+      expect((await recorded)[0]).toMatchObject({ verdict: "allowed", bytesOut: 0, bytesIn: 0 });
+    } finally {
+      await proxy.close();
+      await new Promise((resolve) => quiet.close(resolve));
+    }
+  });
+
   it("the JS relay (BURROW_EGRESS_RELAY=js) passes the same exchanges, half-close included", async () => {
     const audit = new EgressAudit();
     const { proxy, port } = await proxyWith("js", audit);

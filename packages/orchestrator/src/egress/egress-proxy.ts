@@ -63,6 +63,12 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   let kernel: NativeRelay | undefined | null;
   let closing = false;
   const relayer: Relayer = (client, upstream, first, done) => {
+    // The sandbox gave up while the upstream connection was being made (through a user's proxy, say).
+    if (client.destroyed) {
+      upstream.destroy();
+      done({ bytesOut: 0, bytesIn: 0 });
+      return;
+    }
     if ((opts.relay ?? relayKindFromEnv)() === "native" && !closing) {
       if (kernel === undefined) kernel = createNativeRelay(opts.logger) ?? null;
       if (kernel?.handOver(client, upstream, first, done)) return;

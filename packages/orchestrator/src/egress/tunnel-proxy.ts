@@ -47,6 +47,11 @@ export async function startTunnelProxy(opts: TunnelProxyOptions): Promise<Tunnel
   let kernel: NativeRelay | undefined | null;
   let closing = false;
   const relayer: Relayer = (client, upstream, done) => {
+    if (client.destroyed) {
+      upstream.destroy();
+      done({ bytesOut: 0, bytesIn: 0 });
+      return;
+    }
     if (relayKindFromEnv() === "native" && !closing) {
       if (kernel === undefined) kernel = createNativeRelay() ?? null;
       if (kernel?.handOver(client, upstream, Buffer.alloc(0), done)) return;
