@@ -14,6 +14,11 @@ export interface LatencySummary {
   meanMs: number | null;
   p50Ms: number | null;
   p95Ms: number | null;
+  /**
+   * The histogram itself: how many fell in each bucket (not cumulative), by its upper bound in milliseconds; the
+   * last entry (upToMs null) holds those above the largest bound.
+   */
+  buckets: { upToMs: number | null; count: number }[];
 }
 
 export interface DiskFigures {
@@ -123,7 +128,9 @@ function summarize(values: MetricValueWithName<string>[]): LatencySummary {
     }
     return 1000 * lower; // beyond the largest bucket: all a histogram can say is "at least this"
   };
-  return { count, meanMs: count ? (1000 * sum) / count : null, p50Ms: quantile(0.5), p95Ms: quantile(0.95) };
+  const histogram: LatencySummary["buckets"] = buckets.map((b, i) => ({ upToMs: 1000 * b.le, count: b.cumulative - (buckets[i - 1]?.cumulative ?? 0) }));
+  histogram.push({ upToMs: null, count: count - (buckets.at(-1)?.cumulative ?? 0) });
+  return { count, meanMs: count ? (1000 * sum) / count : null, p50Ms: quantile(0.5), p95Ms: quantile(0.95), buckets: histogram };
 }
 
 /** The state directory and its data mount (layers, sandboxes): either filling up stops sandboxes. */
