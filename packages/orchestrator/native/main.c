@@ -177,6 +177,7 @@ static int read_msg(int fd, struct msg *m) {
 int main(int argc, char **argv) {
   /* Nothing the caller leaked to us may reach the sandbox. */
   close_range(3, ~0U, 0);
+  if (argc > 1 && strcmp(argv[1], "--attach-volumes") == 0) return attach_main(argc, argv);
   g_arg_start = argv[0];
   g_arg_end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
   struct config cfg;

@@ -116,6 +116,8 @@ int parse_volume(const char *v, struct config *cfg, char *err, size_t errlen);
 int volume_trees(struct config *cfg, char *what, size_t whatlen); /* -1 with errno and what set */
 int attach_volumes(const struct config *cfg, struct msg *m);
 void close_volume_trees(const struct config *cfg);
+/* attach.c: the --attach-volumes mode (argv[1]), run instead of a launch; returns the exit code. */
+int attach_main(int argc, char **argv);
 
 /* mask.c */
 int mask_kernel_files(struct msg *m);

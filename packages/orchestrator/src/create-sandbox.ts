@@ -44,13 +44,24 @@ async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions)
   const { host, pools } = deps;
   const template = await inSpan("orchestrator.template", () => templateFor(deps, opts.template, opts.signal));
   const limits = sandboxLimits(template.defaults, opts.limits ?? {});
-  // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out; volumes are
-  // bound at launch, so a create with volumes starts a sandbox of its own.
+  // Only a pooled sandbox of this very build (template id and layers as they are now) is handed out. Volumes are
+  // bound into it before anything else (the launcher's --attach-volumes makes the mounts a launch makes); one whose
+  // attach fails is killed and the create launches a sandbox of its own, so no half-mounted sandbox is handed out.
   const volumes = opts.volumeMounts ?? [];
-  let sandbox = volumes.length === 0 ? pools.take(template) : undefined;
+  const taken = pools.take(template);
+  let sandbox = taken;
+  if (taken && volumes.length > 0) {
+    try {
+      await inSpan("orchestrator.attach_volumes", () => host.attachVolumes(taken, volumes, opts.signal));
+    } catch (error) {
+      await host.destroy(taken).catch(() => undefined);
+      if (opts.signal?.aborted) throw error;
+      sandbox = undefined;
+    }
+  }
   const createdFrom = sandbox ? "pool" : "launch";
   // The template has a pool and it had nothing ready: this create waits for a launch (alerts: pool_exhausted).
-  const poolEmpty = !sandbox && volumes.length === 0 && pools.serves(template);
+  const poolEmpty = !taken && pools.serves(template);
   if (!sandbox) {
     sandbox = await inSpan("orchestrator.launch", () =>
       host.launch(template, limits, {

@@ -82,7 +82,8 @@ export interface CreateSandboxOptions {
   egress?: EgressRuleLists;
   /**
    * Volumes (createVolume) bound read-write into the sandbox, each at its absolute path, for as long as it lives
-   * (cold boots included). A create with volumes always launches a fresh sandbox: pooled ones are already running.
+   * (cold boots included). A pooled sandbox gets them bound in before the create returns; when that fails it is
+   * killed and the create launches one with them instead.
    */
   volumeMounts?: VolumeMount[];
   signal?: AbortSignal;

@@ -19,6 +19,7 @@ import { removeTree } from "./storage/remove-tree.js";
 import { writeRecord, type SandboxRecordFile } from "./sandbox-record.js";
 import type { TemplateManifest } from "./templates/template-store.js";
 import type { VolumeMount } from "./orchestrator-api.js";
+import { attachVolumes } from "./volumes/attach-volumes.js";
 import { volumeDir } from "./volumes/volume-storage.js";
 import type { CgroupManager, NetworkManager, NetworkReservation, SandboxCgroup, SandboxLimits, SandboxNetwork } from "./types.js";
 
@@ -264,6 +265,28 @@ export class SandboxHost {
   private async envdReady(reservation: NetworkReservation, log: string, signal: AbortSignal | undefined): Promise<void> {
     await Promise.all([reservation.firewall, envdListening(log, { timeoutMs: ENVD_LISTENING_HINT_MS, signal })]);
     await waitForEnvd(envdAt(reservation.network.ip), { timeoutMs: this.deps.config.envdReadyTimeoutMs, signal });
+  }
+
+  /**
+   * Bind volumes into a running sandbox (a pooled one claimed with volumeMounts) as a launch with them would, and
+   * keep them in its in-memory record (the claim writes it) for cold boots. Rejects when any mount failed: the
+   * caller destroys the sandbox, whose mount namespace may hold the volumes mounted before the failure.
+   */
+  async attachVolumes(sandbox: HostedSandbox, volumes: readonly VolumeMount[], signal?: AbortSignal): Promise<void> {
+    const { config } = this.deps;
+    const { record } = sandbox;
+    await attachVolumes(
+      {
+        reaper: this.deps.reaper,
+        pid: record.pid,
+        uidBase: config.uidBase,
+        uidCount: config.uidCount,
+        hostUidBase: record.hostUidBase ?? config.uidBase,
+        volumes: volumes.map((v) => ({ hostDir: volumeDir(config.stateDir, v.volumeId), path: v.path })),
+      },
+      signal,
+    );
+    sandbox.record = { ...record, volumes: volumes.map((v) => ({ volumeId: v.volumeId, path: v.path })) };
   }
 
   /** Change the disk limit of a running sandbox (a pooled one claimed with other limits). */
