@@ -1,6 +1,7 @@
 // Volumes through the official e2b SDK against a real in-process Burrow: the time to create a sandbox with one
-// volume mounted beside one without (both launched fresh, pool size 0: a create with volumes never takes a pooled
-// sandbox, since its mounts are made at launch), and write+read throughput inside a sandbox on the volume beside
+// volume mounted beside one without, both launched fresh (pool size 0), then both from a warm pool (a pooled
+// sandbox has the volume bound in by the launcher's --attach-volumes mode before the create returns; each create
+// waits for a full pool first), and write+read throughput inside a sandbox on the volume beside
 // its own writable layer (dd, fsync'd writes; reads of the same file, from the page cache).
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -51,6 +52,7 @@ export async function runVolumeBenchmarks() {
       await sandbox.kill();
     }
     report("create with one volume mounted, p50", median(mounted), "ms", median(plain), "create without", "≤ 1.10×");
+    await pooledCreates();
 
     const sandbox = await Sandbox.create("base", { ...opts, timeoutMs: 600_000, volumeMounts: { "/data": volume } });
     const layer = await throughput(sandbox, "/home/user");
@@ -58,6 +60,47 @@ export async function runVolumeBenchmarks() {
     report(`write ${MB} MiB (fsync) on the volume`, onVolume.write, "MB/s", layer.write, "writable layer");
     report(`read ${MB} MiB on the volume`, onVolume.read, "MB/s", layer.read, "writable layer");
     await sandbox.kill();
+    await Volume.destroy(volume.volumeId, opts);
+  } finally {
+    await stopBurrow(burrow);
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** Pooled creates with and without a volume, alternated, each from a full pool, on a server of its own. */
+async function pooledCreates() {
+  const stateDir = mkdtempSync("/var/tmp/burrow-bench-volumes-pool-");
+  const instance = `v${randomBytes(2).toString("hex")}`;
+  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 2 } });
+  const { opts } = burrow;
+  const poolFull = async () => {
+    for (;;) {
+      const text = await (await fetch(`${burrow.url}/metrics`)).text();
+      const value = (state) => Number(new RegExp(`^burrow_pool_sandboxes\\{[^}]*kind="warm"[^}]*state="${state}"[^}]*\\} (\\d+)`, "m").exec(text)?.[1] ?? -1);
+      if (value("target") > 0 && value("ready") === value("target")) return;
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  };
+  try {
+    const volume = await Volume.create("bench-pool", opts);
+    const plain = [];
+    const mounted = [];
+    let pooled = 0;
+    for (let i = 0; i <= RUNS; i++) {
+      let sandbox;
+      await poolFull();
+      const p = await timeMs(async () => (sandbox = await Sandbox.create("base", opts)));
+      await sandbox.kill();
+      await poolFull();
+      const m = await timeMs(async () => (sandbox = await Sandbox.create("base", { ...opts, volumeMounts: { "/data": volume } })));
+      await sandbox.kill();
+      // The first of each warms the page cache and is left out.
+      if (i > 0) plain.push(p), mounted.push(m);
+    }
+    const claims = await (await fetch(`${burrow.url}/metrics`)).text();
+    pooled = Number(/^burrow_sandbox_claim_duration_seconds_count\{source="pool"\} (\d+)/m.exec(claims)?.[1] ?? 0);
+    process.stdout.write(`pooled creates: ${pooled} of ${2 * (RUNS + 1)}\n`);
+    report("pooled create with one volume mounted, p50", median(mounted), "ms", median(plain), "pooled create without", "≤ 2×");
     await Volume.destroy(volume.volumeId, opts);
   } finally {
     await stopBurrow(burrow);
