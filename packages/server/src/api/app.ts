@@ -32,6 +32,7 @@ import { registerTemplateApi, type TemplateBuildService } from "../templates-api
 import { sharedSchemas } from "./schemas.js";
 import { registerTemplateAliasRoute } from "./templates/aliases.js";
 import type { Bus, LivenessMonitor } from "@burrow/bus";
+import { registerLifecycleStream } from "./sandboxes/lifecycle-stream.js";
 import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 import { registerCheckpointApi } from "./checkpoints/index.js";
 import { registerSecretRoutes } from "./secrets/index.js";
@@ -138,6 +139,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   }
   // The API-key hook registered above already guards these routes.
   if (opts.bus) registerBusApi(app, { bus: opts.bus, authenticate: async () => {}, services: opts.busServices, liveness: opts.liveness });
+  if (opts.bus) registerLifecycleStream(app, ctx, opts.bus);
   registerLogRoutes(app, ctx, opts.logs);
   if (opts.alerts) registerAlertRoutes(app, opts.alerts);
   if (opts.cluster) registerClusterRoutes(app, opts.cluster);
