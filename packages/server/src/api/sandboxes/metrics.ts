@@ -1,10 +1,13 @@
-// GET /sandboxes/:sandboxID/metrics?start=&end= — resource samples (unix-second bounds, inclusive).
+// GET /sandboxes/:sandboxID/metrics?start=&end= — resource samples (unix-second bounds, inclusive); the batched
+// GET /sandboxes/metrics (metrics-batch.ts) is registered with it.
 import type { FastifyInstance } from "fastify";
 import type { ApiContext } from "../context.js";
 import { errorResponses, sandboxIdParams } from "../schemas.js";
+import { registerMetricsBatchRoute } from "./metrics-batch.js";
 import { toSandboxMetric } from "./serialize.js";
 
 export function registerMetricsRoute(app: FastifyInstance, ctx: ApiContext): void {
+  registerMetricsBatchRoute(app, ctx);
   app.get<{ Params: { sandboxID: string }; Querystring: { start?: number; end?: number } }>(
     "/sandboxes/:sandboxID/metrics",
     {
