@@ -5,7 +5,8 @@
  * directory, and attach_volumes creates each mount point as sandbox root without following
  * symlinks and moves the tree there, exactly as the sandbox child does after pivot_root. Prints
  * {"attached":N} or the launcher's {"error","step"} line. Usage:
- *   --attach-volumes PID --uid-base B --uid-count C --host-base H --volume HOST=PATH... */
+ *   --attach-volumes PID --start-time T --uid-base B --uid-count C --host-base H --volume HOST=PATH...
+ * T is field 22 of /proc/PID/stat as recorded at launch: a pid reused by another process is refused. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -36,6 +37,25 @@ static int parse_num(const char *s, unsigned long *out) {
   return 0;
 }
 
+/* Field 22 (starttime) of /proc/PID/stat; the comm field may hold spaces and parentheses, so count from the last ')'. */
+static int start_time_of(unsigned long pid, unsigned long long *out) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%lu/stat", pid);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  char *p = strrchr(buf, ')');
+  if (!p) return -1;
+  /* After ')' come fields 3…; starttime is the 20th of them. */
+  for (int field = 2; field < 22 && p; field++) p = strchr(p + 1, ' ');
+  if (!p) return -1;
+  *out = strtoull(p + 1, NULL, 10);
+  return 0;
+}
+
 static int open_ns(unsigned long pid, const char *which) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%lu/%s", pid, which);
@@ -46,13 +66,14 @@ int attach_main(int argc, char **argv) {
   struct config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.uid_count = 65536;
-  unsigned long pid = 0;
+  unsigned long pid = 0, start_time = 0;
   char err[512];
   for (int i = 1; i < argc; i += 2) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!v) return report_error(1, "args", "option without a value"), 2;
     int bad = 0;
     if (strcmp(a, "--attach-volumes") == 0) bad = parse_num(v, &pid) || pid < 2;
+    else if (strcmp(a, "--start-time") == 0) bad = parse_num(v, &start_time);
     else if (strcmp(a, "--uid-base") == 0) bad = parse_num(v, &cfg.uid_base);
     else if (strcmp(a, "--uid-count") == 0) bad = parse_num(v, &cfg.uid_count);
     else if (strcmp(a, "--host-base") == 0) bad = parse_num(v, &cfg.host_base);
@@ -64,14 +85,20 @@ int attach_main(int argc, char **argv) {
     }
     if (bad) return snprintf(err, sizeof err, "bad %s %s", a, v), report_error(1, "args", err), 2;
   }
-  if (!pid || !cfg.uid_base || !cfg.host_base || !cfg.n_volumes || cfg.uid_base + cfg.uid_count > 0xFFFFFFFFUL)
-    return report_error(1, "args", "need --attach-volumes PID, --uid-base, --host-base and at least one --volume"), 2;
+  if (!pid || !start_time || !cfg.uid_base || !cfg.host_base || !cfg.n_volumes || cfg.uid_base + cfg.uid_count > 0xFFFFFFFFUL)
+    return report_error(1, "args", "need --attach-volumes PID, --start-time, --uid-base, --host-base and at least one --volume"), 2;
   /* The launcher idmaps volumes exactly when the sandbox runs in a host range of its own. */
   cfg.ranges_base = cfg.host_base != cfg.uid_base;
 
   /* Everything of the sandbox is opened before any of it is entered, while host paths still resolve. */
   int userns = open_ns(pid, "ns/user"), mntns = open_ns(pid, "ns/mnt"), root = open_ns(pid, "root");
   if (userns < 0 || mntns < 0 || root < 0) return fail("attach", "namespaces of sandbox init %s", argv[2]);
+  /* Checked after the opens: what they opened belongs to the init that started at start_time. */
+  unsigned long long now_start = 0;
+  if (start_time_of(pid, &now_start) || now_start != start_time) {
+    errno = ESRCH;
+    return fail("attach", "sandbox init %s is gone (its pid is not the recorded process)", argv[2]);
+  }
   char what[600];
   if (volume_trees(&cfg, what, sizeof what)) return fail("volume", "%s", what);
   if (setns(userns, CLONE_NEWUSER)) return fail("attach", "enter the user namespace of %s", argv[2]);

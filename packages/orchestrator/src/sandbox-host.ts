@@ -279,6 +279,7 @@ export class SandboxHost {
       {
         reaper: this.deps.reaper,
         pid: record.pid,
+        pidStartTime: record.pidStartTime,
         uidBase: config.uidBase,
         uidCount: config.uidCount,
         hostUidBase: record.hostUidBase ?? config.uidBase,

@@ -9,6 +9,8 @@ export interface AttachVolumesOptions {
   reaper: ReaperPaths;
   /** Host pid of the sandbox init, whose namespaces and root are entered. */
   pid: number;
+  /** Field 22 of the init's /proc/<pid>/stat at launch (its record's pidStartTime): a reused pid is refused. */
+  pidStartTime: string;
   /** Canonical host uid of sandbox root on disk (--uid-base) and the size of the range. */
   uidBase: number;
   uidCount: number;
@@ -18,7 +20,7 @@ export interface AttachVolumesOptions {
 }
 
 export function attachVolumesArgs(o: AttachVolumesOptions): string[] {
-  const args = ["--attach-volumes", String(o.pid), "--uid-base", String(o.uidBase), "--uid-count", String(o.uidCount)];
+  const args = ["--attach-volumes", String(o.pid), "--start-time", o.pidStartTime, "--uid-base", String(o.uidBase), "--uid-count", String(o.uidCount)];
   args.push("--host-base", String(o.hostUidBase));
   for (const v of o.volumes) args.push("--volume", `${v.hostDir}=${v.path}`);
   return args;
