@@ -1,4 +1,5 @@
 import { fromBody, Http, toBody, type BusClientOptions, type CallOptions, type Payload } from "./http.js";
+import { queueAdmin } from "./queue-admin.js";
 import { readSse } from "./sse.js";
 import type { SandboxEvent, SandboxEventFilter, TaskSpec, TaskStatus, Trigger, TriggerRule, Watch } from "./automation.js";
 
@@ -177,6 +178,9 @@ export class BusClient {
   };
 
   readonly queue = {
+    /** Depth and dead letters: list, depth, deadLetters, deadLetter, requeue, requeueAll, drop, dropAll. */
+    ...queueAdmin(() => this.http),
+
     enqueue: async (name: string, data: Payload, opts: CallOptions & { priority?: number; msgId?: string; headers?: Record<string, string> } = {}): Promise<{ seq: number; duplicate: boolean }> => {
       const r = await this.http.json<{ seq: number; duplicate: boolean }>(`/queues/${encodeURIComponent(name)}/messages`, "POST", {
         ...toBody(data),

@@ -4,3 +4,4 @@ export type {
   SandboxEventFilter, SandboxEvent, RunTarget, ProcessSettings, TerminalSettings, CodeSpec, FileInput,
   TriggerRule, Trigger, TaskSpec, TaskState, TaskStatus, Watch,
 } from "./automation.js";
+export type { QueueDepth, DeadLetter, DeadLetterPage } from "./queue-admin.js";
