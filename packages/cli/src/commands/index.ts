@@ -7,9 +7,10 @@ import { keyCommands } from "./key/index.js";
 import { mcp } from "./mcp.js";
 import { modelCommands } from "./models/index.js";
 import { nodeCommands } from "./node/index.js";
+import { queueCommands } from "./queue/index.js";
 import { sandboxCommands } from "./sandbox/index.js";
 import { teamCommands } from "./team/index.js";
 import { templateCommands } from "./template/index.js";
 import { up } from "./up.js";
 
-export const COMMANDS: readonly Entry[] = [up, down, ca, sandboxCommands, templateCommands, teamCommands, keyCommands, modelCommands, nodeCommands, mcp];
+export const COMMANDS: readonly Entry[] = [up, down, ca, sandboxCommands, templateCommands, teamCommands, keyCommands, modelCommands, nodeCommands, queueCommands, mcp];
