@@ -15,9 +15,11 @@ import { SandboxCharts } from "./sandbox-charts.js";
 import { SandboxEvents } from "./sandbox-events.js";
 import { SandboxSettings } from "./sandbox-settings.js";
 import { closingShells, Terminal } from "./terminal.js";
+import { useLifecycleEvents } from "./live-lifecycle.js";
 import { usePoll } from "./use-poll.js";
 
-const DETAIL_POLL_MS = 5_000;
+/** The safety net: its lifecycle events (live-lifecycle.ts) reload it at once. */
+const DETAIL_POLL_MS = 20_000;
 
 /** Resolves once the envd panels have unmounted (a render has run) and their shells are killed. */
 async function envdPanelsClosed(): Promise<void> {
@@ -34,12 +36,20 @@ export function SandboxPage({ id }: { id: string }) {
   const [generation, setGeneration] = useState(0);
   const [closing, setClosing] = useState<"kill" | "rollback" | null>(null);
   const killing = closing === "kill";
-  // Not polled while being killed: an answer after the kill would be a 404.
-  const { data: detail, error: loadError } = usePoll(
-    (signal) => (killing ? untilAborted(signal) : api<SandboxDetail>("GET", sandboxPath(id), undefined, signal)),
+  // Ended elsewhere (an SDK kill, its timeout), as its lifecycle event says: the page stays, marked, and stops asking.
+  const [ended, setEnded] = useState<string | null>(null);
+  // Not polled while being killed or once ended: an answer after the kill would be a 404.
+  const { data: detail, error: loadError, refresh } = usePoll(
+    (signal) => (killing || ended ? untilAborted(signal) : api<SandboxDetail>("GET", sandboxPath(id), undefined, signal)),
     DETAIL_POLL_MS,
-    [id, generation, killing],
+    [id, generation, killing, ended],
   );
+  useLifecycleEvents((event) => {
+    if (event === null) refresh();
+    else if (event.sandboxID !== id) return;
+    else if (event.type === "killed" || event.type === "timed_out") setEnded(event.type === "killed" ? "killed" : "timed out");
+    else refresh();
+  });
   const [error, setError] = useState<string | null>(null);
   // Only a new token makes new clients (a new terminal): the detail itself is polled.
   const sandboxId = detail?.sandboxID;
@@ -70,7 +80,7 @@ export function SandboxPage({ id }: { id: string }) {
     }
   };
   const running = detail?.state === "running";
-  const envdOpen = target && clients && running && closing === null;
+  const envdOpen = target && clients && running && closing === null && ended === null;
 
   return (
     <section class="sandbox">
@@ -87,6 +97,11 @@ export function SandboxPage({ id }: { id: string }) {
           {closing === "kill" ? "Killing…" : "Kill"}
         </button>
       </div>
+      {ended && (
+        <p class="notice" id="sandbox-ended">
+          This sandbox was {ended}.
+        </p>
+      )}
       {(error ?? loadError) && <p class="error" role="alert">{error ?? loadError}</p>}
       {detail?.state === "paused" && <p class="muted">Paused: resume it from the list to open a terminal, its processes or its files.</p>}
       {closing === "rollback" && <p class="muted" id="rolling-back">Rolling back: its processes restart…</p>}
@@ -97,7 +112,7 @@ export function SandboxPage({ id }: { id: string }) {
             <Terminal key={generation} clients={clients} />
           </div>
         )}
-        {detail && closing !== "kill" && (
+        {detail && closing !== "kill" && !ended && (
           <div class="panel wide">
             <h2>Resources</h2>
             <SandboxCharts id={id} />
@@ -127,7 +142,7 @@ export function SandboxPage({ id }: { id: string }) {
             <Logs id={id} />
           </div>
         )}
-        {detail && closing !== "kill" && (
+        {detail && closing !== "kill" && !ended && (
           <div class="panel">
             <h2>Checkpoints</h2>
             <CheckpointTree id={id} running={running} onRollback={rollback} />

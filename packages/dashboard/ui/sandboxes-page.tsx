@@ -1,7 +1,8 @@
-// The sandboxes page: the team's sandboxes polled every 2 s, a metadata filter (key=value pairs, as the SDK's list
-// filter), a "new sandbox" form, per-row actions (sandbox-actions.tsx) and CPU/memory/disk sparklines. The table is
-// windowed (virtual-rows.ts) and only the rows on screen fetch their metrics, so 1,000 sandboxes cost a few dozen
-// rows and requests.
+// The sandboxes page: the team's sandboxes, reloaded at once on each lifecycle event of the team (live-lifecycle.ts)
+// and polled every 20 s only as a safety net (for what the stream missed), a metadata filter (key=value pairs, as the
+// SDK's list filter), a "new sandbox" form, per-row actions (sandbox-actions.tsx) and CPU/memory/disk sparklines.
+// The table is windowed (virtual-rows.ts) and only the rows on screen fetch their metrics, so 1,000 sandboxes cost a
+// few dozen rows and requests.
 import { useEffect, useRef, useState } from "preact/hooks";
 import { apiWithHeaders, type ListedSandbox } from "./api.js";
 import { Sparkline } from "./chart.js";
@@ -11,10 +12,12 @@ import { loadMetrics, series, type SandboxMetric } from "./metrics.js";
 import { NewSandbox } from "./new-sandbox.js";
 import { BASE, navigate } from "./router.js";
 import { SandboxActions, type Act } from "./sandbox-actions.js";
+import { useLifecycleEvents } from "./live-lifecycle.js";
 import { usePoll } from "./use-poll.js";
 import { useVirtualRows } from "./virtual-rows.js";
 
-const POLL_MS = 2_000;
+/** The safety net: live events do the refreshing. */
+const POLL_MS = 20_000;
 const METRICS_POLL_MS = 5_000;
 /** The sparklines' window. */
 const METRICS_SINCE_S = 300;
@@ -85,6 +88,7 @@ export function SandboxesPage() {
   const [actionError, setActionError] = useState<string | null>(null);
   const [notice, setNotice] = useState<string | null>(null);
   const { data, error, refresh } = usePoll((signal) => loadList(filter, signal), POLL_MS, [filter]);
+  const live = useLifecycleEvents(() => refresh());
   const scroller = useRef<HTMLDivElement>(null);
   const body = useRef<HTMLTableSectionElement>(null);
   const rows = data ?? [];
@@ -114,6 +118,9 @@ export function SandboxesPage() {
           value={filter}
           onChange={(e) => setFilter(e.currentTarget.value)}
         />
+        <span class={`live ${live.status}`} id="live-status" data-reconnects={live.reconnects} title="lifecycle events">
+          {live.status === "live" ? "live" : live.status === "connecting" ? "connecting…" : "reconnecting…"}
+        </span>
         <span class="count" id="sandbox-count">{data ? `${data.length} sandbox${data.length === 1 ? "" : "es"}` : "loading…"}</span>
         {!creating && (
           <button id="new-sandbox-open" onClick={() => setCreating(true)}>

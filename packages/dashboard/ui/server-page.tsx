@@ -1,10 +1,12 @@
-// The server page: GET /burrow/v1/server/stats every 2 s — sandboxes by state, creates per minute (the create
-// counter's growth over the last minute of answers this page has seen), create and claim latency by source (the
-// share of creates the warm pool served), pool fill, template builds and disk space.
+// The server page: GET /burrow/v1/server/stats every 2 s, and at once on each lifecycle event (live-lifecycle.ts) —
+// sandboxes by state, creates per minute (the create counter's growth over the last minute of answers this page has
+// seen), create and claim latency by source (the share of creates the warm pool served), pool fill, template builds
+// and disk space.
 import { useRef } from "preact/hooks";
 import { api } from "./api.js";
 import { bytes } from "./format.js";
 import { PoolFillCard, type PoolFillFigures } from "./pool-fill.js";
+import { useLifecycleEvents } from "./live-lifecycle.js";
 import { usePoll } from "./use-poll.js";
 
 const POLL_MS = 2_000;
@@ -38,7 +40,7 @@ const ms = (v: number | null) => (v === null ? "–" : v < 10 ? `${v.toFixed(1)}
 
 export function ServerPage() {
   const history = useRef<Sample[]>([]);
-  const { data, error } = usePoll(
+  const { data, error, refresh } = usePoll(
     async (signal) => {
       const stats = await api<ServerStats>("GET", "/burrow/v1/server/stats", undefined, signal);
       const at = Date.parse(stats.time);
@@ -49,6 +51,7 @@ export function ServerPage() {
     POLL_MS,
     [],
   );
+  useLifecycleEvents(() => refresh());
   const samples = history.current;
   const first = samples[0];
   const last = samples.at(-1);

@@ -1,5 +1,6 @@
 // Re-runs a load every `intervalMs` while the component is mounted; a slow answer is never overtaken by the next
-// (each round starts after the previous one ended) and unmounting aborts the one in flight.
+// (each round starts after the previous one ended) and unmounting aborts the one in flight. `refresh` during a round
+// runs one more round right after it, so a burst of live events costs at most one extra request.
 import { useEffect, useRef, useState } from "preact/hooks";
 
 export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs: number, deps: unknown[]): { data: T | undefined; error: string | null; refresh: () => void } {
@@ -9,8 +10,15 @@ export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs
   useEffect(() => {
     const controller = new AbortController();
     let timer: ReturnType<typeof setTimeout> | undefined;
+    let running = false;
+    let again = false;
     const round = async () => {
       clearTimeout(timer);
+      if (running) {
+        again = true;
+        return;
+      }
+      running = true;
       try {
         const value = await load(controller.signal);
         if (controller.signal.aborted) return;
@@ -19,6 +27,13 @@ export function usePoll<T>(load: (signal: AbortSignal) => Promise<T>, intervalMs
       } catch (err) {
         if (controller.signal.aborted) return;
         setError(err instanceof Error ? err.message : String(err));
+      } finally {
+        running = false;
+      }
+      if (again) {
+        again = false;
+        void round();
+        return;
       }
       timer = setTimeout(() => void round(), intervalMs);
     };

@@ -20,7 +20,10 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
     const events = subscribeSandboxEvents(bus, { category: "lifecycle" }, { signal: controller.signal })[Symbol.asyncIterator]();
     // Pull once so the subscription exists before the client is told it is live.
     const first = events.next();
-    await bus.flush();
+    await bus.flush().catch((err: unknown) => {
+      controller.abort();
+      throw err;
+    });
     const known = new Set(ctx.teams.visibleSandboxes(caller, ctx.sandboxes.list()).map((row) => row.sandboxId));
     reply.hijack();
     const res = reply.raw;
