@@ -1,12 +1,14 @@
 // The dashboard follows lifecycle events live (GET /burrow/v1/lifecycle-events), in real Chromium against sandboxes
 // the official SDK creates, pauses and kills: each change shows within 2 s although the list's safety-net poll runs
 // every 20 s (checked: no list request in a quiet 5 s), one sandbox's page marks it killed when the SDK kills it,
-// and a stream that the server ends and then refuses is opened again and delivers events.
+// a stream that the server ends and then refuses is opened again and delivers events, and a team's key hears its own
+// team's sandboxes only.
 import { randomBytes } from "node:crypto";
 import { Sandbox } from "e2b";
 import type { Request } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { connection } from "../desktop/helpers.js";
+import { keyedApi, sdkOptions } from "../helpers/keyed-api.js";
 import { openDashboard, type DashboardPage } from "./browser-page.js";
 
 const env = inject("burrow");
@@ -14,6 +16,7 @@ const tag = `live-${randomBytes(4).toString("hex")}`;
 const LIVE_MS = 2_000;
 let dash: DashboardPage;
 const made: string[] = [];
+const teams: string[] = [];
 
 beforeAll(async () => {
   dash = await openDashboard(env);
@@ -22,6 +25,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await dash?.close().catch(() => undefined);
   await Promise.all(made.map((id) => Sandbox.kill(id, connection(env)).catch(() => undefined)));
+  for (const id of teams) await keyedApi(env.apiUrl, env.apiKey)("DELETE", `/burrow/v1/teams/${id}?force=true`).catch(() => undefined);
 });
 
 async function create(): Promise<string> {
@@ -106,6 +110,46 @@ describe("dashboard live updates", () => {
       expect(dash.errors.slice(from).filter((e) => !/ERR_CONNECTION_RESET|ERR_FAILED/.test(e))).toEqual([]);
     } finally {
       await page.unroute("**/burrow/v1/lifecycle-events");
+    }
+  });
+
+  it("passes a team's key its own team's sandbox events only", { timeout: 120_000 }, async () => {
+    const newTeam = async (label: string) => {
+      const res = await keyedApi(env.apiUrl, env.apiKey)("POST", "/burrow/v1/teams", { name: `${tag}-${label}` });
+      expect(res.status, JSON.stringify(res.json)).toBe(201);
+      teams.push(res.json.teamID as string);
+      return res.json.adminKey.key as string;
+    };
+    const keyA = await newTeam("a");
+    const keyB = await newTeam("b");
+    const controller = new AbortController();
+    const res = await fetch(`${env.apiUrl}/burrow/v1/lifecycle-events`, { headers: { "x-api-key": keyA }, signal: controller.signal });
+    expect(res.status).toBe(200);
+    const seen: string[] = [];
+    const reading = (async () => {
+      const decoder = new TextDecoder();
+      try {
+        for await (const chunk of res.body!) {
+          for (const line of decoder.decode(chunk as Uint8Array, { stream: true }).split("\n")) {
+            if (line.startsWith("data: ")) {
+              const e = JSON.parse(line.slice(6)) as { type: string; sandboxID: string };
+              seen.push(`${e.type} ${e.sandboxID}`);
+            }
+          }
+        }
+      } catch {
+        // aborted below
+      }
+    })();
+    try {
+      const other = await Sandbox.create("base", { ...sdkOptions(env.apiUrl, env.sandboxUrl, keyB), timeoutMs: 60_000 });
+      const own = await Sandbox.create("base", { ...sdkOptions(env.apiUrl, env.sandboxUrl, keyA), timeoutMs: 60_000 });
+      await other.kill();
+      await own.kill();
+      await expect.poll(() => seen, { timeout: 5_000 }).toEqual([`created ${own.sandboxId}`, `killed ${own.sandboxId}`]);
+    } finally {
+      controller.abort();
+      await reading;
     }
   });
 });
