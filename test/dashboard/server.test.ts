@@ -35,6 +35,10 @@ describe("dashboard server page", () => {
     expect(stats.creates["ok"]).toBe(await metric(/^burrow_sandbox_creates_total\{result="ok"\}/));
     expect(stats.disks.map((d) => d.name)).toContain("state");
     for (const d of stats.disks) expect(d.totalBytes).toBeGreaterThanOrEqual(d.freeBytes);
+    // The histogram's buckets add up to its count; the last one holds what is above the largest bound.
+    const latency = (stats as unknown as { createLatency: { count: number; buckets: { upToMs: number | null; count: number }[] } }).createLatency;
+    expect(latency.buckets.reduce((sum, b) => sum + b.count, 0)).toBe(latency.count);
+    expect(latency.buckets.at(-1)?.upToMs).toBeNull();
   });
 
   it("shows the running count and creates change when the SDK creates and kills a sandbox", { timeout: 120_000 }, async () => {
@@ -53,6 +57,8 @@ describe("dashboard server page", () => {
     await expect.poll(() => page.locator("#claims tbody tr").count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await expect.poll(() => page.locator("#creates-per-minute").textContent(), { timeout: 15_000 }).not.toBe("–");
     expect(await page.locator('#disks [data-disk="state"]').textContent()).toMatch(/used/);
+    // The create is in the latency histogram: at least one bar.
+    await expect.poll(() => page.locator("#create-latency-histogram rect").count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await dash.shot("server-1");
 
     await sandbox.kill();

@@ -5,6 +5,7 @@
 import { useRef } from "preact/hooks";
 import { api } from "./api.js";
 import { bytes } from "./format.js";
+import { LatencyHistogram, type LatencyBucket } from "./latency-histogram.js";
 import { PoolFillCard, type PoolFillFigures } from "./pool-fill.js";
 import { useLifecycleEvents } from "./live-lifecycle.js";
 import { usePoll } from "./use-poll.js";
@@ -17,6 +18,7 @@ interface Latency {
   meanMs: number | null;
   p50Ms: number | null;
   p95Ms: number | null;
+  buckets?: LatencyBucket[];
 }
 
 interface ServerStats {
@@ -94,6 +96,7 @@ export function ServerPage() {
               <span class="value">{ms(data.createLatency.p50Ms)}</span> <span class="muted">p50</span>
             </div>
             <div class="muted">p95 {ms(data.createLatency.p95Ms)} · mean {ms(data.createLatency.meanMs)} · n={data.createLatency.count}</div>
+            <LatencyHistogram id="create-latency-histogram" buckets={data.createLatency.buckets ?? []} />
           </div>
           <div class="card wide" id="claims">
             <h2>Claim time by source</h2>
