@@ -45,10 +45,18 @@ async function claims(): Promise<{ pool: number; launch: number }> {
 
 const sandboxesDir = () => join(env.stateDir, "sandboxes");
 
-function pooledIds(): string[] {
+/** The id `base` names now (the warm pool's template). */
+async function baseTemplateId(): Promise<string> {
+  const res = await fetch(`${env.apiUrl}/templates/aliases/base`, { headers: { "X-API-Key": env.apiKey } });
+  return ((await res.json()) as { templateID: string }).templateID;
+}
+
+/** The warm pool's sandboxes: pooled records of base (the prestarted pools of other templates hold pooled ones too). */
+function pooledIds(templateId: string): string[] {
   return readdirSync(sandboxesDir()).filter((id) => {
     try {
-      return (JSON.parse(readFileSync(join(sandboxesDir(), id, "sandbox.json"), "utf8")) as { pooled?: boolean }).pooled === true;
+      const record = JSON.parse(readFileSync(join(sandboxesDir(), id, "sandbox.json"), "utf8")) as { pooled?: boolean; templateId?: string };
+      return record.pooled === true && record.templateId === templateId;
     } catch {
       return false;
     }
@@ -58,10 +66,11 @@ function pooledIds(): string[] {
 /** Waits until the warm pool is full and every pooled sandbox is ready; returns their ids. */
 async function fullPool(): Promise<string[]> {
   const deadline = Date.now() + 120_000;
+  const base = await baseTemplateId();
   for (;;) {
     const text = await metrics();
     const value = (state: string) => Number(new RegExp(`^burrow_pool_sandboxes\\{[^}]*kind="warm"[^}]*state="${state}"[^}]*\\} (\\d+)`, "m").exec(text)?.[1] ?? -1);
-    const ids = pooledIds();
+    const ids = pooledIds(base);
     if (value("target") > 0 && value("ready") === value("target") && value("starting") === 0 && ids.length === value("target")) return ids;
     if (Date.now() > deadline) throw new Error(`the pool did not fill: ${text.split("\n").filter((l) => l.startsWith("burrow_pool")).join("; ")}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
@@ -78,7 +87,7 @@ afterAll(async () => {
 });
 
 describe("volumes on pooled sandboxes", () => {
-  it("serves a create with a volume from the pool; the mount is the launcher's and survives pause and a cold boot", async () => {
+  it("serves a create with a volume from the pool; the mount is the launcher's and survives pause and a cold boot", { timeout: 240_000 }, async () => {
     const volume = await newVolume("pooled");
     const pooled = await fullPool();
     const before = await claims();
@@ -109,7 +118,7 @@ describe("volumes on pooled sandboxes", () => {
     expect((await booted.getInfo()).volumeMounts).toEqual([{ name: volume.name, path: "/mnt/pooled" }]);
   });
 
-  it("kills a pooled sandbox whose attach fails and serves the create by a launch", async () => {
+  it("kills a pooled sandbox whose attach fails and serves the create by a launch", { timeout: 240_000 }, async () => {
     const volume = await newVolume("fallback");
     const pooled = await fullPool();
     // Every pooled sandbox gets a file where the mount point goes (a fresh launch does not).
