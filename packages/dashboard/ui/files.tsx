@@ -1,5 +1,6 @@
 // A file browser on envd: Filesystem.ListDir for a directory, GET /files to view a text file or download any
-// file, POST /files to upload into the directory shown.
+// file, POST /files to upload into the directory shown. The directory shown is watched (Filesystem.WatchDir, a
+// server stream) and listed again shortly after anything in it changes, so files the sandbox writes appear live.
 import { useEffect, useState } from "preact/hooks";
 import { filesystemPb } from "@burrow/protocol";
 import { bytes } from "./format.js";
@@ -7,6 +8,8 @@ import { readFile, uploadFile, type EnvdClients, type EnvdTarget } from "./envd.
 
 /** Larger files are offered for download only. */
 const VIEW_LIMIT = 256 * 1024;
+/** A burst of changes (an unpacked archive) is listed once, this long after its last event. */
+const RELIST_AFTER_MS = 200;
 
 interface Entry {
   name: string;
@@ -44,6 +47,32 @@ export function Files({ target, clients }: { target: EnvdTarget; clients: EnvdCl
     return () => controller.abort();
   }, [clients, dir, reload]);
 
+  // Live: watch the directory shown; a change lists it again. The watch ends with the directory (or the sandbox).
+  const [watching, setWatching] = useState(false);
+  useEffect(() => {
+    const controller = new AbortController();
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    void (async () => {
+      try {
+        for await (const res of clients.filesystem.watchDir({ path: dir, recursive: false }, { signal: controller.signal })) {
+          if (res.event.case === "start") setWatching(true);
+          if (res.event.case !== "filesystem") continue;
+          clearTimeout(timer);
+          timer = setTimeout(() => setReload((n) => n + 1), RELIST_AFTER_MS);
+        }
+      } catch {
+        // the directory went away, the sandbox ended or the page moved on: the listing still works by hand
+      } finally {
+        if (!controller.signal.aborted) setWatching(false);
+      }
+    })();
+    return () => {
+      clearTimeout(timer);
+      controller.abort();
+      setWatching(false);
+    };
+  }, [clients, dir]);
+
   const run = async (work: () => Promise<void>) => {
     try {
       setError(null);
@@ -78,6 +107,7 @@ export function Files({ target, clients }: { target: EnvdTarget; clients: EnvdCl
         <button onClick={() => setDir(parent(dir))} disabled={dir === "/"} title="parent directory">↑</button>
         <code id="files-dir">{dir}</code>
         <button onClick={() => setReload((n) => n + 1)}>Refresh</button>
+        <span id="files-live" class="muted" data-live={String(watching)}>{watching ? "live" : ""}</span>
         <label class="upload">
           Upload
           <input id="file-upload" type="file" multiple onChange={(e) => void upload(e.currentTarget.files)} />
