@@ -40,7 +40,7 @@ async function create(): Promise<string> {
  * line for a failed load has no address, so those are left out here and `failed` checks where they went.
  */
 const errorsSince = (from: number) =>
-  dash.errors.slice(from).filter((e) => !/Failed to load resource: net::ERR_|\/process\.Process\/|status of 502/.test(e));
+  dash.errors.slice(from).filter((e) => !/Failed to load resource: net::ERR_|\/process\.Process\/|\/filesystem\.Filesystem\/|status of 502/.test(e));
 
 const rowOf = (id: string) => dash.page.locator(`tr[data-sandbox-id="${id}"]`);
 const live = () => dash.page.locator("#live-status").getAttribute("class");
@@ -78,7 +78,7 @@ describe("dashboard live updates", () => {
     await dash.page.waitForSelector("#sandbox-id");
     await expect.poll(() => dash.page.locator("header nav").count()).toBe(1);
     // The detail has loaded once (its state line) before the kill.
-    await dash.page.locator(".toolbar .muted").waitFor({ timeout: 15_000 });
+    await dash.page.locator("#sandbox-summary").waitFor({ timeout: 15_000 });
     expect(await Sandbox.kill(id, connection(env))).toBe(true);
     await expect.poll(() => dash.page.locator("#sandbox-ended").textContent(), { timeout: LIVE_MS, interval: 100 }).toBe("This sandbox was killed.");
     await dash.page.waitForTimeout(500);

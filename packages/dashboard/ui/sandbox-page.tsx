@@ -89,7 +89,7 @@ export function SandboxPage({ id }: { id: string }) {
           Sandbox <code id="sandbox-id">{id}</code>
         </h1>
         {detail && (
-          <span class="muted">
+          <span class="muted" id="sandbox-summary">
             {detail.state} · {detail.alias ?? detail.templateID} · {detail.cpuCount} CPU · {detail.memoryMB} MiB · up {age(detail.startedAt)}
           </span>
         )}
