@@ -29,16 +29,17 @@ function canConnect(port: number): Promise<boolean> {
 export class NatsCluster {
   private constructor(private readonly members: Member[]) {}
 
-  static async start(size = 3): Promise<NatsCluster> {
+  /** Start `size` servers routed to each other; with `launched` < size only the first ones run (no quorum yet). */
+  static async start(size = 3, launched = size): Promise<NatsCluster> {
     const members: Member[] = [];
     for (let i = 0; i < size; i++) {
       members.push({ name: `nats-${i + 1}`, port: await freePort(), clusterPort: await freePort(), storeDir: mkdtempSync(join(tmpdir(), "burrow-natsc-")) });
     }
     const cluster = new NatsCluster(members);
     try {
-      for (const m of members) cluster.launch(m);
-      for (const m of members) await cluster.waitListening(m);
-      await cluster.waitForJetStream();
+      for (const m of members.slice(0, launched)) cluster.launch(m);
+      for (const m of members.slice(0, launched)) await cluster.waitListening(m);
+      if (launched === size) await cluster.waitForJetStream();
     } catch (err) {
       await cluster.stop();
       throw err;
@@ -49,6 +50,14 @@ export class NatsCluster {
   /** `nats://127.0.0.1:PORT` of each server. */
   get urls(): string[] {
     return this.members.map((m) => `nats://127.0.0.1:${m.port}`);
+  }
+
+  /** Launch the servers not yet running and wait for JetStream to answer. */
+  async launchRest(): Promise<void> {
+    const rest = this.members.filter((m) => !m.proc);
+    for (const m of rest) this.launch(m);
+    for (const m of rest) await this.waitListening(m);
+    await this.waitForJetStream();
   }
 
   /** SIGKILL one server (by index), as a machine lost. */

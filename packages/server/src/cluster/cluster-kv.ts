@@ -4,7 +4,9 @@
 import { connect, type NatsConnection } from "@nats-io/transport-node";
 import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
+import type { Logger } from "pino";
 import { clusterError } from "./cluster-errors.js";
+import { whenClusterAnswers } from "./cluster-retry.js";
 
 /** JetStream's "stream name already in use with a different configuration". */
 const STREAM_NAME_IN_USE = 10058;
@@ -34,7 +36,7 @@ async function bucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
   }
 }
 
-export async function openClusterKv(servers: readonly string[], nodeName: string, replicas: number): Promise<ClusterKv> {
+export async function openClusterKv(servers: readonly string[], nodeName: string, replicas: number, logger?: Logger): Promise<ClusterKv> {
   let nc: NatsConnection;
   try {
     nc = await connect({ servers: [...servers], name: `burrow-node-${nodeName}`, reconnect: true, maxReconnectAttempts: -1, reconnectTimeWait: 250 });
@@ -43,8 +45,10 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
   }
   try {
     const kvm = new Kvm(nc);
-    const nodes = await bucket(kvm, NODES_BUCKET, replicas);
-    const owners = await bucket(kvm, OWNERS_BUCKET, replicas);
+    // A replicated bucket is made by a Raft election among the servers: on a loaded machine, or while two nodes
+    // start at once, that outlasts one request's timeout. Creating is idempotent, so it is simply asked again.
+    const nodes = await whenClusterAnswers(`open bucket ${NODES_BUCKET}`, () => bucket(kvm, NODES_BUCKET, replicas), { logger });
+    const owners = await whenClusterAnswers(`open bucket ${OWNERS_BUCKET}`, () => bucket(kvm, OWNERS_BUCKET, replicas), { logger });
     return { nc, nodes, owners, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);

@@ -34,7 +34,7 @@ export class ClusterNode {
 
   static async open(config: ClusterConfig, deps: ClusterNodeDeps): Promise<ClusterNode> {
     const logger = deps.logger.child({ component: "cluster", node: config.nodeName });
-    const kv = await openClusterKv(config.servers, config.nodeName, config.replicas);
+    const kv = await openClusterKv(config.servers, config.nodeName, config.replicas, logger);
     try {
       let owners: SandboxOwners | undefined;
       const membership = await Membership.open({

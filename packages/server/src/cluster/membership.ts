@@ -5,6 +5,7 @@ import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
+import { whenClusterAnswers } from "./cluster-retry.js";
 import { decodeNodeRecord, encodeNodeRecord, NODE_RECORD_VERSION, type NodeLoad, type NodeRecord, type NodeView } from "./node-record.js";
 import { WatchedBucket, type MirroredEntry } from "./watched-bucket.js";
 
@@ -53,11 +54,7 @@ export class Membership {
   /** Write this node's record with where it is reached (keeping a cordon set while it was away), then beat. */
   async join(apiUrl: string): Promise<void> {
     this.#apiUrl = apiUrl;
-    try {
-      await this.#writeOwn();
-    } catch (err) {
-      throw clusterError(err, `join as node ${this.#o.nodeName}`);
-    }
+    await whenClusterAnswers(`join as node ${this.#o.nodeName}`, () => this.#writeOwn(), { logger: this.#o.logger });
     this.#timer = setInterval(() => {
       // One heartbeat at a time: a slow NATS must not pile writes up.
       if (this.#beating) return;

@@ -2,6 +2,7 @@
 // request without a round trip), and every write anywhere in the cluster replaces or drops the entry as it lands.
 import type { KV, KvEntry } from "@nats-io/kv";
 import type { Logger } from "pino";
+import { whenClusterAnswers } from "./cluster-retry.js";
 
 export interface MirroredEntry<T> {
   value: T;
@@ -25,7 +26,7 @@ export class WatchedBucket<T> {
   /** Start mirroring; resolves once the watch is set up (its first values may still be arriving). */
   static async open<T>(kv: KV, decode: (bytes: Uint8Array) => T, logger: Logger, what: string): Promise<WatchedBucket<T>> {
     const mirror = new WatchedBucket(kv, decode, logger, what);
-    await mirror.#watch();
+    await whenClusterAnswers(`watch the ${what} bucket`, () => mirror.#watch(), { logger });
     return mirror;
   }
 
