@@ -38,3 +38,4 @@ export type {
   TemplateTag,
 } from "./template-builds.js";
 export type { CheckpointWire, CheckpointTreeWire } from "./checkpoints.js";
+export type { QueueDepthWire, DeadLetterWire, DeadLetterPageWire, RequeuedAllWire, DroppedAllWire } from "./queues.js";

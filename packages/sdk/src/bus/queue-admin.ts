@@ -1,51 +1,25 @@
 // Operating queues: depth and dead letters (GET /burrow/v1/queues…). Reading them neither creates a queue nor
 // changes its consumers, so these are safe to call from monitoring.
+import type { DeadLetterPageWire, DeadLetterWire, DroppedAllWire, QueueDepthWire, RequeuedAllWire } from "@burrow/protocol";
 import { fromBody, type CallOptions, type Http } from "./http.js";
 
-export interface QueueDepth {
-  name: string;
-  /** Stored and not yet delivered. */
-  ready: number;
-  /** Delivered and not acknowledged: held by a consumer, or waiting for a retry after a nack. */
-  inFlight: number;
-  deadLetters: number;
-}
+/** A queue's depth: `ready`, `inFlight` (held by consumers or waiting for a retry), `deadLetters`. */
+export type QueueDepth = QueueDepthWire;
 
-export interface DeadLetter {
-  /** Its id among the dead letters: what requeue and drop take. */
-  seq: number;
+/** A dead letter as the SDK gives it: the payload as bytes (and text when valid UTF-8), the time as a Date. */
+export interface DeadLetter extends Omit<DeadLetterWire, "data" | "dataBase64" | "time"> {
   data: Uint8Array;
   /** The payload as text, when it is valid UTF-8. */
   text: string | undefined;
-  headers: Record<string, string>;
-  /** Deliveries it had before it was moved. */
-  attempts: number;
-  /** Why it was moved: out of attempts, or given up on by its consumer. */
-  reason: string;
-  /** The error its consumer gave with the last nack or term. */
-  lastError: string | null;
   /** When it was moved. */
   time: Date;
-  priority: number | null;
-  /** Its sequence in the queue before it was moved. */
-  queueSeq: number;
 }
 
-export interface DeadLetterPage {
+export interface DeadLetterPage extends Omit<DeadLetterPageWire, "items"> {
   items: DeadLetter[];
-  /** Dead letters of the queue in all. */
-  total: number;
-  /** Pass as `after` for the next page; null on the last. */
-  next: number | null;
 }
 
-interface DeadLetterJson extends Omit<DeadLetter, "data" | "text" | "time"> {
-  dataBase64: string;
-  data?: string;
-  time: string;
-}
-
-const toDeadLetter = (d: DeadLetterJson): DeadLetter => ({
+const toDeadLetter = (d: DeadLetterWire): DeadLetter => ({
   seq: d.seq, data: fromBody(d), text: d.data, headers: d.headers, attempts: d.attempts, reason: d.reason,
   lastError: d.lastError, time: new Date(d.time), priority: d.priority, queueSeq: d.queueSeq,
 });
@@ -66,12 +40,12 @@ export function queueAdmin(httpOf: () => Http) {
       if (opts.after !== undefined) query.set("after", String(opts.after));
       if (opts.limit !== undefined) query.set("limit", String(opts.limit));
       const path = `${q(name)}/dead-letters${query.size ? `?${query}` : ""}`;
-      const page = (await httpOf().json<{ items: DeadLetterJson[]; total: number; next: number | null }>(path, "GET", undefined, opts)).body!;
+      const page = (await httpOf().json<DeadLetterPageWire>(path, "GET", undefined, opts)).body!;
       return { items: page.items.map(toDeadLetter), total: page.total, next: page.next };
     },
 
     deadLetter: async (name: string, seq: number, opts: CallOptions = {}): Promise<DeadLetter> =>
-      toDeadLetter((await httpOf().json<DeadLetterJson>(`${q(name)}/dead-letters/${seq}`, "GET", undefined, opts)).body!),
+      toDeadLetter((await httpOf().json<DeadLetterWire>(`${q(name)}/dead-letters/${seq}`, "GET", undefined, opts)).body!),
 
     /** Puts a dead letter back on its queue (its priority lane) as a new message; returns its seq in the queue. */
     requeue: async (name: string, seq: number, opts: CallOptions = {}): Promise<{ seq: number }> =>
@@ -79,7 +53,7 @@ export function queueAdmin(httpOf: () => Http) {
 
     /** Requeues every dead letter of the queue; returns how many. */
     requeueAll: async (name: string, opts: CallOptions = {}): Promise<number> =>
-      (await httpOf().json<{ requeued: number }>(`${q(name)}/dead-letters/requeue`, "POST", undefined, opts)).body!.requeued,
+      (await httpOf().json<RequeuedAllWire>(`${q(name)}/dead-letters/requeue`, "POST", undefined, opts)).body!.requeued,
 
     drop: async (name: string, seq: number, opts: CallOptions = {}): Promise<void> => {
       await httpOf().json(`${q(name)}/dead-letters/${seq}`, "DELETE", undefined, opts);
@@ -87,6 +61,6 @@ export function queueAdmin(httpOf: () => Http) {
 
     /** Drops every dead letter of the queue; returns how many. */
     dropAll: async (name: string, opts: CallOptions = {}): Promise<number> =>
-      (await httpOf().json<{ dropped: number }>(`${q(name)}/dead-letters`, "DELETE", undefined, opts)).body!.dropped,
+      (await httpOf().json<DroppedAllWire>(`${q(name)}/dead-letters`, "DELETE", undefined, opts)).body!.dropped,
   };
 }

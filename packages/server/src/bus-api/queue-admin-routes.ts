@@ -2,13 +2,14 @@
 // consumers, so looking at a queue neither creates it nor rewrites its consumers' settings.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { QueueAdmin, type Bus, type DeadLetter } from "@burrow/bus";
+import type { DeadLetterPageWire, DeadLetterWire, DroppedAllWire, QueueDepthWire, RequeuedAllWire } from "@burrow/protocol";
 import { encodeBody } from "./bus-errors.js";
 
 const name = { type: "string", pattern: "^[A-Za-z0-9_-]{1,57}$" } as const;
 const nameParams = { type: "object", required: ["name"], properties: { name } } as const;
 const seqParams = { type: "object", required: ["name", "seq"], properties: { name, seq: { type: "integer", minimum: 1 } } } as const;
 
-function deadLetterJson(d: DeadLetter) {
+function deadLetterJson(d: DeadLetter): DeadLetterWire {
   return {
     seq: d.seq,
     attempts: d.attempts,
@@ -36,7 +37,7 @@ export function registerQueueAdminRoutes(app: FastifyInstance, bus: Bus, prefix:
   // A team key sees its own queues only, under the names it gave them (teams/bus-names.ts filters this list).
   app.get(`${prefix}/queues`, { onRequest: auth }, async (req, reply) => admin.list({ signal: signalOf(reply) }));
 
-  app.get<{ Params: { name: string } }>(`${prefix}/queues/:name`, { onRequest: auth, schema: { params: nameParams } }, async (req, reply) => {
+  app.get<{ Params: { name: string } }>(`${prefix}/queues/:name`, { onRequest: auth, schema: { params: nameParams } }, async (req, reply): Promise<QueueDepthWire> => {
     const d = await admin.depth(req.params.name, { signal: signalOf(reply) });
     return { ...d, name: req.params.name };
   });
@@ -50,7 +51,7 @@ export function registerQueueAdminRoutes(app: FastifyInstance, bus: Bus, prefix:
         querystring: { type: "object", properties: { after: { type: "integer", minimum: 0 }, limit: { type: "integer", minimum: 1, maximum: 500 } } },
       },
     },
-    async (req, reply) => {
+    async (req, reply): Promise<DeadLetterPageWire> => {
       const page = await admin.deadLetters(req.params.name, { after: req.query.after, limit: req.query.limit, signal: signalOf(reply) });
       return { items: page.items.map(deadLetterJson), total: page.total, next: page.next ?? null };
     },
@@ -64,7 +65,7 @@ export function registerQueueAdminRoutes(app: FastifyInstance, bus: Bus, prefix:
     admin.requeue(req.params.name, req.params.seq, { signal: signalOf(reply) }),
   );
 
-  app.post<{ Params: { name: string } }>(`${prefix}/queues/:name/dead-letters/requeue`, { onRequest: auth, schema: { params: nameParams } }, async (req, reply) => ({
+  app.post<{ Params: { name: string } }>(`${prefix}/queues/:name/dead-letters/requeue`, { onRequest: auth, schema: { params: nameParams } }, async (req, reply): Promise<RequeuedAllWire> => ({
     requeued: await admin.requeueAll(req.params.name, { signal: signalOf(reply) }),
   }));
 
@@ -73,7 +74,7 @@ export function registerQueueAdminRoutes(app: FastifyInstance, bus: Bus, prefix:
     return reply.code(204).send();
   });
 
-  app.delete<{ Params: { name: string } }>(`${prefix}/queues/:name/dead-letters`, { onRequest: auth, schema: { params: nameParams } }, async (req, reply) => ({
+  app.delete<{ Params: { name: string } }>(`${prefix}/queues/:name/dead-letters`, { onRequest: auth, schema: { params: nameParams } }, async (req, reply): Promise<DroppedAllWire> => ({
     dropped: await admin.dropAll(req.params.name, { signal: signalOf(reply) }),
   }));
 }

@@ -1,31 +1,13 @@
 // burrow queue list | show NAME | dead-letters NAME | requeue NAME SEQ|--all | drop NAME SEQ|--all: operating the
 // bus's work queues over REST (GET /burrow/v1/queues…). Reading a queue neither creates it nor touches its consumers.
-import { Code } from "@burrow/protocol";
+// Plain REST (api.ts) rather than the SDK's BusClient.queue: the SDK's fetch and its e2b import cost the CLI's start-up
+// hundreds of milliseconds; the wire types are shared with the server and the SDK through @burrow/protocol.
+import { Code, type DeadLetterPageWire, type DroppedAllWire, type QueueDepthWire, type RequeuedAllWire } from "@burrow/protocol";
 import { apiRequest } from "../../api.js";
 import { CliError } from "../../cli-error.js";
 import { defineCommand, type CommandGroup } from "../../command.js";
 import { clientConnection } from "../../connection.js";
 import { printJson, printRows } from "../../output.js";
-
-interface QueueDepth {
-  name: string;
-  ready: number;
-  inFlight: number;
-  deadLetters: number;
-}
-
-interface DeadLetter {
-  seq: number;
-  attempts: number;
-  reason: string;
-  lastError: string | null;
-  time: string;
-  priority: number | null;
-  queueSeq: number;
-  headers: Record<string, string>;
-  data?: string;
-  dataBase64: string;
-}
 
 const queuePath = (name: string) => `/burrow/v1/queues/${encodeURIComponent(name)}`;
 
@@ -43,7 +25,7 @@ const queueList = defineCommand({
   summary: "List the team's queues with their depth (ready, in flight, dead letters)",
   options: { json: { type: "boolean", description: "Print JSON" } },
   async run({ values, env }) {
-    const queues = (await apiRequest(clientConnection(env), "GET", "/burrow/v1/queues")).body as QueueDepth[];
+    const queues = (await apiRequest(clientConnection(env), "GET", "/burrow/v1/queues")).body as QueueDepthWire[];
     printRows(queues.map((q) => ({ ...q })), ["name", "ready", "inFlight", "deadLetters"], values.json ?? false);
   },
 });
@@ -56,7 +38,7 @@ const queueShow = defineCommand({
   maxArgs: 1,
   options: { json: { type: "boolean", description: "Print JSON" } },
   async run({ values, positionals, env }) {
-    const q = (await apiRequest(clientConnection(env), "GET", queuePath(positionals[0]!))).body as QueueDepth;
+    const q = (await apiRequest(clientConnection(env), "GET", queuePath(positionals[0]!))).body as QueueDepthWire;
     if (values.json) return printJson(q);
     process.stdout.write(`queue ${q.name}: ${q.ready} ready, ${q.inFlight} in flight, ${q.deadLetters} dead letters\n`);
   },
@@ -78,11 +60,7 @@ const queueDeadLetters = defineCommand({
     const query = new URLSearchParams();
     if (values.after !== undefined) query.set("after", values.after);
     if (values.limit !== undefined) query.set("limit", values.limit);
-    const page = (await apiRequest(clientConnection(env), "GET", `${queuePath(positionals[0]!)}/dead-letters`, { query })).body as {
-      items: DeadLetter[];
-      total: number;
-      next: number | null;
-    };
+    const page = (await apiRequest(clientConnection(env), "GET", `${queuePath(positionals[0]!)}/dead-letters`, { query })).body as DeadLetterPageWire;
     if (values.json) return printJson(page);
     printRows(
       page.items.map((d) => ({ ...d, payload: d.data ?? `(${Buffer.from(d.dataBase64, "base64").length} bytes, binary)` })),
@@ -93,50 +71,40 @@ const queueDeadLetters = defineCommand({
   },
 });
 
-const queueRequeue = defineCommand({
-  name: "requeue",
-  summary: "Put a dead letter (or --all of them) back on its queue as a new message",
-  args: "NAME [SEQ]",
-  minArgs: 1,
-  maxArgs: 2,
-  options: {
-    all: { type: "boolean", description: "Requeue every dead letter of the queue" },
-    json: { type: "boolean", description: "Print JSON" },
-  },
-  async run({ values, positionals, env }) {
-    const which = target(positionals, values.all, "requeue");
-    const base = `${queuePath(positionals[0]!)}/dead-letters`;
-    const connection = clientConnection(env);
-    if (which === "all") {
-      const r = (await apiRequest(connection, "POST", `${base}/requeue`)).body as { requeued: number };
-      return values.json ? printJson(r) : void process.stdout.write(`requeued ${r.requeued}\n`);
-    }
-    const r = (await apiRequest(connection, "POST", `${base}/${which}/requeue`)).body as { seq: number };
-    return values.json ? printJson(r) : void process.stdout.write(`requeued ${which} as message ${r.seq}\n`);
-  },
+/** requeue and drop: one dead letter by SEQ, or --all of them, each with its own call and its own line of output. */
+function deadLetterAction(verb: "requeue" | "drop", summary: string, all: string, calls: {
+  one: (base: string, seq: number) => [method: string, path: string, line: (body: unknown) => string];
+  every: (base: string) => [method: string, path: string, line: (body: unknown) => string];
+}) {
+  return defineCommand({
+    name: verb,
+    summary,
+    args: "NAME [SEQ]",
+    minArgs: 1,
+    maxArgs: 2,
+    options: {
+      all: { type: "boolean", description: all },
+      json: { type: "boolean", description: "Print JSON" },
+    },
+    async run({ values, positionals, env }) {
+      const which = target(positionals, values.all, verb);
+      const base = `${queuePath(positionals[0]!)}/dead-letters`;
+      const [method, path, line] = which === "all" ? calls.every(base) : calls.one(base, which);
+      const { body } = await apiRequest(clientConnection(env), method, path);
+      if (values.json) return printJson(body ?? { dropped: 1 });
+      process.stdout.write(`${line(body)}\n`);
+    },
+  });
+}
+
+const queueRequeue = deadLetterAction("requeue", "Put a dead letter (or --all of them) back on its queue as a new message", "Requeue every dead letter of the queue", {
+  one: (base, seq) => ["POST", `${base}/${seq}/requeue`, (body) => `requeued ${seq} as message ${(body as { seq: number }).seq}`],
+  every: (base) => ["POST", `${base}/requeue`, (body) => `requeued ${(body as RequeuedAllWire).requeued}`],
 });
 
-const queueDrop = defineCommand({
-  name: "drop",
-  summary: "Delete a dead letter (or --all of them) for good",
-  args: "NAME [SEQ]",
-  minArgs: 1,
-  maxArgs: 2,
-  options: {
-    all: { type: "boolean", description: "Drop every dead letter of the queue" },
-    json: { type: "boolean", description: "Print JSON" },
-  },
-  async run({ values, positionals, env }) {
-    const which = target(positionals, values.all, "drop");
-    const base = `${queuePath(positionals[0]!)}/dead-letters`;
-    const connection = clientConnection(env);
-    if (which === "all") {
-      const r = (await apiRequest(connection, "DELETE", base)).body as { dropped: number };
-      return values.json ? printJson(r) : void process.stdout.write(`dropped ${r.dropped}\n`);
-    }
-    await apiRequest(connection, "DELETE", `${base}/${which}`);
-    return values.json ? printJson({ dropped: 1 }) : void process.stdout.write(`dropped ${which}\n`);
-  },
+const queueDrop = deadLetterAction("drop", "Delete a dead letter (or --all of them) for good", "Drop every dead letter of the queue", {
+  one: (base, seq) => ["DELETE", `${base}/${seq}`, () => `dropped ${seq}`],
+  every: (base) => ["DELETE", base, (body) => `dropped ${(body as DroppedAllWire).dropped}`],
 });
 
 export const queueCommands: CommandGroup = {
