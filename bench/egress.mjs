@@ -10,7 +10,8 @@
 // connects to the same fake host: the egress proxy's path with nothing of Burrow's in the relay, i.e. "plain Node
 // pipe speed".
 // The proxy twice: with its kernel relay (splice(2) on the addon's thread, the default) and with the JS relay it falls
-// back to (BURROW_EGRESS_RELAY=js, read per connection, so both run in this one process, round by round).
+// back to (the orchestrator's egressRelay "js", fixed when its proxy starts): a second Burrow in this process, on a
+// subnet of its own, whose proxied sandbox takes its turn in the same rounds.
 import { spawn } from "node:child_process";
 import { rmSync, mkdtempSync } from "node:fs";
 import { createServer } from "node:net";
@@ -43,17 +44,6 @@ times.sort()
 print(times[len(times) // 2], times[int(len(times) * 0.95)])
 `;
 
-/** Runs `fn` with the egress proxy relaying in JS (`js`) or in the kernel (`native`). */
-async function withRelay(kind, fn) {
-  if (kind === "js") process.env.BURROW_EGRESS_RELAY = "js";
-  else delete process.env.BURROW_EGRESS_RELAY;
-  try {
-    return await fn();
-  } finally {
-    delete process.env.BURROW_EGRESS_RELAY;
-  }
-}
-
 async function latency(sandbox, host) {
   // The proxied sandbox connects to the address it resolved once, with the name as Host: each request pays the
   // proxy (a resolver lookup, cached by TTL, and a second connection), not the sandbox's own lookup.
@@ -71,13 +61,12 @@ async function download(sandbox, url) {
 }
 
 /**
- * Median MiB/s of each [sandbox, url, relay kind], taken in alternating rounds so that the machine's load falls on
- * all alike.
+ * Median MiB/s of each [sandbox, url], taken in alternating rounds so that the machine's load falls on all alike.
  */
 async function throughputs(cases) {
   const speeds = cases.map(() => []);
   for (let i = 0; i < DOWNLOADS; i++) {
-    for (const [j, [sandbox, url, kind]] of cases.entries()) speeds[j].push(await withRelay(kind, () => download(sandbox, url)));
+    for (const [j, [sandbox, url]] of cases.entries()) speeds[j].push(await download(sandbox, url));
   }
   return speeds.map((s) => median(s));
 }
@@ -100,7 +89,9 @@ export async function runEgressBenchmarks() {
   process.stdout.write("\n== egress proxy ==\n");
   const internet = await startFakeInternet([HOST], { names: { [NAME]: HOST }, ttl: 60 });
   const stateDir = mkdtempSync("/var/tmp/burrow-bench-egress-");
+  const stateDirJs = mkdtempSync("/var/tmp/burrow-bench-egress-js-");
   let burrow;
+  let burrowJs;
   const relayPort = await freePort();
   const relay = spawn(process.execPath, ["-e", RELAY, HOST, String(relayPort)], { stdio: ["ignore", "pipe", "inherit"] });
   try {
@@ -115,23 +106,31 @@ export async function runEgressBenchmarks() {
       pool: { size: 0 },
       config: { dnsUpstream: DNS_ADDRESS, hostServices: [{ name: "relay.burrow", hostPort: relayPort, port: 8080 }] },
     });
-    const create = (network) => Sandbox.create("base", { ...burrow.opts, timeoutMs: 600_000, network });
-    const direct = await create({ allowOut: [HOST], denyOut: ["0.0.0.0/0"] });
-    const proxied = await create({ allowOut: [NAME], denyOut: ["0.0.0.0/0"] });
+    burrowJs = await startBurrow({
+      stateDir: stateDirJs,
+      instance: `g${randomBytes(2).toString("hex")}`,
+      subnet: freeSubnet(),
+      pool: { size: 0 },
+      config: { dnsUpstream: DNS_ADDRESS, egressRelay: "js" },
+    });
+    const create = (b, network) => Sandbox.create("base", { ...b.opts, timeoutMs: 600_000, network });
+    const direct = await create(burrow, { allowOut: [HOST], denyOut: ["0.0.0.0/0"] });
+    const proxied = await create(burrow, { allowOut: [NAME], denyOut: ["0.0.0.0/0"] });
+    const proxiedJs = await create(burrowJs, { allowOut: [NAME], denyOut: ["0.0.0.0/0"] });
     try {
-      for (const s of [direct, proxied]) await s.files.write("/tmp/latency.py", LATENCY);
+      for (const s of [direct, proxied, proxiedJs]) await s.files.write("/tmp/latency.py", LATENCY);
       internet.assertRouted();
       const d = await latency(direct, HOST);
-      const p = await withRelay("native", () => latency(proxied, NAME));
-      const pj = await withRelay("js", () => latency(proxied, NAME));
+      const p = await latency(proxied, NAME);
+      const pj = await latency(proxiedJs, NAME);
       report("request latency p50, via egress proxy", p.p50, "ms", d.p50, "direct", "≤ 1.2×");
       report("request latency p95, via egress proxy", p.p95, "ms", d.p95, "direct");
       report("request latency p50, via egress proxy, JS relay", pj.p50, "ms", d.p50, "direct");
       report("request latency p95, via egress proxy, JS relay", pj.p95, "ms", d.p95, "direct");
       const [dt, pt, pjt, rt] = await throughputs([
         [direct, `http://${HOST}/bytes/${BYTES}`],
-        [proxied, `http://${NAME}/bytes/${BYTES}`, "native"],
-        [proxied, `http://${NAME}/bytes/${BYTES}`, "js"],
+        [proxied, `http://${NAME}/bytes/${BYTES}`],
+        [proxiedJs, `http://${NAME}/bytes/${BYTES}`],
         [direct, `http://relay.burrow:8080/bytes/${BYTES}`],
       ]);
       report("100 MB download, via egress proxy", pt, "MiB/s", dt, "direct", "≥ 0.8×");
@@ -139,13 +138,15 @@ export async function runEgressBenchmarks() {
       report("100 MB download, via a plain Node pipe relay", rt, "MiB/s", dt, "direct");
       report("100 MB download, via egress proxy vs its JS relay", pt, "MiB/s", pjt, "JS relay");
     } finally {
-      await Promise.all([direct.kill(), proxied.kill()].map((p) => p.catch(() => undefined)));
+      await Promise.all([direct.kill(), proxied.kill(), proxiedJs.kill()].map((p) => p.catch(() => undefined)));
     }
   } finally {
+    if (burrowJs) await stopBurrow(burrowJs);
     if (burrow) await stopBurrow(burrow);
     relay.kill("SIGTERM");
     await internet.close();
     rmSync(stateDir, { recursive: true, force: true });
+    rmSync(stateDirJs, { recursive: true, force: true });
   }
 }
 

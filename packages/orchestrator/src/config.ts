@@ -3,6 +3,7 @@
 import { isAbsolute, join, resolve } from "node:path";
 import { BurrowError, Code } from "@burrow/protocol";
 import { parseCidr } from "./network/ipv4.js";
+import type { RelayKind } from "./egress/native-relay.js";
 import type { SandboxLimits } from "./types.js";
 import { registryOptionsFromEnv, type RegistryOptions } from "./templates/bases/registry/registry-options.js";
 
@@ -105,6 +106,12 @@ export interface OrchestratorConfig {
    * BURROW_EGRESS_BYTES_PER_SEC)
    */
   egressLimits: EgressLimits;
+  /**
+   * Who moves the bytes of egress connections spliced unchanged (egress/native-relay.ts): the kernel splice relay
+   * (`native`; the JS relay when its addon did not load) or Node streams (`js`, for diagnosis and the benchmark's
+   * comparison). Resolved once: the egress proxies take it at start. @default "native" (env BURROW_EGRESS_RELAY)
+   */
+  egressRelay: RelayKind;
 }
 
 export interface EgressLimits {
@@ -234,6 +241,7 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
     hostServices: Object.freeze([...(input.hostServices ?? hostServicesFromEnv(env["BURROW_HOST_SERVICES"] ?? ""))]),
     dnsUpstream: "dnsUpstream" in input ? input.dnsUpstream : setting("dnsUpstream", undefined, "BURROW_DNS_UPSTREAM")?.[1],
     egressLimits: Object.freeze(egressLimits(input.egressLimits, setting)),
+    egressRelay: egressRelay(setting("egressRelay", input.egressRelay, "BURROW_EGRESS_RELAY")),
     uploads: Object.freeze(uploadLimits(input.uploads, setting("uploads.maxBytes", input.uploads?.maxBytes, "BURROW_UPLOAD_MAX_BYTES"))),
   });
 }
@@ -251,6 +259,15 @@ function egressLimits(input: EgressLimits | undefined, setting: ReturnType<typeo
   if (connections !== undefined) limits.connectionsPerSecond = connections;
   if (bytes !== undefined) limits.bytesPerSecond = bytes;
   return limits;
+}
+
+const RELAY_KINDS: readonly RelayKind[] = ["native", "js"];
+
+function egressRelay(given: [string, string] | undefined): RelayKind {
+  if (given === undefined) return "native";
+  const [source, value] = given;
+  if (!(RELAY_KINDS as readonly string[]).includes(value)) throw configError(`${source} '${value}' must be one of ${RELAY_KINDS.join(", ")}`);
+  return value as RelayKind;
 }
 
 /** BURROW_HOST_SERVICES: `name=hostPort` pairs separated by commas. */

@@ -86,7 +86,7 @@ async function assemble(
     runCommand: tools.runCommand,
   });
   await network.setup(opts.signal);
-  const egress = new EgressService({ network, subnet: config.subnet, upstreams: parseUpstreams(config.dnsUpstream ?? ""), logger });
+  const egress = new EgressService({ network, subnet: config.subnet, upstreams: parseUpstreams(config.dnsUpstream ?? ""), logger, relay: config.egressRelay });
   await egress.start(opts.signal);
   undo.push({ what: "stop the resolver and the egress proxy", step: () => egress.close() });
   for (const service of config.hostServices) await egress.registerHostService(service, opts.signal);

@@ -53,6 +53,7 @@ describe("resolveOrchestratorConfig", () => {
       hostServices: [],
       dnsUpstream: undefined,
       egressLimits: {},
+      egressRelay: "native",
     });
     expect(DEFAULT_POOL_SIZE).toBe(2);
     expect(DEFAULT_MEMORY_PAUSE_MAX_AGE_MS).toBe(3_600_000);
@@ -74,6 +75,13 @@ describe("resolveOrchestratorConfig", () => {
     expect(resolveOrchestratorConfig(config).egressLimits).toEqual(config.egressLimits);
     expect(() => resolveOrchestratorConfig({}, { BURROW_EGRESS_BYTES_PER_SEC: "1M" })).toThrow(/BURROW_EGRESS_BYTES_PER_SEC/);
     expect(() => resolveOrchestratorConfig({ egressLimits: { connectionsPerSecond: 2.5 } })).toThrow(/egressLimits.connectionsPerSecond/);
+  });
+
+  it("reads the egress relay once (native by default), the input winning, and refuses an unknown kind naming it", () => {
+    expect(resolveOrchestratorConfig({}, { BURROW_EGRESS_RELAY: "js" }).egressRelay).toBe("js");
+    expect(resolveOrchestratorConfig({ egressRelay: "native" }, { BURROW_EGRESS_RELAY: "js" }).egressRelay).toBe("native");
+    expect(resolveOrchestratorConfig(resolveOrchestratorConfig({}, { BURROW_EGRESS_RELAY: "js" })).egressRelay).toBe("js");
+    expect(() => resolveOrchestratorConfig({}, { BURROW_EGRESS_RELAY: "kernel" })).toThrow(/BURROW_EGRESS_RELAY 'kernel'/);
   });
 
   it("reads the documented variables", () => {

@@ -4,7 +4,7 @@
 // it (the head Node peeked included) and answers with a body of its own, hashed by the client. Byte counts reach
 // the audit; the connections are carried by the addon's thread (proxy.relayed), many at once; the process's open
 // descriptors come back to where they were; close() ends relayed connections; through a user's SOCKS5 proxy, bytes
-// that arrived with its handshake are not lost. The JS relay (BURROW_EGRESS_RELAY=js's path) passes the same
+// that arrived with its handshake are not lost. The JS relay (the config's egressRelay "js") passes the same
 // exchanges, slow readers included.
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
@@ -94,7 +94,7 @@ async function proxyWith(kind: RelayKind, audit: EgressAudit): Promise<{ proxy: 
     resolve4: async () => [],
     forbidden: () => undefined,
     audit,
-    relay: () => kind,
+    relay: kind,
   });
   return { proxy, port: proxy.listeners.get(upstreamPort)! };
 }
@@ -148,6 +148,25 @@ describe("egress proxy: kernel relay", () => {
       expect(rec!.bytesIn).toBe(64 * 2 ** 20 + 65);
       expect(proxy.relayed).toBe(0);
     } finally {
+      onUpstreamEof = () => undefined;
+      await proxy.close();
+    }
+  });
+
+  it("the relay kind is the proxy's setting, fixed at start: BURROW_EGRESS_RELAY set later changes nothing", async () => {
+    const audit = new EgressAudit();
+    const { proxy, port } = await proxyWith("native", audit);
+    let relayedAtEof = -1;
+    onUpstreamEof = () => (relayedAtEof = proxy.relayed);
+    const before = process.env["BURROW_EGRESS_RELAY"];
+    process.env["BURROW_EGRESS_RELAY"] = "js";
+    try {
+      const r = await exchange(port, 1024, 1024);
+      expect(r.upstreamHash).toBe(r.sentHash);
+      expect(relayedAtEof).toBe(1);
+    } finally {
+      if (before === undefined) delete process.env["BURROW_EGRESS_RELAY"];
+      else process.env["BURROW_EGRESS_RELAY"] = before;
       onUpstreamEof = () => undefined;
       await proxy.close();
     }
@@ -225,7 +244,7 @@ describe("egress proxy: kernel relay", () => {
       resolve4: async () => [],
       forbidden: () => undefined,
       audit,
-      relay: () => "native",
+      relay: "native",
       // Standing in for a slow user's proxy: connected only once the client has gone.
       dial: async () => {
         await gone;
@@ -252,7 +271,7 @@ describe("egress proxy: kernel relay", () => {
     }
   });
 
-  it("the JS relay (BURROW_EGRESS_RELAY=js) passes the same exchanges, half-close included", async () => {
+  it("the JS relay (egressRelay js) passes the same exchanges, half-close included", async () => {
     const audit = new EgressAudit();
     const { proxy, port } = await proxyWith("js", audit);
     let relayedAtEof = -1;
@@ -302,7 +321,7 @@ describe("egress proxy: kernel relay", () => {
       resolve4: async () => [],
       forbidden: () => undefined,
       audit,
-      relay: () => "native",
+      relay: "native",
       dial: (_id, ip, port) => dialThroughUserProxy({ resolve4: async () => [], forbidden: () => undefined }, upstreamProxy, ip, port),
     });
     try {

@@ -8,7 +8,7 @@
 // their bytes do not pass through Node; the JS relay remains for when the addon is not built.
 import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
-import { createNativeRelay, relayKindFromEnv, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
+import { createNativeRelay, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
 import { relay } from "./tunnel-proxy.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
@@ -32,10 +32,10 @@ export interface EgressProxyOptions {
   /** Header transforms (header-relay.ts): hosts it has rules for are relayed with them instead of spliced. */
   interceptor?: () => EgressInterceptor | undefined;
   /**
-   * Who moves a spliced connection's bytes, asked per connection: the kernel relay (falling back to JS when the
-   * addon did not load) or Node streams. @default relayKindFromEnv (BURROW_EGRESS_RELAY, `native` unless `js`)
+   * Who moves a spliced connection's bytes: the kernel relay (falling back to JS when the addon did not load) or
+   * Node streams. Fixed for the proxy's life (the orchestrator's config egressRelay). @default "native"
    */
-  relay?: () => RelayKind;
+  relay?: RelayKind;
   /** Where the fallback to the JS relay is said (once); a process warning without one. */
   logger?: RelayLogger;
 }
@@ -62,6 +62,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   // nothing and starts no thread.
   let kernel: NativeRelay | undefined | null;
   let closing = false;
+  const relayKind = opts.relay ?? "native";
   const relayer: Relayer = (client, upstream, first, done) => {
     // The sandbox gave up while the upstream connection was being made (through a user's proxy, say).
     if (client.destroyed) {
@@ -69,7 +70,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
       done({ bytesOut: 0, bytesIn: 0 });
       return;
     }
-    if ((opts.relay ?? relayKindFromEnv)() === "native" && !closing) {
+    if (relayKind === "native" && !closing) {
       if (kernel === undefined) kernel = createNativeRelay(opts.logger) ?? null;
       if (kernel?.handOver(client, upstream, first, done)) return;
     }

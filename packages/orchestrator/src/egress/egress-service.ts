@@ -11,6 +11,7 @@ import { forbiddenDestinations } from "./forbidden-destinations.js";
 import type { EgressInterceptor } from "./header-relay.js";
 import { HostServices, type HostService } from "./host-services.js";
 import { dialThroughUserProxy, startTunnelProxy, type TunnelProxy } from "./tunnel-proxy.js";
+import type { RelayKind } from "./native-relay.js";
 import type { UpstreamProxy } from "./upstream-proxy.js";
 
 export interface EgressServiceOptions {
@@ -20,6 +21,8 @@ export interface EgressServiceOptions {
   /** Where the resolver forwards; empty: the host's /etc/resolv.conf name servers. */
   upstreams: readonly Upstream[];
   logger?: { warn(obj: object, msg: string): void };
+  /** Who moves spliced connections' bytes (the config's egressRelay). @default "native" */
+  relay?: RelayKind;
 }
 
 /** Original ports the proxy takes for sandboxes with domain rules or proxying. */
@@ -78,6 +81,7 @@ export class EgressService {
         resolve4,
         forbidden,
         audit: this.audit,
+        relay: this.#opts.relay ?? "native",
       });
       this.#proxy = await startEgressProxy({
         gateway: network.gateway,
@@ -87,6 +91,8 @@ export class EgressService {
         forbidden: forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []),
         audit: this.audit,
         interceptor: () => this.#interceptor,
+        relay: this.#opts.relay ?? "native",
+        ...(this.#opts.logger ? { logger: this.#opts.logger } : {}),
         dial: (sandboxId, ip, port) => {
           const upstream = upstreamOf(sandboxId);
           return upstream && dialThroughUserProxy({ resolve4, forbidden }, upstream, ip, port);

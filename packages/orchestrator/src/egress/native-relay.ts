@@ -66,14 +66,6 @@ export function loadRelayAddon(logger?: RelayLogger): RelayAddon | undefined {
   return "addon" in loaded ? loaded.addon : undefined;
 }
 
-/**
- * The relay kind asked for by BURROW_EGRESS_RELAY (`js` or `native`, the default), read per connection so that a
- * benchmark can compare both in one process. A diagnostic switch like BURROW_SANDBOX_BIN, not a setting.
- */
-export function relayKindFromEnv(): RelayKind {
-  return process.env["BURROW_EGRESS_RELAY"] === "js" ? "js" : "native";
-}
-
 /** A kernel relay (its thread starts with the first connection), or undefined when the addon cannot load. */
 export function createNativeRelay(logger?: RelayLogger): NativeRelay | undefined {
   const addon = loadRelayAddon(logger);

@@ -9,7 +9,7 @@
 import { createServer, isIPv4, type Server, type Socket } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
 import { judgeAddress, type SandboxPolicy } from "./egress-policy.js";
-import { createNativeRelay, relayKindFromEnv, type NativeRelay } from "./native-relay.js";
+import { createNativeRelay, type NativeRelay, type RelayKind } from "./native-relay.js";
 import { originalDestination } from "./original-destination.js";
 import { connectThroughProxy, type UpstreamProxy, UpstreamProxyError } from "./upstream-proxy.js";
 
@@ -31,6 +31,8 @@ export interface TunnelProxyOptions extends UserProxyDialer {
   audit: EgressAudit;
   /** Where conntrack entries are read (tests); the kernel's by default. */
   conntrackFile?: string;
+  /** Who moves the bytes, as in the egress proxy (its `relay`). @default "native" */
+  relay?: RelayKind;
 }
 
 export interface TunnelProxy {
@@ -52,7 +54,7 @@ export async function startTunnelProxy(opts: TunnelProxyOptions): Promise<Tunnel
       done({ bytesOut: 0, bytesIn: 0 });
       return;
     }
-    if (relayKindFromEnv() === "native" && !closing) {
+    if ((opts.relay ?? "native") === "native" && !closing) {
       if (kernel === undefined) kernel = createNativeRelay() ?? null;
       if (kernel?.handOver(client, upstream, Buffer.alloc(0), done)) return;
     }
