@@ -38,14 +38,19 @@ describe("dashboard checkpoint tree", () => {
     await page.fill("#checkpoint-label", "first");
     await page.click("#checkpoint-take");
     const first = page.locator("#checkpoint-tree li", { hasText: "first" }).first();
-    await first.waitFor({ timeout: 30_000 });
+    // Polled on the panel's text rather than waited for: a failure then shows what the panel said (an error, a
+    // checkpoint without its label).
+    const panelText = () => page.locator("#checkpoint-tree").innerText();
+    await expect.poll(panelText, { timeout: 30_000 }).toContain("first");
+    await first.waitFor({ timeout: 5_000 });
     await sandbox.files.write("/home/user/state.txt", "two\n");
     await sandbox.files.write("/home/user/later.txt", "later\n");
     await page.fill("#checkpoint-label", "second");
     await page.click("#checkpoint-take");
     // The second is drawn inside the first's item: a child under its parent.
     const second = first.locator("ul li", { hasText: "second" });
-    await second.waitFor({ timeout: 30_000 });
+    await expect.poll(panelText, { timeout: 30_000 }).toContain("second");
+    await second.waitFor({ timeout: 5_000 });
     expect(await page.locator("#checkpoint-tree li[data-checkpoint-id]").count()).toBe(2);
     await expect.poll(() => second.locator(".node.current").count(), { timeout: 15_000 }).toBe(1);
     await expect.poll(() => page.locator("#sandbox-events li[data-kind='lifecycle.checkpoint_created']").count(), { timeout: 15_000 }).toBe(2);
