@@ -116,7 +116,15 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     if (apiKey.keyFile && apiKey.created) logger.info({ keyFile: apiKey.keyFile }, "generated API key");
 
     // A node of a cluster records its sandboxes' ownership from their create on, so it joins NATS first.
-    const cluster = cfg.cluster ? await ClusterNode.open(cfg.cluster, { logger, runningSandboxes: () => store.sandboxes.countRunning(), poolFill: () => deps.orchestrator.poolFill?.() ?? [] }) : undefined;
+    const cluster = cfg.cluster
+      ? await ClusterNode.open(cfg.cluster, {
+          logger,
+          runningSandboxes: () => store.sandboxes.countRunning(),
+          poolFill: () => deps.orchestrator.poolFill?.() ?? [],
+          capacity: cfg.admission.maxSandboxes,
+          templates: () => deps.orchestrator.listTemplates().flatMap((t) => [t.templateId, ...t.aliases]),
+        })
+      : undefined;
     if (cluster) cleanups.push(() => cluster.close());
     const events = new SandboxEvents(logger);
     if (deps.bus) {
@@ -300,7 +308,14 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       defaultTeamId: teams.defaultTeamId,
     });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership });
+    // Creates go to the node placement chooses (cluster/create-placement.ts).
+    const placement = cluster?.placement({
+      runningSandboxes: () => store.sandboxes.countRunning(),
+      poolFill: () => deps.orchestrator.poolFill?.() ?? [],
+      resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
+      capacity: cfg.admission.maxSandboxes,
+    });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

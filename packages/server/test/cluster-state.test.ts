@@ -7,6 +7,7 @@ import { BurrowError, Code } from "@burrow/protocol";
 import { NatsServerFixture } from "../../bus/test/helpers/nats-server.js";
 import { openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
 import { Membership } from "../src/cluster/membership.js";
+import { NODE_RECORD_VERSION } from "../src/cluster/node-record.js";
 import { SandboxOwners } from "../src/cluster/sandbox-owners.js";
 import { resolveClusterConfig } from "../src/cluster/cluster-config.js";
 import { syncOwnership } from "../src/cluster/ownership-sync.js";
@@ -52,7 +53,7 @@ describe("cluster state in JetStream KV", () => {
     await a.join("http://127.0.0.1:1");
     await b.join("http://127.0.0.1:2");
     await until(() => a.list().filter((n) => n.status === "up").length === 2);
-    expect(a.node("b")).toMatchObject({ name: "b", apiUrl: "http://127.0.0.1:2", version: "0.1.0", cordoned: false, v: 1, load: { poolFill: [{ template: "base", ready: 1, target: 2 }] } });
+    expect(a.node("b")).toMatchObject({ name: "b", apiUrl: "http://127.0.0.1:2", version: "0.1.0", cordoned: false, v: NODE_RECORD_VERSION, load: { poolFill: [{ template: "base", ready: 1, target: 2 }] } });
 
     // Cordoned from a: b's heartbeats (read-modify-write with a revision check) keep it.
     const cordoned = await a.setCordoned("b", true);

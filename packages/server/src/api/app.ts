@@ -40,6 +40,7 @@ import { registerModelRoutes } from "../models/index.js";
 import { registerVolumeApi } from "./volumes/index.js";
 import { registerClusterRoutes } from "../cluster/cluster-routes.js";
 import type { Membership } from "../cluster/membership.js";
+import type { CreatePlacement } from "../cluster/create-placement.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -61,6 +62,8 @@ export interface CreateApiOptions {
   alerts?: AlertService | undefined;
   /** This node's cluster membership: serves /burrow/v1/nodes (only on a node of a cluster). */
   cluster?: Membership | undefined;
+  /** Where creates go on a node of a cluster; without it every create is this server's. */
+  placement?: CreatePlacement | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -112,7 +115,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);
   registerHealthRoutes(app, ctx);
   registerServerStatsRoute(app, { registry: ctx.registry, stateDir: ctx.config.stateDir });
-  registerCreateRoutes(app, ctx);
+  registerCreateRoutes(app, ctx, opts.placement);
   registerListRoutes(app, ctx);
   registerGetRoute(app, ctx);
   registerKillRoute(app, ctx);

@@ -7,10 +7,12 @@ import type { Logger } from "pino";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { ClusterConfig } from "./cluster-config.js";
 import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
+import { CreatePlacement, type LocalFacts } from "./create-placement.js";
 import { ClusterForwarder } from "./forwarder.js";
 import { Membership } from "./membership.js";
 import { sampleNodeLoad, type LoadSources } from "./node-load.js";
 import { ownedOrchestrator } from "./owned-orchestrator.js";
+import { RecentCreates } from "./recent-creates.js";
 import { syncOwnership } from "./ownership-sync.js";
 import { SandboxOwners } from "./sandbox-owners.js";
 
@@ -70,6 +72,13 @@ export class ClusterNode {
     const forwarder = new ClusterForwarder({ membership: this.membership, owners: this.owners, isLocal, logger: this.logger });
     this.#stopSync.push(() => forwarder.close());
     return forwarder;
+  }
+
+  /** The create route's hook: where each new sandbox goes. */
+  placement(local: LocalFacts): CreatePlacement {
+    const recent = RecentCreates.open(this.kv.nc, this.logger);
+    this.#stopSync.push(() => recent.close());
+    return new CreatePlacement({ membership: this.membership, recent, local, logger: this.logger });
   }
 
   /** Join with the URL other nodes reach this one at (the configured one, else the one it listens on). */

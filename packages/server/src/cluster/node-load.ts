@@ -1,4 +1,4 @@
-// What a node reports about itself on each heartbeat. Placement (the next slice) chooses by it.
+// What a node reports about itself on each heartbeat. Placement (placement.ts) chooses by it.
 import { readFile } from "node:fs/promises";
 import { freemem } from "node:os";
 import type { NodeLoad, PoolFillEntry } from "./node-record.js";
@@ -19,6 +19,10 @@ export interface LoadSources {
   runningSandboxes: () => number;
   /** The orchestrator's pools (warm and prestarted), read from its memory. */
   poolFill: () => readonly PoolFillEntry[];
+  /** Its admission's limit of live sandboxes. */
+  capacity?: number;
+  /** Ids and aliases of the templates it has (snapshots included). */
+  templates?: () => string[];
 }
 
 export async function sampleNodeLoad(sources: LoadSources): Promise<NodeLoad> {
@@ -26,5 +30,7 @@ export async function sampleNodeLoad(sources: LoadSources): Promise<NodeLoad> {
     freeMemoryBytes: await availableMemory(),
     runningSandboxes: sources.runningSandboxes(),
     poolFill: sources.poolFill().map(({ template, ready, target }) => ({ template, ready, target })),
+    ...(sources.capacity !== undefined ? { capacity: sources.capacity } : {}),
+    ...(sources.templates ? { templates: sources.templates() } : {}),
   };
 }

@@ -2,7 +2,8 @@
 // may add fields, and a writer keeps the fields it does not know (see Membership), so a rolling upgrade loses nothing.
 import { BurrowError, Code } from "@burrow/protocol";
 
-export const NODE_RECORD_VERSION = 1;
+/** 2: load carries capacity and templates (placement reads them); readers of 1 ignore them. */
+export const NODE_RECORD_VERSION = 2;
 
 export interface NodeLoad {
   /** The host's MemAvailable, in bytes. */
@@ -11,6 +12,13 @@ export interface NodeLoad {
   runningSandboxes: number;
   /** Each pool's ready sandboxes and target, by the template it keeps (empty: no pools, or none reported). */
   poolFill: PoolFillEntry[];
+  /** Live sandboxes the node admits at most (its admission's maxSandboxes). Absent in version 1 records. */
+  capacity?: number;
+  /**
+   * Ids and names (aliases) of the templates, snapshots included, the node can start sandboxes from: template layers
+   * are node-local, so placement sends a create only where its template is. Absent in version 1 records.
+   */
+  templates?: string[];
 }
 
 export interface PoolFillEntry {
@@ -28,7 +36,7 @@ export interface NodeRecord {
   version: string;
   /** When the node's current process joined (ISO 8601). */
   startedAt: string;
-  /** Cordoned nodes take no new sandboxes (placement, the next slice, reads it); their sandboxes keep running. */
+  /** Cordoned nodes take no new sandboxes (placement skips them, their create route refuses); their sandboxes keep running. */
   cordoned: boolean;
   /** The node's own clock at its last heartbeat (informative: liveness is judged by the bucket's write time). */
   heartbeatAt: string;

@@ -9,6 +9,7 @@ import { hasEgressRules, networkFromCreate, withInheritedEgress, type NetworkBod
 import { ruleSecretsOwner } from "../../network/rule-secrets.js";
 import { inheritedNetwork } from "./network.js";
 import { toSandbox } from "./serialize.js";
+import type { CreatePlacement } from "../../cluster/create-placement.js";
 
 interface NewSandboxBody {
   templateID: string;
@@ -46,7 +47,8 @@ function clientGoneSignal(reply: FastifyReply): AbortSignal {
   return controller.signal;
 }
 
-export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): void {
+/** `placement`: on a node of a cluster, where the create goes (another node answers it when chosen). */
+export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext, placement?: CreatePlacement): void {
   for (const url of ["/v2/sandboxes", "/sandboxes"]) {
     app.post<{ Body: NewSandboxBody }>(
       url,
@@ -60,6 +62,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext): voi
       },
       async (request, reply) => {
         const body = request.body;
+        if (placement && (await placement.place(request, reply, body))) return reply;
         const unsupported = unsupportedFeature(body);
         if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
         // Validated before anything starts: a bad entry is a 400 and nothing was created.

@@ -1,0 +1,112 @@
+// Where a new sandbox goes: a pure decision over the nodes' records, so that it can be tested and measured alone.
+// Power of k choices, as E2B's placement does: k nodes drawn at random among those that can take the sandbox, the
+// best of them first. Drawing, rather than always taking the best node, keeps nodes that place at the same moment
+// from all choosing the same one while the records they read are a heartbeat old.
+//
+// A node can take a sandbox when it is up, not cordoned, has the template (layers are node-local) and has room.
+// Among those, one with a warm sandbox of the template wins (a pooled create is several times faster than a cold
+// one); then the lower share of the node's room already in use. Room is the lesser of its admission limit and what
+// its free memory holds at a conservative size per sandbox, so that sandbox counts decide while memory is plentiful
+// and memory decides when it is short.
+
+/** A node as placement sees it: its record's figures, with what is known to have started there since. */
+export interface PlacementNode {
+  name: string;
+  up: boolean;
+  cordoned: boolean;
+  /** Ids and names of its templates; undefined when its record does not say (an older version). */
+  templates: ReadonlySet<string> | undefined;
+  /** Live sandboxes, creates under way and made since its record included. */
+  sandboxes: number;
+  /** Live sandboxes its admission allows at most. */
+  capacity: number;
+  freeMemoryBytes: number;
+  /** Ready pooled sandboxes of the requested template (0: a cold create). */
+  warm: number;
+}
+
+export interface PlacementRequest {
+  /** The names the requested template goes by (the reference asked, its id and aliases where known). */
+  template: readonly string[];
+  /** The node deciding: tried last when not drawn, first among equals when drawn (no hop). */
+  self: string;
+  /** Nodes drawn. @default PLACEMENT_CHOICES */
+  choices?: number;
+  /** In [0, 1). @default Math.random */
+  random?: () => number;
+  /** Memory a node keeps free: below it a node has no room. @default MIN_FREE_MEMORY_BYTES */
+  minFreeMemoryBytes?: number;
+  /** Memory counted per sandbox when turning free memory into room. @default BYTES_PER_SANDBOX */
+  bytesPerSandbox?: number;
+}
+
+export type SkipReason = "down" | "cordoned" | "no_template" | "templates_unknown" | "full";
+
+export interface PlacementPlan {
+  /** Nodes to try in order: the drawn ones best first, then the others best first, this node last unless drawn. */
+  order: string[];
+  /** Nodes that cannot take the sandbox, and why. */
+  skipped: Array<{ node: string; why: SkipReason }>;
+}
+
+export const PLACEMENT_CHOICES = 3;
+/** The admission's default floor (BURROW_MIN_AVAILABLE_MEMORY_MB): a node below it refuses creates anyway. */
+export const MIN_FREE_MEMORY_BYTES = 512 * 1024 * 1024;
+/** Far above an idle sandbox (~8 MB) and below a busy one's limit: room shrinks before memory runs out. */
+export const BYTES_PER_SANDBOX = 64 * 1024 * 1024;
+
+interface Scored {
+  node: PlacementNode;
+  warm: boolean;
+  load: number;
+}
+
+function skipReason(node: PlacementNode, template: readonly string[], room: number): SkipReason | undefined {
+  if (!node.up) return "down";
+  if (node.cordoned) return "cordoned";
+  if (!node.templates) return "templates_unknown";
+  if (!template.some((name) => node.templates!.has(name))) return "no_template";
+  if (room <= 0) return "full";
+  return undefined;
+}
+
+export function placeCreate(nodes: readonly PlacementNode[], request: PlacementRequest): PlacementPlan {
+  const random = request.random ?? Math.random;
+  const choices = Math.max(1, request.choices ?? PLACEMENT_CHOICES);
+  const floor = request.minFreeMemoryBytes ?? MIN_FREE_MEMORY_BYTES;
+  const perSandbox = request.bytesPerSandbox ?? BYTES_PER_SANDBOX;
+  const skipped: PlacementPlan["skipped"] = [];
+  const warm: Scored[] = [];
+  const cold: Scored[] = [];
+  for (const node of nodes) {
+    const room = Math.min(node.capacity - node.sandboxes, Math.floor((node.freeMemoryBytes - floor) / perSandbox));
+    const why = skipReason(node, request.template, room);
+    if (why) {
+      skipped.push({ node: node.name, why });
+      continue;
+    }
+    const scored = { node, warm: node.warm > 0, load: node.sandboxes / (node.sandboxes + room) };
+    (scored.warm ? warm : cold).push(scored);
+  }
+  const better = (a: Scored, b: Scored) =>
+    Number(b.warm) - Number(a.warm) || a.load - b.load || Number(b.node.name === request.self) - Number(a.node.name === request.self);
+  // Warm nodes are drawn first, so a warm sandbox anywhere is found however many cold nodes there are.
+  const drawnWarm = draw(warm, choices, random);
+  const drawnCold = draw(cold, Math.max(0, choices - drawnWarm.length), random);
+  const drawn = [...drawnWarm, ...drawnCold].sort(better);
+  const rest = [...warm, ...cold].filter((s) => !drawn.includes(s) && s.node.name !== request.self).sort(better);
+  const self = [...warm, ...cold].find((s) => s.node.name === request.self && !drawn.includes(s));
+  const order = [...drawn, ...rest, ...(self ? [self] : [])].map((s) => s.node.name);
+  return { order, skipped };
+}
+
+/** `count` distinct items at random (a partial Fisher-Yates shuffle of a copy), in the order drawn. */
+function draw<T>(items: readonly T[], count: number, random: () => number): T[] {
+  const pool = [...items];
+  const n = Math.min(count, pool.length);
+  for (let i = 0; i < n; i++) {
+    const j = i + Math.floor(random() * (pool.length - i));
+    [pool[i], pool[j]] = [pool[j]!, pool[i]!];
+  }
+  return pool.slice(0, n);
+}
