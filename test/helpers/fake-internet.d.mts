@@ -12,7 +12,7 @@ export interface FakeInternetOptions {
 }
 
 export interface FakeInternet {
-  /** The fake hosts' addresses (each answers HTTP on port 80, and HTTPS on 443 with `names`). */
+  /** The fake hosts' addresses (each answers HTTP on ports 80 and 8080, and HTTPS on 443 and 8443 with `names`). */
   readonly hosts: readonly string[];
   readonly netns: string;
   /** The test CA's certificate (PEM) that the HTTPS servers' certificate chains to; with `names` only. */

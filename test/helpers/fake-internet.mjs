@@ -1,10 +1,10 @@
 // A fake internet for egress tests: a network namespace of its own holding "public" hosts at TEST-NET-3 addresses
 // (203.0.113.0/24, RFC 5737), joined to the host by a veth (192.0.2.0/30, TEST-NET-1) and routed so that sandboxes
 // reach it through Burrow's normal egress path (the forward chain and masquerading, like any internet destination).
-// Every host answers HTTP on port 80 with "hello from <its address>" (`/bytes/<n>` with n bytes, `/headers` with the
+// Every host answers HTTP on ports 80 and 8080 with "hello from <its address>" (`/bytes/<n>` with n bytes, `/headers` with the
 // request's raw headers as a JSON array). With `names`,
 // a DNS server at DNS_ADDRESS maps test names (ending in .test, `*.x.test` wildcards, a list = one answer per A query,
-// the last repeating: DNS rebinding) to fake hosts (TTL `ttl`, 0 by default), and every host also answers HTTPS on 443 with a
+// the last repeating: DNS rebinding) to fake hosts (TTL `ttl`, 0 by default), and every host also answers HTTPS on 443 and 8443 with a
 // certificate for all those names from a test CA made here with openssl (`caCert`). Nothing leaves the machine:
 // start() checks with `ip route get` that every fake address is routed into the namespace before it returns, and
 // refuses to start when the prefix is routed anywhere already. close() removes what it created, by name and PID.
@@ -30,8 +30,8 @@ const chunk=Buffer.alloc(65536);const pump=()=>{while(left>0){const n=Math.min(l
 if(q.url==="/headers"){r.setHeader("content-type","application/json");r.end(JSON.stringify(q.rawHeaders));return}
 r.end("hello from "+q.socket.localAddress)};
 let pending=1;const ready=()=>{if(--pending===0)console.log("listening")};
-pending++;http.createServer(handler).listen(80,"0.0.0.0",ready);
-if(cfg.cert){pending++;https.createServer({cert:cfg.cert,key:cfg.key},handler).listen(443,"0.0.0.0",ready)}
+for(const port of [80,8080]){pending++;http.createServer(handler).listen(port,"0.0.0.0",ready)}
+if(cfg.cert)for(const port of [443,8443]){pending++;https.createServer({cert:cfg.cert,key:cfg.key},handler).listen(port,"0.0.0.0",ready)}
 if(cfg.names){pending++;const asked={};const sock=dgram.createSocket("udp4");
 const lookup=(name)=>{if(cfg.names[name]!==undefined)return cfg.names[name];for(const k of Object.keys(cfg.names))if(k.startsWith("*.")&&name.endsWith(k.slice(1)))return cfg.names[k]};
 sock.on("message",(msg,rinfo)=>{let q;try{q=dns.decode(msg)}catch{return}const qq=q.questions&&q.questions[0];if(!qq)return;

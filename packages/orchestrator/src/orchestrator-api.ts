@@ -110,7 +110,8 @@ export interface EgressRuleLists {
    * What of its TCP goes through the egress proxy beyond what domain entries send there (EgressProxying): "inspect"
    * for a sandbox with header transforms, "tunnel" for one whose egress goes through its user's proxy. Absent: "none".
    */
-  proxied?: EgressProxying;
+  proxied?: EgressProxying;  /** TCP ports beyond 80/443 the egress proxy takes too (header transforms for `host:port`); absent: none. */
+  inspectPorts?: number[];
 }
 
 export interface SandboxMetricSample {
@@ -346,7 +347,8 @@ export interface SandboxEgress {
   allowOut: string[];
   denyOut: string[];
   /** As EgressRuleLists.proxied; absent: "none". */
-  proxied?: EgressProxying;
+  proxied?: EgressProxying;  /** As EgressRuleLists.inspectPorts. */
+  inspectPorts?: number[];
 }
 
 /** Egress rules, optional like pauses. (Declared as a merge into Orchestrator above.) */

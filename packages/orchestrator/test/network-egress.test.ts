@@ -187,6 +187,40 @@ describe("egress ruleset (real kernel)", () => {
     await net.release();
   });
 
+  it("gives a sandbox with inspected ports an inspect chain sending them to the any-port listener, replaced by updates, reaped when nobody leases it", async () => {
+    const inspectRules = (ip: string) => {
+      try {
+        return sh(["list", "chain", "inet", table, `inspect_${ip.replaceAll(".", "_")}`])
+          .split("\n")
+          .map((l) => l.trim())
+          .filter((l) => l && !l.startsWith("table") && !l.startsWith("chain") && l !== "}");
+      } catch {
+        return undefined;
+      }
+    };
+    const inspectMap = () => sh(["list", "map", "inet", table, "inspect"]);
+    await nm.setRedirects([], new Map(), undefined, undefined, 41234);
+    expect(sh(["list", "chain", "inet", table, "inspect_dnat"])).toContain(`dnat ip to ${nm.gateway}:41234`);
+    expect(sh(["list", "chain", "inet", table, "redirects"])).toContain("ip saddr vmap @inspect");
+    const net = await reserve("sbx-i", { allowInternetAccess: true, egress: { allowOut: [], denyOut: [], proxied: "inspect", inspectPorts: [9443, 443, 8443, 8443] } });
+    expect(inspectRules(net.ip)).toEqual(["tcp dport { 8443, 9443 } goto inspect_dnat"]);
+    expect(inspectMap()).toContain(`${net.ip} : jump inspect_`);
+    expect(nm.egressOf(net.ip)?.rules).toEqual({ allowOut: [], denyOut: [], proxied: "inspect", inspectPorts: [8443, 9443] });
+    await net.setEgress(true, { allowOut: [], denyOut: [], proxied: "inspect", inspectPorts: [8080] });
+    expect(inspectRules(net.ip)).toEqual(["tcp dport 8080 goto inspect_dnat"]);
+    await net.setEgress(true, { allowOut: [], denyOut: [], proxied: "inspect" });
+    expect(inspectRules(net.ip)).toBeUndefined();
+    expect(inspectMap()).not.toContain(`${net.ip} :`);
+    await net.setEgress(true, { allowOut: [], denyOut: [], proxied: "inspect", inspectPorts: [8443] });
+    // A restarted orchestrator that does not adopt it reaps its chain and map element.
+    const again = createNetworkManager({ instance, subnet, runCommand });
+    await again.setup();
+    await again.reapOrphans([]);
+    expect(inspectRules(net.ip)).toBeUndefined();
+    expect(inspectMap()).not.toContain(`${net.ip} :`);
+    expect(() => normalizeEgressRules({ inspectPorts: [70000] })).toThrow(/70000/);
+  });
+
   it("re-adopts rules read from a record written in the old form (reserved deny entries) as the proxying they stood for", async () => {
     const net = await reserve("sbx-old", { allowInternetAccess: true, egress: { allowOut: [], denyOut: ["198.51.100.0/24"], proxied: "tunnel" } });
     // What a sandbox record of before `proxied` holds for a sandbox with a user's proxy, read as a restart reads it.

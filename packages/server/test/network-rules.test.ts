@@ -4,7 +4,7 @@
 // egress proxy, and what copies of a sandbox (snapshot and checkpoint children) inherit.
 import { BurrowError, Code } from "@burrow/protocol";
 import { describe, expect, it } from "vitest";
-import { headersFor, networkRules, requireRuleSecrets, secretNamesOf } from "../src/network/network-rules.js";
+import { headersFor, inspectPortsOf, networkRules, requireRuleSecrets, secretNamesOf } from "../src/network/network-rules.js";
 import { copiedNetwork, egressConfigOf, egressListsOf, egressOf, networkFromCreate, networkView, withInheritedEgress } from "../src/network/network-config.js";
 
 const rule = (headers: Record<string, string>) => [{ transform: { headers } }];
@@ -48,11 +48,37 @@ describe("network rules", () => {
       "*.api.example.com": rule({ "X-Which": "narrow" }),
       "api.example.com": [{ transform: { headers: { "X-Which": "exact", "X-First": "1" } } }, { transform: { headers: { "X-Which": "exact-2" } } }],
     });
-    expect(headersFor(rules, "api.example.com")).toEqual({ "X-Which": "exact-2", "X-First": "1" });
-    expect(headersFor(rules, "v1.api.example.com")).toEqual({ "X-Which": "narrow" });
-    expect(headersFor(rules, "a.b.example.com")).toEqual({ "X-Which": "wide" });
-    expect(headersFor(rules, "example.com")).toBeUndefined();
-    expect(headersFor(rules, "API.EXAMPLE.COM.")).toEqual({ "X-Which": "exact-2", "X-First": "1" });
+    expect(headersFor(rules, "api.example.com", 443)).toEqual({ "X-Which": "exact-2", "X-First": "1" });
+    expect(headersFor(rules, "v1.api.example.com", 443)).toEqual({ "X-Which": "narrow" });
+    expect(headersFor(rules, "a.b.example.com", 443)).toEqual({ "X-Which": "wide" });
+    expect(headersFor(rules, "example.com", 443)).toBeUndefined();
+    expect(headersFor(rules, "API.EXAMPLE.COM.", 443)).toEqual({ "X-Which": "exact-2", "X-First": "1" });
+  });
+
+  it("a key with a port applies only to that port and the proxy takes it; a key without one applies to 80 and 443", () => {
+    const rules = networkRules({
+      "API.example.com:8443": rule({ "X-Which": "exact-8443" }),
+      "*.example.com:8443": rule({ "X-Which": "wide-8443" }),
+      "api.example.com:443": rule({ "X-Which": "exact-443" }),
+      "api.example.com": rule({ "X-Which": "web" }),
+    });
+    expect(Object.keys(rules!)).toEqual(["api.example.com:8443", "*.example.com:8443", "api.example.com:443", "api.example.com"]);
+    expect(headersFor(rules, "api.example.com", 8443)).toEqual({ "X-Which": "exact-8443" });
+    expect(headersFor(rules, "v1.example.com", 8443)).toEqual({ "X-Which": "wide-8443" });
+    expect(headersFor(rules, "api.example.com", 443)).toEqual({ "X-Which": "exact-443" });
+    expect(headersFor(rules, "api.example.com", 80)).toEqual({ "X-Which": "web" });
+    expect(headersFor(rules, "api.example.com", 9443)).toBeUndefined();
+    expect(headersFor(rules, "v1.example.com", 443)).toBeUndefined();
+    expect(inspectPortsOf(rules)).toEqual([8443]);
+    const config = networkFromCreate({ rules: { "a.test:9000": rule({ A: "b" }), "b.test:8443": rule({ A: "b" }), "c.test:80": rule({ A: "b" }) } })!;
+    expect(egressListsOf(config)).toEqual({ allowOut: [], denyOut: [], proxied: "inspect", inspectPorts: [8443, 9000] });
+    expect(egressOf(config, true)).toMatchObject({ proxied: "inspect", inspectPorts: [8443, 9000] });
+  });
+
+  it("refuses a bad port in a key, naming the key", () => {
+    for (const key of ["a.test:0", "a.test:65536", "a.test:08443", "a.test:", "a.test:+1", "a.test:53", "a.test:1:2", "10.0.0.1:80"]) {
+      expect(refusal({ [key]: rule({ A: "b" }) }), key).toContain(`'${key}'`);
+    }
   });
 
   it("names the secrets the placeholders name, and refuses a missing one by name", () => {

@@ -6,6 +6,9 @@
 // bytes both ways; TLS is never terminated. Refused: 403 with a short text (HTTP) or a closed connection (TLS).
 // Spliced connections (no header transform) are handed to the kernel relay (native-relay.ts) once connected, so
 // their bytes do not pass through Node; the JS relay remains for when the addon is not built.
+// One more listener takes any port (sandboxes' inspect chains send the ports their `host:port` header transforms
+// name there): the original port comes from conntrack (original-destination.ts), and whether the client speaks TLS
+// or HTTP from its first byte (a TLS handshake record starts with 22, an HTTP/1 request with a letter).
 import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
 import { createNativeRelay, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
@@ -13,6 +16,7 @@ import { relay } from "./tunnel-proxy.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
 import { relayIfTransformed, type EgressInterceptor } from "./header-relay.js";
+import { originalDestination } from "./original-destination.js";
 
 export interface ProxyPolicy extends SandboxPolicy {
   sandboxId: string;
@@ -38,11 +42,17 @@ export interface EgressProxyOptions {
   relay?: RelayKind;
   /** Where the fallback to the JS relay is said (once); a process warning without one. */
   logger?: RelayLogger;
+  /** Also listen for connections to any other port (inspect chains), found in conntrack. @default false */
+  anyPort?: boolean;
+  /** Where conntrack entries are read (tests); the kernel's by default. */
+  conntrackFile?: string;
 }
 
 export interface EgressProxy {
   /** Original port → the port of its listener on the gateway. */
   readonly listeners: ReadonlyMap<number, number>;
+  /** The any-port listener's port (with `anyPort`). */
+  readonly inspectPort: number | undefined;
   /** Connections the kernel relay carries now. */
   readonly relayed: number;
   /** Stop listening and close every connection, the kernel relay's included. */
@@ -76,23 +86,43 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
     }
     relay(client, upstream, first, done);
   };
+  const listen = async (onConnection: (socket: Socket) => void): Promise<number> => {
+    // Half-open: a client that shuts down its sending side still gets the answer.
+    const server = createServer({ highWaterMark: HIGH_WATER_MARK, allowHalfOpen: true }, (socket) => {
+      open.add(socket);
+      socket.once("close", () => open.delete(socket));
+      onConnection(socket);
+    });
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(0, opts.gateway, () => {
+        server.off("error", reject);
+        resolve();
+      });
+    });
+    servers.push(server);
+    return (server.address() as { port: number }).port;
+  };
+  let inspectPort: number | undefined;
   try {
-    for (const port of opts.ports) {
-      // Half-open: a client that shuts down its sending side still gets the answer.
-      const server = createServer({ highWaterMark: HIGH_WATER_MARK, allowHalfOpen: true }, (socket) => {
-        open.add(socket);
-        socket.once("close", () => open.delete(socket));
-        handle(opts, port, socket, relayer);
+    for (const port of opts.ports) listeners.set(port, await listen((socket) => handle(opts, port, port === 443 ? "tls" : "http", socket, relayer)));
+    if (opts.anyPort) {
+      const self = await listen((socket) => {
+        socket.on("error", () => undefined);
+        socket.pause();
+        const client = { ip: (socket.remoteAddress ?? "").replace(/^::ffff:/, ""), port: socket.remotePort ?? 0 };
+        originalDestination(client, { ip: opts.gateway, port: inspectPort! }, opts.conntrackFile).then(
+          (dst) => {
+            if (dst === undefined) socket.destroy();
+            else {
+              handle(opts, dst.port, "sniff", socket, relayer);
+              socket.resume();
+            }
+          },
+          () => socket.destroy(),
+        );
       });
-      await new Promise<void>((resolve, reject) => {
-        server.once("error", reject);
-        server.listen(0, opts.gateway, () => {
-          server.off("error", reject);
-          resolve();
-        });
-      });
-      servers.push(server);
-      listeners.set(port, (server.address() as { port: number }).port);
+      inspectPort = self;
     }
   } catch (err) {
     for (const s of servers) s.close();
@@ -100,6 +130,7 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
   }
   return {
     listeners,
+    inspectPort,
     get relayed() {
       return kernel ? kernel.active : 0;
     },
@@ -115,7 +146,13 @@ export async function startEgressProxy(opts: EgressProxyOptions): Promise<Egress
 /** Relays two connected sockets, `first` going upstream first, and reports the bytes once it is over. */
 type Relayer = (client: Socket, upstream: Socket, first: Buffer, done: (bytes: RelayedBytes) => void) => void;
 
-function handle(opts: EgressProxyOptions, port: number, client: Socket, relayer: Relayer): void {
+/** How a listener reads a client's first bytes: as TLS, as HTTP, or as whichever its first byte says. */
+type Speech = "tls" | "http" | "sniff";
+
+/** A TLS record of type handshake (22) starts every TLS connection; an HTTP/1 request starts with a method's letter. */
+const TLS_HANDSHAKE = 22;
+
+function handle(opts: EgressProxyOptions, port: number, speech: Speech, client: Socket, relayer: Relayer): void {
   const source = (client.remoteAddress ?? "").replace(/^::ffff:/, "");
   const policy = opts.policyOf(source);
   client.on("error", () => undefined);
@@ -123,11 +160,12 @@ function handle(opts: EgressProxyOptions, port: number, client: Socket, relayer:
     client.destroy();
     return;
   }
-  const tls = port === 443;
-  const peek = tls ? peekTlsServerName : peekHttpHost;
+  let tls = speech === "tls";
   let buffered = Buffer.alloc(0);
   const timer = setTimeout(() => client.destroy(), PEEK_TIMEOUT_MS);
   const onData = (chunk: Buffer) => {
+    if (speech === "sniff" && buffered.length === 0 && chunk.length > 0) tls = chunk[0] === TLS_HANDSHAKE;
+    const peek = tls ? peekTlsServerName : peekHttpHost;
     buffered = Buffer.concat([buffered, chunk]);
     const result: Peek = buffered.length > MAX_PEEK_BYTES ? { state: "invalid", reason: "no name in the first 64 KiB" } : peek(buffered);
     if (result.state === "more") return;
@@ -151,7 +189,7 @@ function handle(opts: EgressProxyOptions, port: number, client: Socket, relayer:
           const target = { sandboxId: policy.sandboxId, host: result.host!, ip, port, tls };
           const done = (bytes: { bytesOut: number; bytesIn: number }) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
           relayIfTransformed(opts.interceptor?.(), client, buffered, target, done).then(
-            (relayed) => relayed || splice(opts, client, ip, port, buffered, record, relayer),
+            (relayed) => relayed || splice(opts, client, ip, port, tls, buffered, record, relayer),
             () => client.destroy(),
           );
         }
@@ -191,13 +229,13 @@ function refuse(opts: EgressProxyOptions, client: Socket, tls: boolean, record: 
   client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
-function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, first: Buffer, record: EgressRecord, relayer: Relayer): void {
+function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, tls: boolean, first: Buffer, record: EgressRecord, relayer: Relayer): void {
   const report = (bytes: RelayedBytes) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
   const dialed = opts.dial?.(record.sandboxId, ip, port);
   if (dialed) {
     dialed.then(
       (upstream) => relayer(client, upstream, first, report),
-      (err: Error) => refuse(opts, client, port === 443, { ...record, verdict: "denied", rule: `egress proxy: ${err.message}`, atMs: Date.now() }),
+      (err: Error) => refuse(opts, client, tls, { ...record, verdict: "denied", rule: `egress proxy: ${err.message}`, atMs: Date.now() }),
     );
     return;
   }

@@ -92,6 +92,7 @@ export class EgressService {
         audit: this.audit,
         interceptor: () => this.#interceptor,
         relay: this.#opts.relay ?? "native",
+        anyPort: true,
         ...(this.#opts.logger ? { logger: this.#opts.logger } : {}),
         dial: (sandboxId, ip, port) => {
           const upstream = upstreamOf(sandboxId);
@@ -144,6 +145,7 @@ export class EgressService {
         this.#proxy?.listeners ?? new Map(),
         signal,
         this.#tunnel?.port,
+        this.#proxy?.inspectPort,
       ),
     );
     this.#redirects = next.catch(() => undefined);

@@ -12,11 +12,12 @@ import { createSecureContext, TLSSocket } from "node:tls";
 /** What the server hands the orchestrator so that the egress proxy can apply header transforms. */
 export interface EgressInterceptor {
   /**
-   * The headers (values resolved) a sandbox's requests to `host` get, or undefined when its rules name none for it
-   * (then the connection is spliced untouched, TLS included). Asked once per connection. Throws when a value cannot
-   * be resolved (a secret deleted since): the sandbox's requests then get a 502 without reaching the host.
+   * The headers (values resolved) a sandbox's requests to `host` on TCP `port` get, or undefined when its rules name
+   * none for it there (then the connection is spliced untouched, TLS included). Asked once per connection. Throws
+   * when a value cannot be resolved (a secret deleted since): the sandbox's requests then get a 502 without
+   * reaching the host.
    */
-  headersFor(sandboxId: string, host: string): Promise<Record<string, string> | undefined>;
+  headersFor(sandboxId: string, host: string, port: number): Promise<Record<string, string> | undefined>;
   /** Key and certificate (PEM) for `host`, issued by the CA every sandbox trusts. */
   certificateFor(host: string): Promise<{ key: string; cert: string }>;
   /** The CAs (PEM) upstream servers' certificates are checked against. */
@@ -175,7 +176,7 @@ export async function relayIfTransformed(
   if (!interceptor) return false;
   let headers: Record<string, string> | Error | undefined;
   try {
-    headers = await interceptor.headersFor(target.sandboxId, target.host);
+    headers = await interceptor.headersFor(target.sandboxId, target.host, target.port);
   } catch (err) {
     headers = err instanceof Error ? err : new Error(String(err));
   }

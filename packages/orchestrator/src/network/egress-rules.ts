@@ -28,6 +28,11 @@ export interface EgressRules {
   readonly denyOut: readonly string[];
   /** Absent: "none" (the canonical form leaves it out then, so rules without it read as before it existed). */
   readonly proxied?: EgressProxying;
+  /**
+   * TCP ports other than 80/443 that the egress proxy takes too (the control plane has header transforms for
+   * `host:port` there): HTTP or TLS, told by the first bytes. Sorted, unique; absent when none.
+   */
+  readonly inspectPorts?: readonly number[];
 }
 
 /** What one allowOut / denyOut entry names. */
@@ -67,19 +72,45 @@ export function parseEgressTarget(entry: string): EgressTarget {
  * list dropped, sorted (nftables refuses overlapping intervals in one set); then domains lower-cased, without a
  * trailing dot, deduplicated and sorted. A canonical form makes "the same rules" comparable.
  */
-export function normalizeEgressRules(rules: { allowOut?: readonly string[]; denyOut?: readonly string[]; proxied?: EgressProxying }): EgressRules {
+export function normalizeEgressRules(rules: {
+  allowOut?: readonly string[];
+  denyOut?: readonly string[];
+  proxied?: EgressProxying;
+  inspectPorts?: readonly number[];
+}): EgressRules {
   const proxied = rules.proxied ?? "none";
   if (!PROXYING.includes(proxied)) throw new NetworkError("invalid_argument", `'${String(proxied)}' is not an egress proxying (${PROXYING.join(", ")})`);
+  const inspectPorts = canonicalPorts(rules.inspectPorts ?? []);
   return {
     allowOut: canonicalEntries(rules.allowOut ?? []),
     denyOut: canonicalEntries(rules.denyOut ?? []),
     ...(proxied !== "none" ? { proxied } : {}),
+    ...(inspectPorts.length > 0 ? { inspectPorts } : {}),
   };
 }
 
-/** A copy of rules (lists and proxying), for a record of something made from the sandbox. */
-export function copyEgressRules(rules: EgressRules): { allowOut: string[]; denyOut: string[]; proxied?: EgressProxying } {
-  return { allowOut: [...rules.allowOut], denyOut: [...rules.denyOut], ...(rules.proxied && rules.proxied !== "none" ? { proxied: rules.proxied } : {}) };
+/** A copy of rules (lists, proxying and inspected ports), for a record of something made from the sandbox. */
+export function copyEgressRules(rules: EgressRules): { allowOut: string[]; denyOut: string[]; proxied?: EgressProxying; inspectPorts?: number[] } {
+  return {
+    allowOut: [...rules.allowOut],
+    denyOut: [...rules.denyOut],
+    ...(rules.proxied && rules.proxied !== "none" ? { proxied: rules.proxied } : {}),
+    ...(rules.inspectPorts && rules.inspectPorts.length > 0 ? { inspectPorts: [...rules.inspectPorts] } : {}),
+  };
+}
+
+/** The ports beyond 80/443 the egress proxy takes for the sandbox (EgressRules.inspectPorts). */
+export function inspectPortsOf(rules: EgressRules | undefined): readonly number[] {
+  return rules?.inspectPorts ?? [];
+}
+
+/** Valid TCP ports, sorted and unique, without 80/443 (always the proxy's when it inspects) and 53 (the resolver's). */
+function canonicalPorts(ports: readonly number[]): number[] {
+  for (const p of ports) {
+    if (!Number.isInteger(p) || p < 1 || p > 65535) throw new NetworkError("invalid_argument", `inspected port '${String(p)}' is not a TCP port`);
+    if (p === 53) throw new NetworkError("invalid_argument", `port 53 is the resolver's and cannot be inspected`);
+  }
+  return [...new Set(ports)].filter((p) => p !== 80 && p !== 443).sort((a, b) => a - b);
 }
 
 /** How the sandbox's TCP goes through the egress proxy beyond its domain entries. */
@@ -118,7 +149,7 @@ export function hasRuleEntries(rules: EgressRules | undefined): rules is EgressR
 
 /** True when the rules ask for anything beyond the internet switch (entries or proxying): worth applying and keeping. */
 export function hasEgressRules(rules: EgressRules | undefined): rules is EgressRules {
-  return hasRuleEntries(rules) || proxyingOf(rules) !== "none";
+  return hasRuleEntries(rules) || proxyingOf(rules) !== "none" || inspectPortsOf(rules).length > 0;
 }
 
 function canonicalEntries(entries: readonly string[]): string[] {

@@ -12,10 +12,15 @@
 // TCP port its name-judging listeners do not take is redirected to the egress proxy's catch-all listener
 // (egress/tunnel-proxy.ts), which connects through the user's proxy.
 //
+// A sandbox whose rules inspect ports beyond 80/443 (`inspectPorts`: header transforms for `host:port`) has a nat
+// chain of its own behind the @inspect verdict map, which the redirects chain consults: its TCP to those ports goes
+// to the shared `inspect_dnat` chain, i.e. to the egress proxy's any-port listener (its port is only known at run
+// time, so redirectScript writes that chain).
+//
 // Every script is applied as one `nft -f` transaction: an update replaces the chain's rules, the map element and
 // the set element together, and a failing one leaves the old rules in place.
 import type { EgressRules } from "./egress-rules.js";
-import { ALL_TRAFFIC, cidrsOf, hasRuleEntries, proxyingOf, sendsWebThroughProxy } from "./egress-rules.js";
+import { ALL_TRAFFIC, cidrsOf, hasRuleEntries, inspectPortsOf, proxyingOf, sendsWebThroughProxy } from "./egress-rules.js";
 import type { NetworkNames } from "./names.js";
 
 /** Name of the verdict map the forward chain looks sandbox addresses up in (declared by setupScript). */
@@ -26,6 +31,24 @@ export const EGRESS_CHAIN_PREFIX = "egress_";
 export const PROXIED_SET = "proxied";
 /** Set of the sandbox addresses whose TCP goes through their user's proxy. */
 export const TUNNELED_SET = "tunneled";
+
+/** Verdict map of sandbox addresses → their inspect chain (nat; declared by setupScript). */
+export const INSPECT_MAP = "inspect";
+/** Prefix of every per-sandbox inspect chain; the sandbox's address follows with `_` for `.`. */
+export const INSPECT_CHAIN_PREFIX = "inspect_";
+/** The chain that DNATs to the egress proxy's any-port listener (written by redirectScript). */
+export const INSPECT_DNAT_CHAIN = "inspect_dnat";
+
+export function inspectChainName(ip: string): string {
+  return `${INSPECT_CHAIN_PREFIX}${ip.replaceAll(".", "_")}`;
+}
+
+/** The address a per-sandbox inspect chain belongs to, or undefined for any other chain. */
+export function ipOfInspectChain(chain: string): string | undefined {
+  if (!chain.startsWith(INSPECT_CHAIN_PREFIX)) return undefined;
+  const parts = chain.slice(INSPECT_CHAIN_PREFIX.length).split("_");
+  return parts.length === 4 && parts.every((p) => /^\d{1,3}$/.test(p)) ? parts.join(".") : undefined;
+}
 
 export function egressChainName(ip: string): string {
   return `${EGRESS_CHAIN_PREFIX}${ip.replaceAll(".", "_")}`;
@@ -56,6 +79,18 @@ export function egressScript(names: NetworkNames, ip: string, internet: boolean,
     if (!sendsWebThroughProxy(rules)) lines.push(`delete element inet ${t} ${PROXIED_SET} { ${ip} }`);
     lines.push(`add element inet ${t} ${TUNNELED_SET} { ${ip} }`);
     if (proxyingOf(rules) !== "tunnel") lines.push(`delete element inet ${t} ${TUNNELED_SET} { ${ip} }`);
+    const ports = inspectPortsOf(rules);
+    if (ports.length > 0) {
+      const chain = inspectChainName(ip);
+      lines.push(
+        `add chain inet ${t} ${chain}`,
+        `flush chain inet ${t} ${chain}`,
+        `add rule inet ${t} ${chain} tcp dport { ${ports.join(", ")} } goto ${INSPECT_DNAT_CHAIN}`,
+        `add element inet ${t} ${INSPECT_MAP} { ${ip} : jump ${chain} }`,
+      );
+    } else {
+      lines.push(...dropInspectChainLines(names, ip));
+    }
   }
   if (hasRuleEntries(rules)) {
     const chain = egressChainName(ip);
@@ -83,6 +118,7 @@ export function clearEgressScript(names: NetworkNames, ip: string): string {
     `add element inet ${t} ${TUNNELED_SET} { ${ip} }`,
     `delete element inet ${t} ${TUNNELED_SET} { ${ip} }`,
     ...dropEgressChainLines(names, ip),
+    ...dropInspectChainLines(names, ip),
   ].join("\n") + "\n";
 }
 
@@ -94,6 +130,19 @@ export function dropEgressChainLines(names: NetworkNames, ip: string): string[] 
     `add chain inet ${t} ${chain}`,
     `add element inet ${t} ${EGRESS_MAP} { ${ip} : jump ${chain} }`,
     `delete element inet ${t} ${EGRESS_MAP} { ${ip} }`,
+    `flush chain inet ${t} ${chain}`,
+    `delete chain inet ${t} ${chain}`,
+  ];
+}
+
+/** Lines removing a sandbox's inspect map element and chain, whether or not they exist. */
+export function dropInspectChainLines(names: NetworkNames, ip: string): string[] {
+  const t = names.table;
+  const chain = inspectChainName(ip);
+  return [
+    `add chain inet ${t} ${chain}`,
+    `add element inet ${t} ${INSPECT_MAP} { ${ip} : jump ${chain} }`,
+    `delete element inet ${t} ${INSPECT_MAP} { ${ip} }`,
     `flush chain inet ${t} ${chain}`,
     `delete chain inet ${t} ${chain}`,
   ];

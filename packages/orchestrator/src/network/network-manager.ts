@@ -18,7 +18,7 @@ import { NetworkError } from "./network-error.js";
 import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
 import type { EgressLimitRates } from "./egress-limits.js";
-import { dropEgressChainLines, EGRESS_MAP, egressScript, ipOfEgressChain, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
+import { dropEgressChainLines, dropInspectChainLines, EGRESS_MAP, egressScript, INSPECT_MAP, ipOfEgressChain, ipOfInspectChain, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
 import { bindScript, type HostServicePorts, type PortBinding, redirectScript, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
 /** Anything with `info` and `warn` taking a message (console, pino). */
@@ -61,7 +61,7 @@ export interface BurrowNetworkManager extends NetworkManager {
   /** The egress of the sandbox at `ip` (the resolver and the egress proxy judge by it), or undefined for none. */
   egressOf(ip: string): AttachedEgress | undefined;
   /** Replace the DNAT rules of host services and of the egress proxy's listeners (ruleset.ts, redirectScript). */
-  setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number): Promise<void>;
+  setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number, inspectPort?: number): Promise<void>;
 }
 
 /** What the resolver and the egress proxy know of a sandbox by its address. */
@@ -278,8 +278,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     return undefined;
   }
 
-  async setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number): Promise<void> {
-    await this.#exec("nft", ["-f", "-"], { input: redirectScript(this.#names, this.gateway, services, proxy, tunnelPort), signal });
+  async setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number, inspectPort?: number): Promise<void> {
+    await this.#exec("nft", ["-f", "-"], { input: redirectScript(this.#names, this.gateway, services, proxy, tunnelPort, inspectPort), signal });
   }
 
   async teardown(): Promise<void> {
@@ -389,24 +389,34 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     if (lines.length > 0) await this.#exec("nft", ["-f", "-"], { input: `${lines.join("\n")}\n`, signal });
   }
 
-  /** Egress chains (and their map elements) of addresses nobody leases. */
+  /** Egress and inspect chains (and their map elements) of addresses nobody leases. */
   async #staleEgressLines(signal?: AbortSignal): Promise<string[]> {
     const t = this.#names.table;
     const doc = JSON.parse(await this.#exec("nft", ["-j", "list", "chains", "inet"], { signal })) as {
       nftables?: { chain?: { table?: string; name?: string } }[];
     };
-    const ips = new Set<string>();
+    const egress = new Set<string>();
+    const inspect = new Set<string>();
     for (const item of doc.nftables ?? []) {
-      const ip = item.chain?.table === t ? ipOfEgressChain(item.chain.name ?? "") : undefined;
-      if (ip !== undefined) ips.add(ip);
+      if (item.chain?.table !== t) continue;
+      const name = item.chain.name ?? "";
+      const ip = ipOfEgressChain(name);
+      if (ip !== undefined) egress.add(ip);
+      const inspected = ipOfInspectChain(name);
+      if (inspected !== undefined) inspect.add(inspected);
     }
-    const map = await this.#exec("nft", ["-j", "list", "map", "inet", t, EGRESS_MAP], { signal });
-    for (const e of setElements(map, EGRESS_MAP)) {
-      // A map element comes as [key, verdict].
-      const key = Array.isArray(e) ? e[0] : e;
-      if (typeof key === "string") ips.add(key);
+    for (const [mapName, ips] of [[EGRESS_MAP, egress], [INSPECT_MAP, inspect]] as const) {
+      const map = await this.#exec("nft", ["-j", "list", "map", "inet", t, mapName], { signal });
+      for (const e of setElements(map, mapName)) {
+        // A map element comes as [key, verdict].
+        const key = Array.isArray(e) ? e[0] : e;
+        if (typeof key === "string") ips.add(key);
+      }
     }
-    return [...ips].filter((ip) => !this.#leased(ip)).flatMap((ip) => dropEgressChainLines(this.#names, ip));
+    return [
+      ...[...egress].filter((ip) => !this.#leased(ip)).flatMap((ip) => dropEgressChainLines(this.#names, ip)),
+      ...[...inspect].filter((ip) => !this.#leased(ip)).flatMap((ip) => dropInspectChainLines(this.#names, ip)),
+    ];
   }
 
   #leased(ip: string): boolean {

@@ -21,7 +21,7 @@
 // setup() runs the script with `add` + `flush chain`, in one nft transaction: re-running it replaces the
 // rules but keeps set elements, so a restarted orchestrator does not cut off running sandboxes.
 import type { EgressRules } from "./egress-rules.js";
-import { clearEgressScript, EGRESS_MAP, egressScript, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
+import { clearEgressScript, EGRESS_MAP, egressScript, INSPECT_DNAT_CHAIN, INSPECT_MAP, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
 import { egressLimitsScript, type EgressLimitRates } from "./egress-limits.js";
 import type { NetworkNames } from "./names.js";
 
@@ -49,6 +49,8 @@ add set inet ${t} internet { type ipv4_addr; }
 add map inet ${t} ${EGRESS_MAP} { type ipv4_addr : verdict; }
 add set inet ${t} ${PROXIED_SET} { type ipv4_addr; }
 add set inet ${t} ${TUNNELED_SET} { type ipv4_addr; }
+add map inet ${t} ${INSPECT_MAP} { type ipv4_addr : verdict; }
+add chain inet ${t} ${INSPECT_DNAT_CHAIN}
 add chain inet ${t} ${REDIRECTS_CHAIN}
 add chain inet ${t} prerouting { type nat hook prerouting priority -100; policy accept; }
 flush chain inet ${t} prerouting
@@ -100,8 +102,9 @@ export interface HostServicePorts {
 
 /**
  * The redirects chain's rules, replacing the old ones in one transaction: host services for every sandbox, then the
- * egress proxy's listeners (original port → listener port) for @proxied sandboxes, then every other TCP port of
- * @tunneled sandboxes (but the gateway's) to the catch-all listener `tunnelPort`.
+ * egress proxy's listeners (original port → listener port) for @proxied sandboxes, then the ports sandboxes' inspect
+ * chains name (@inspect) to the any-port listener `inspectPort`, then every other TCP port of @tunneled sandboxes
+ * (but the gateway's) to the catch-all listener `tunnelPort`.
  */
 export function redirectScript(
   names: NetworkNames,
@@ -109,12 +112,17 @@ export function redirectScript(
   services: readonly HostServicePorts[],
   proxy: ReadonlyMap<number, number>,
   tunnelPort?: number,
+  inspectPort?: number,
 ): string {
   const t = names.table;
-  const lines = [`flush chain inet ${t} ${REDIRECTS_CHAIN}`];
+  const lines = [`flush chain inet ${t} ${REDIRECTS_CHAIN}`, `flush chain inet ${t} ${INSPECT_DNAT_CHAIN}`];
   for (const s of services) lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip daddr ${gateway} tcp dport ${s.port} dnat ip to ${gateway}:${s.hostPort}`);
   for (const [port, listener] of proxy) {
     lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip saddr @${PROXIED_SET} tcp dport ${port} dnat ip to ${gateway}:${listener}`);
+  }
+  if (inspectPort !== undefined) {
+    lines.push(`add rule inet ${t} ${INSPECT_DNAT_CHAIN} meta l4proto tcp dnat ip to ${gateway}:${inspectPort}`);
+    lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip daddr != ${gateway} meta l4proto tcp ip saddr vmap @${INSPECT_MAP}`);
   }
   if (tunnelPort !== undefined) {
     lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip saddr @${TUNNELED_SET} ip daddr != ${gateway} meta l4proto tcp dnat ip to ${gateway}:${tunnelPort}`);

@@ -28,9 +28,9 @@ export function createEgressInterceptor(deps: {
     upstreamCa,
     sandboxCaPem: deps.ca.certPem,
     certificateFor: (host) => deps.ca.certificateFor(host),
-    async headersFor(sandboxId, host) {
+    async headersFor(sandboxId, host, port) {
       const config = deps.networks.get(sandboxId);
-      const headers = headersFor(config?.rules, host);
+      const headers = headersFor(config?.rules, host, port);
       if (!headers || config?.rulesOwner === undefined) return undefined;
       const owner = { apiKeyId: config.rulesOwner };
       const resolved: Record<string, string> = {};

@@ -2,13 +2,13 @@
 // Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall, by domain
 // (`example.com`, `*.example.com`) by its resolver and transparent egress proxy; ingress (allowPublicTraffic's traffic
 // token, maskRequestHost) by the gateway; header transforms (`rules`, network-rules.ts) and a user's own proxy
-// (`egressProxy`, egress-proxy-config.ts) by the egress proxy. What cannot be enforced yet (httpsPorts) is refused
-// with 501 rather than accepted and ignored.
+// (`egressProxy`, egress-proxy-config.ts) by the egress proxy. What cannot be enforced yet (httpsPorts, an ingress
+// setting) is refused with 501 rather than accepted and ignored.
 import { randomBytes } from "node:crypto";
 import { ALL_TRAFFIC, parseEgressTarget, type EgressProxying, type EgressRuleLists, type SandboxEgress } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 import { egressProxyOf, egressProxyView, type EgressProxyConfig } from "./egress-proxy-config.js";
-import { networkRules, type NetworkRules } from "./network-rules.js";
+import { inspectPortsOf, networkRules, type NetworkRules } from "./network-rules.js";
 
 /** What a sandbox keeps of its network config (the store's JSON). */
 export interface SandboxNetworkConfig {
@@ -150,14 +150,22 @@ export function proxyingOf(config: Pick<SandboxNetworkConfig, "rules" | "egressP
   return config?.egressProxy !== undefined ? "tunnel" : config?.rules !== undefined ? "inspect" : "none";
 }
 
-/** allowOut/denyOut and proxying for the orchestrator's create, undefined when the config has none. */
+/** allowOut/denyOut, proxying and inspected ports for the orchestrator's create, undefined when the config has none. */
 export function egressListsOf(config: SandboxNetworkConfig | undefined): EgressRuleLists | undefined {
-  return config && hasEgressRules(config) ? { allowOut: [...config.allowOut], denyOut: [...config.denyOut], proxied: proxyingOf(config) } : undefined;
+  return config && hasEgressRules(config)
+    ? { allowOut: [...config.allowOut], denyOut: [...config.denyOut], proxied: proxyingOf(config), ...inspectedPorts(config) }
+    : undefined;
 }
 
 /** What the firewall and the egress proxy enforce for a config. */
 export function egressOf(config: SandboxNetworkConfig | undefined, allowInternetAccess: boolean): SandboxEgress {
-  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: [...(config?.denyOut ?? [])], proxied: proxyingOf(config) };
+  return { allowInternetAccess, allowOut: [...(config?.allowOut ?? [])], denyOut: [...(config?.denyOut ?? [])], proxied: proxyingOf(config), ...inspectedPorts(config) };
+}
+
+/** The ports beyond 80/443 that header transforms name (`host:port` rule keys), when there are any. */
+function inspectedPorts(config: Pick<SandboxNetworkConfig, "rules"> | undefined): { inspectPorts?: number[] } {
+  const ports = inspectPortsOf(config?.rules);
+  return ports.length > 0 ? { inspectPorts: ports } : {};
 }
 
 /** True when the sandbox needs egress of its own (not just the internet switch): entries, transforms or a proxy. */
@@ -181,10 +189,23 @@ function newTrafficToken(): string {
   return randomBytes(24).toString("hex");
 }
 
+/** envd's port, which E2B's httpsPorts may not name. */
+const ENVD_PORT = 49983;
+
+/**
+ * httpsPorts is E2B's ingress setting (sandbox ports that serve HTTPS, which the gateway would reach over TLS without
+ * verifying): bad values are a 400 naming them; valid ones a 501 until the gateway speaks TLS to sandboxes. (Header
+ * transforms on other ports than 80/443 are `host:port` rule keys, network-rules.ts.)
+ */
 function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProxy?: unknown; httpsPorts?: number[] }): void {
-  if (body.httpsPorts !== undefined && body.httpsPorts.length > 0) {
-    throw new BurrowError(Code.Unimplemented, "network.httpsPorts is not supported by Burrow yet", { reason: "https_ports_unsupported" });
+  if (body.httpsPorts === undefined || body.httpsPorts.length === 0) return;
+  for (const port of body.httpsPorts) {
+    if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid(`invalid network.httpsPorts entry '${port}': expected a TCP port 1-65535`);
+    if (port === ENVD_PORT) throw invalid(`invalid network.httpsPorts entry '${port}': envd's port cannot be listed`);
   }
+  throw new BurrowError(Code.Unimplemented, "network.httpsPorts (sandbox ports serving HTTPS to the gateway) is not supported by Burrow yet", {
+    reason: "https_ports_unsupported",
+  });
 }
 
 /** Validated entries: 400 naming the first malformed one. */

@@ -2,6 +2,9 @@
 // `${e2b.secrets.NAME}` placeholders resolved only at egress, so the sandbox never holds the value. Validated here
 // (host names, header names as HTTP tokens, values without line breaks, placeholders naming the caller's team's
 // secrets) and kept as written; GET answers them with their placeholders, never values.
+// Beyond E2B (whose keys are names only, for the web ports): a key may name a port, `api.example.com:8443`; its
+// rules apply only to connections to that port, which the egress proxy then takes too (HTTP or TLS, told by the
+// first bytes). A key without a port applies to 80 and 443.
 import { parseEgressTarget } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 
@@ -10,7 +13,7 @@ export interface HeaderTransformRule {
   transform?: { headers?: Record<string, string> };
 }
 
-/** Host (`api.example.com` or `*.example.com`, lower-case) → its rules, in the order given. */
+/** Host (`api.example.com` or `*.example.com`, lower-case, optionally `:port`) → its rules, in the order given. */
 export type NetworkRules = Record<string, HeaderTransformRule[]>;
 
 const MAX_HOSTS = 100;
@@ -61,35 +64,62 @@ export function requireRuleSecrets(rules: NetworkRules | undefined, exists: (nam
   }
 }
 
+/** TCP ports a key without one applies to: the web's. */
+export const DEFAULT_RULE_PORTS: readonly number[] = [80, 443];
+
 /**
- * The headers a request to `host` gets, or undefined when no rule names it. E2B's matching: the exact name's rules,
- * else those of the longest wildcard naming it (below its apex only); rule sets of several keys are not merged.
- * Within a host's rules, later ones win.
+ * The headers a request to `host` on TCP `port` gets, or undefined when no rule names it there. E2B's matching among
+ * the keys naming that port (`host:port`), else, on 80 and 443, among the keys without a port: the exact name's
+ * rules, else those of the longest wildcard naming it (below its apex only); rule sets of several keys are not
+ * merged. Within a host's rules, later ones win.
  */
-export function headersFor(rules: NetworkRules | undefined, host: string): Record<string, string> | undefined {
+export function headersFor(rules: NetworkRules | undefined, host: string, port: number): Record<string, string> | undefined {
   if (!rules) return undefined;
   const name = host.toLowerCase().replace(/\.$/, "");
-  const key =
-    rules[name] !== undefined
-      ? name
-      : Object.keys(rules)
-          .filter((h) => h.startsWith("*.") && name.endsWith(h.slice(1)))
-          .sort((a, b) => b.length - a.length)[0];
+  const match = (suffix: string): string | undefined => {
+    const keys = Object.keys(rules).filter((k) => (suffix === "" ? !k.includes(":") : k.endsWith(suffix)));
+    const exact = `${name}${suffix}`;
+    if (keys.includes(exact)) return exact;
+    return keys
+      .map((k) => k.slice(0, k.length - suffix.length))
+      .filter((h) => h.startsWith("*.") && name.endsWith(h.slice(1)))
+      .sort((a, b) => b.length - a.length)
+      .map((h) => `${h}${suffix}`)[0];
+  };
+  const key = match(`:${port}`) ?? (DEFAULT_RULE_PORTS.includes(port) ? match("") : undefined);
   if (key === undefined) return undefined;
   const headers: Record<string, string> = {};
   for (const rule of rules[key]!) Object.assign(headers, rule.transform?.headers ?? {});
   return headers;
 }
 
+/** The ports the rules' keys name beyond 80/443 (the egress proxy takes them for the sandbox), sorted. */
+export function inspectPortsOf(rules: NetworkRules | undefined): number[] {
+  const ports = new Set<number>();
+  for (const key of Object.keys(rules ?? {})) {
+    const port = /:(\d+)$/.exec(key)?.[1];
+    if (port !== undefined && !DEFAULT_RULE_PORTS.includes(Number(port))) ports.add(Number(port));
+  }
+  return [...ports].sort((a, b) => a - b);
+}
+
 function ruleHost(host: string): string {
+  const colon = host.lastIndexOf(":");
+  const name = colon < 0 ? host : host.slice(0, colon);
   let target;
   try {
-    target = parseEgressTarget(host);
+    target = parseEgressTarget(name);
   } catch {
     target = undefined;
   }
-  if (target?.kind !== "domain") throw invalid(`invalid network.rules host '${host}': expected a domain name or *.domain`);
-  return target.wildcard ? `*.${target.domain}` : target.domain;
+  if (target?.kind !== "domain") throw invalid(`invalid network.rules host '${host}': expected a domain name or *.domain, optionally with :port`);
+  const domain = target.wildcard ? `*.${target.domain}` : target.domain;
+  if (colon < 0) return domain;
+  const port = host.slice(colon + 1);
+  // Digits only, no sign or leading zero: one spelling per port, so two keys cannot name the same port unnoticed.
+  if (!/^[1-9]\d{0,4}$/.test(port) || Number(port) > 65535) throw invalid(`invalid port in network.rules host '${host}': expected 1-65535`);
+  if (port === "53") throw invalid(`invalid port in network.rules host '${host}': 53 is the resolver's`);
+  return `${domain}:${port}`;
 }
 
 function transformRule(rule: unknown, where: string): HeaderTransformRule {
