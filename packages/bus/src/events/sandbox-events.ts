@@ -14,11 +14,12 @@ export const SANDBOX_EVENT_SUBJECTS = ["sbx.>"];
 
 /**
  * `pause_converted`: a memory pause became a filesystem pause on its own (its age, or a host restart).
+ * `lost`: the sandbox's cluster node went down; `recovered`: that node came back with it.
  * `checkpoint_created`, `rolled_back`, `checkpoint_deleted`: checkpoint trees (`checkpointId`, `parentId`).
  */
 export type LifecycleEventType =
   | "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed" | "pause_converted"
-  | "checkpoint_created" | "rolled_back" | "checkpoint_deleted";
+  | "lost" | "recovered" | "checkpoint_created" | "rolled_back" | "checkpoint_deleted";
 export type ProcessEventType = "started" | "output" | "exited";
 /** `overflow`: changes were dropped to keep a flood bounded; `dropped` says how many, `path` is the latest of them. */
 export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod" | "overflow";

@@ -1,6 +1,6 @@
 // Sandbox lifecycle events onto the bus, on the subjects of @burrow/bus (`sbx.<template>.<sandbox>.lifecycle.<type>`)
 // and into its durable event stream, so triggers and agents that were down still see them. Every lifecycle type the
-// control plane emits (created, paused, resumed, killed, timed_out, pause_converted) is one of the bus's lifecycle
+// control plane emits (created, paused, resumed, killed, timed_out, pause_converted, lost, recovered) is one of the bus's lifecycle
 // types. Why it happened (`reason`: an auto-pause at the timeout, an auto-resume by traffic…) and how a paused
 // sandbox is paused (`pauseKind`) travel in the payload, and so does a created sandbox's network (`network`).
 import { publishSandboxEvent, type Bus } from "@burrow/bus";
@@ -16,6 +16,8 @@ const BUS_TYPE: { [K in SandboxLifecycleEventType]: LifecycleEventType } = {
   killed: "killed",
   timed_out: "timed_out",
   pause_converted: "pause_converted",
+  lost: "lost",
+  recovered: "recovered",
 };
 
 export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: Logger): () => void {

@@ -2,8 +2,12 @@
 import type { Logger } from "pino";
 import type { PauseKind } from "@burrow/orchestrator";
 
-/** `pause_converted`: the orchestrator turned a memory pause into a filesystem pause on its own (age, host restart). */
-export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out" | "pause_converted";
+/**
+ * `pause_converted`: the orchestrator turned a memory pause into a filesystem pause on its own (age, host restart).
+ * `lost`: in a cluster, the sandbox's node went down (sent once, by one surviving node); `recovered`: that node came
+ * back with the sandbox and took it back (sent by it). A lost sandbox is not ended: it may still be recovered.
+ */
+export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out" | "pause_converted" | "lost" | "recovered";
 
 /** Why a sandbox ended. */
 export type SandboxEndReason = "api" | "timeout" | "crashed" | "lost" | "orchestrator";
