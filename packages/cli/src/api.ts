@@ -22,6 +22,8 @@ export interface ApiRequestOptions {
   body?: unknown;
   /** Non-2xx statuses the caller handles itself (e.g. 404 for "not found") instead of an error. */
   expect?: readonly number[];
+  /** @default REQUEST_TIMEOUT_MS; longer for calls that wait on purpose (a node's drain). */
+  timeoutMs?: number;
 }
 
 export async function apiRequest(connection: Connection, method: string, path: string, opts: ApiRequestOptions = {}): Promise<ApiResponse> {
@@ -31,7 +33,7 @@ export async function apiRequest(connection: Connection, method: string, path: s
   const { status, headers, text } = await send(url, method, {
     "x-api-key": connection.apiKey,
     ...(payload !== undefined ? { "content-type": "application/json", "content-length": String(Buffer.byteLength(payload)) } : {}),
-  }, payload).catch((error: NodeJS.ErrnoException) => {
+  }, payload, opts.timeoutMs ?? REQUEST_TIMEOUT_MS).catch((error: NodeJS.ErrnoException) => {
     throw new CliError(Code.Unavailable, `cannot reach the API at ${connection.apiUrl} (${error.code ?? error.message}); is 'burrow up' running?`, {
       reason: "api_unreachable",
       cause: error,
@@ -53,11 +55,11 @@ export async function apiRequest(connection: Connection, method: string, path: s
   return { status, headers, body };
 }
 
-async function send(url: URL, method: string, headers: Record<string, string>, payload: string | undefined) {
+async function send(url: URL, method: string, headers: Record<string, string>, payload: string | undefined, timeoutMs: number) {
   // node:https loads TLS: only when the URL asks for it.
   const request = url.protocol === "https:" ? (await import("node:https")).request : httpRequest;
   return new Promise<{ status: number; headers: IncomingHttpHeaders; text: string }>((resolve, reject) => {
-    const req = request(url, { method, headers, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) }, (res) => {
+    const req = request(url, { method, headers, signal: AbortSignal.timeout(timeoutMs) }, (res) => {
       const chunks: Buffer[] = [];
       res.on("data", (chunk: Buffer) => chunks.push(chunk));
       res.on("error", reject);

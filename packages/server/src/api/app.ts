@@ -41,6 +41,7 @@ import { registerVolumeApi } from "./volumes/index.js";
 import { registerClusterRoutes } from "../cluster/cluster-routes.js";
 import type { Membership } from "../cluster/membership.js";
 import type { CreatePlacement } from "../cluster/create-placement.js";
+import { registerDrainRoute } from "../cluster/drain-route.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -145,7 +146,10 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   if (opts.bus) registerLifecycleStream(app, ctx, opts.bus);
   registerLogRoutes(app, ctx, opts.logs);
   if (opts.alerts) registerAlertRoutes(app, opts.alerts);
-  if (opts.cluster) registerClusterRoutes(app, opts.cluster);
+  if (opts.cluster) {
+    registerClusterRoutes(app, opts.cluster);
+    registerDrainRoute(app, opts.cluster, ctx.sandboxes, opts.logger);
+  }
   registerUnsupportedRoutes(app, ctx);
   await app.ready();
   return app;

@@ -1,7 +1,8 @@
-// burrow node list | cordon NAME | uncordon NAME: the nodes of the cluster the server is a node of (instance admin
-// key). A cordoned node takes no new sandboxes once placement exists; its sandboxes keep running.
+// burrow node list | cordon NAME | uncordon NAME | drain NAME: the nodes of the cluster the server is a node of
+// (instance admin key). A cordoned node takes no new sandboxes; its sandboxes keep running. A drain cordons the node,
+// optionally pauses its sandboxes to disk, and waits until none runs there (sandboxes cannot move between nodes yet).
 import { apiRequest } from "../../api.js";
-import { defineCommand, type CommandGroup } from "../../command.js";
+import { defineCommand, usageError, type CommandGroup } from "../../command.js";
 import { clientConnection } from "../../connection.js";
 import { printJson, printRows } from "../../output.js";
 
@@ -59,8 +60,46 @@ function cordonCommand(verb: "cordon" | "uncordon") {
   });
 }
 
+interface DrainReport {
+  node: string;
+  paused: string[];
+  failed: Array<{ sandboxId: string; error: string }>;
+  running: string[];
+  drained: boolean;
+  waitedMs: number;
+}
+
+const nodeDrain = defineCommand({
+  name: "drain",
+  summary: "Cordon a node, optionally pause its sandboxes to disk, and wait until none runs there",
+  args: "NAME",
+  minArgs: 1,
+  maxArgs: 1,
+  options: {
+    timeout: { type: "string", value: "S", description: "Seconds to wait for no sandbox running (default 300)" },
+    pause: { type: "boolean", description: "Pause its running sandboxes to the filesystem (resumable later, on that node)" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  notes: "Sandboxes cannot move to another node yet (their layers are on the node's disk): paused ones resume where they are.",
+  async run({ values, positionals, env }) {
+    const name = positionals[0]!;
+    const timeout = values.timeout === undefined ? 300 : Number(values.timeout);
+    if (!Number.isInteger(timeout) || timeout < 0) throw usageError(`--timeout must be a whole number of seconds, got '${values.timeout}'`);
+    const body = { timeout, ...(values.pause ? { pause: true } : {}) };
+    const report = (
+      await apiRequest(clientConnection(env), "POST", `/burrow/v1/nodes/${encodeURIComponent(name)}/drain`, { body, timeoutMs: (timeout + 60) * 1000 })
+    ).body as DrainReport;
+    if (!report.drained) process.exitCode = 1;
+    if (values.json) return printJson(report);
+    const paused = report.paused.length > 0 ? `, ${report.paused.length} paused to disk` : "";
+    if (report.drained) process.stdout.write(`node ${report.node} cordoned and drained${paused}: no sandbox running\n`);
+    else process.stdout.write(`node ${report.node} cordoned${paused}; still running after ${Math.round(report.waitedMs / 1000)} s: ${report.running.join(" ")}\n`);
+    for (const f of report.failed) process.stderr.write(`could not pause ${f.sandboxId}: ${f.error}\n`);
+  },
+});
+
 export const nodeCommands: CommandGroup = {
   name: "node",
-  summary: "List, cordon and uncordon the cluster's nodes",
-  commands: [nodeList, cordonCommand("cordon"), cordonCommand("uncordon")],
+  summary: "List, cordon, uncordon and drain the cluster's nodes",
+  commands: [nodeList, cordonCommand("cordon"), cordonCommand("uncordon"), nodeDrain],
 };

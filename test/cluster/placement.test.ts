@@ -1,0 +1,228 @@
+// Placement of creates in a cluster of three Burrow nodes (the real CLI, each in its own process with its own state
+// directory, instance tag and subnet) on a 3-server NATS JetStream cluster on the loopback. With the official e2b
+// SDK pointed at node A: 30 creates spread over all three nodes; a cordoned node gets none, neither placed there nor
+// sent to it directly; a snapshot that exists only on node B is created there from any node; `burrow node drain
+// --pause` leaves node C with no running sandbox, its sandboxes paused to disk and resumable afterwards. Where each
+// sandbox went is read from the cluster's owner records.
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Sandbox } from "e2b";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { NatsCluster } from "./nats-cluster.js";
+import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { runBurrow } from "../cli/run-burrow.js";
+
+const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
+const NAMES = ["node-a", "node-b", "node-c"] as const;
+
+interface Node {
+  name: string;
+  instance: TestInstance;
+  port: number;
+  server?: ServerProcess;
+}
+
+interface NodeView {
+  name: string;
+  cordoned: boolean;
+  status: string;
+  load: { runningSandboxes: number; templates?: string[] };
+}
+
+describe("placement of creates over three nodes", () => {
+  let nats: NatsCluster;
+  const nodes: Node[] = [];
+  // Picked before any node has made its bridge: each pick must avoid the others' subnets.
+  for (const name of NAMES) {
+    let instance = newTestInstance(`pl${name.slice(-1)}`);
+    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
+      rmSync(instance.stateDir, { recursive: true, force: true });
+      instance = newTestInstance(`pl${name.slice(-1)}`);
+    }
+    nodes.push({ name, instance, port: 0 });
+  }
+  const [a, b, c] = nodes as [Node, Node, Node];
+  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
+  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
+  /** Marked as forwarded, a create is made by the node it reaches: how a test puts a sandbox on a given node. */
+  const pinned = (node: Node) => ({ ...opts(node), apiHeaders: { "X-Burrow-Forwarded-By": "test" } });
+  const cli = (node: Node, args: string[]) =>
+    runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: url(node), E2B_SANDBOX_URL: url(node) } });
+  const sandboxes = new Set<string>();
+
+  const nodesSeenBy = async (node: Node): Promise<NodeView[]> =>
+    ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json())) as { nodes: NodeView[] }).nodes;
+
+  async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await check())) {
+      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  /** The node each sandbox's owner record names. */
+  async function owners(ids: readonly string[]): Promise<Map<string, string>> {
+    const nc = await connect({ servers: nats.urls[0]! });
+    try {
+      const kv = await new Kvm(nc).open("burrow_sandbox_owners");
+      const found = new Map<string, string>();
+      for (const id of ids) {
+        const entry = await kv.get(id);
+        found.set(id, entry?.operation === "PUT" ? entry.json<{ node: string }>().node : "(none)");
+      }
+      return found;
+    } finally {
+      await nc.close();
+    }
+  }
+
+  async function create(node: Node, template = "base", options: object = opts(node)): Promise<Sandbox> {
+    const sandbox = await Sandbox.create(template, { ...options, timeoutMs: 300_000 });
+    sandboxes.add(sandbox.sandboxId);
+    return sandbox;
+  }
+
+  async function killAll(ids: Iterable<string>): Promise<void> {
+    for (const id of [...ids]) {
+      await Sandbox.kill(id, opts(a)).catch(() => undefined);
+      sandboxes.delete(id);
+    }
+  }
+
+  beforeAll(async () => {
+    nats = await NatsCluster.start(3);
+    await Promise.all(
+      nodes.map(async (node, i) => {
+        node.port = await freePort();
+        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
+        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
+          BURROW_API_KEY: API_KEY,
+          BURROW_CLUSTER_HEARTBEAT_MS: "500",
+          BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
+          BURROW_CLUSTER_REPLICAS: "3",
+        });
+      }),
+    );
+    // Every node sees the three up, with the templates they have.
+    for (const node of nodes) {
+      await until(`${node.name} sees three nodes`, async () => {
+        const seen = await nodesSeenBy(node);
+        return seen.length === 3 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
+      });
+    }
+  });
+
+  afterAll(async () => {
+    await killAll(sandboxes);
+    for (const node of nodes) {
+      if (node.server) await stopServerProcess(node.server, "SIGTERM");
+      try {
+        burrowDown(node.instance);
+      } finally {
+        rmSync(node.instance.stateDir, { recursive: true, force: true });
+      }
+    }
+    await nats?.stop();
+  });
+
+  it("30 creates through node A spread over all three nodes, each answered as its node gave it", async () => {
+    const created: Sandbox[] = [];
+    // Three at a time, as a client with a few workers would.
+    for (let round = 0; round < 10; round++) created.push(...(await Promise.all([0, 1, 2].map(() => create(a)))));
+    const placed = await owners(created.map((s) => s.sandboxId));
+    const perNode = Object.fromEntries(NAMES.map((name) => [name, [...placed.values()].filter((n) => n === name).length]));
+    process.stdout.write(`30 creates through node A: ${JSON.stringify(perNode)}\n`);
+    expect([...placed.values()].every((n) => (NAMES as readonly string[]).includes(n)), JSON.stringify([...placed])).toBe(true);
+    for (const name of NAMES) expect(perNode[name], JSON.stringify(perNode)).toBeGreaterThanOrEqual(4);
+    // A sandbox placed on another node is used through A as any other.
+    const elsewhere = created.find((s) => placed.get(s.sandboxId) !== "node-a")!;
+    expect((await elsewhere.commands.run("echo placed")).stdout).toBe("placed\n");
+    // The list through A has them all.
+    const listed = (await Sandbox.list({ ...opts(a), limit: 100 }).nextItems()).map((s) => s.sandboxId);
+    expect(listed.sort()).toEqual(created.map((s) => s.sandboxId).sort());
+    await killAll(created.map((s) => s.sandboxId));
+  });
+
+  it("a cordoned node gets no creates: none placed there, and those sent to it go elsewhere", async () => {
+    const before = await create(c, "base", pinned(c));
+    const cordon = await cli(a, ["node", "cordon", "node-c"]);
+    expect(cordon.stdout, cordon.stderr).toBe("node node-c cordoned\n");
+    await until("node C knows it is cordoned", async () => (await nodesSeenBy(c)).find((n) => n.name === "node-c")?.cordoned === true);
+    const created: Sandbox[] = [];
+    for (let i = 0; i < 6; i++) created.push(await create(a), await create(c));
+    const placed = await owners(created.map((s) => s.sandboxId));
+    expect([...placed.values()].filter((n) => n === "node-c"), JSON.stringify([...placed])).toEqual([]);
+    expect(new Set(placed.values())).toEqual(new Set(["node-a", "node-b"]));
+    // Created through C, placed on another node, used through C.
+    const viaC = created[1]!;
+    expect((await viaC.commands.run("echo from elsewhere")).stdout).toBe("from elsewhere\n");
+    // Even a create another node forwards to it is refused, in the API's error shape.
+    const refused = await fetch(`${url(c)}/sandboxes`, {
+      method: "POST",
+      headers: { "X-API-Key": API_KEY, "content-type": "application/json", "X-Burrow-Forwarded-By": "test" },
+      body: JSON.stringify({ templateID: "base" }),
+    });
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({ code: 503, message: "node node-c is cordoned: it takes no new sandboxes" });
+    // Its sandboxes are still served: one made there before the cordon, through A.
+    const viaA = await Sandbox.connect(before.sandboxId, { ...opts(a), timeoutMs: 300_000 });
+    expect((await viaA.commands.run("echo still served")).stdout).toBe("still served\n");
+    await killAll([before.sandboxId, ...created.map((s) => s.sandboxId)]);
+    const uncordon = await cli(a, ["node", "uncordon", "node-c"]);
+    expect(uncordon.stdout, uncordon.stderr).toBe("node node-c uncordoned\n");
+  });
+
+  it("a snapshot that exists only on node B is created on node B, from any node", async () => {
+    const source = await create(b, "base", pinned(b));
+    expect((await owners([source.sandboxId])).get(source.sandboxId)).toBe("node-b");
+    await source.files.write("/home/user/only-on-b.txt", "layers of node B");
+    const snapshot = await source.createSnapshot();
+    await until("node B's record lists the snapshot", async () =>
+      (await nodesSeenBy(a)).find((n) => n.name === "node-b")?.load.templates?.includes(snapshot.snapshotId) === true,
+    );
+    const created: Sandbox[] = [];
+    for (let i = 0; i < 3; i++) created.push(await create(a, snapshot.snapshotId), await create(c, snapshot.snapshotId));
+    const placed = await owners(created.map((s) => s.sandboxId));
+    expect(new Set(placed.values()), JSON.stringify([...placed])).toEqual(new Set(["node-b"]));
+    expect(await created[0]!.files.read("/home/user/only-on-b.txt")).toBe("layers of node B");
+    // A template no node has is the node's own 404, as on one machine.
+    await expect(Sandbox.create("no-such-template", opts(a))).rejects.toThrow(/not found/);
+    await killAll([source.sandboxId, ...created.map((s) => s.sandboxId)]);
+  });
+
+  it("drain cordons node C; with --pause its sandboxes are paused to disk and resumable afterwards", async () => {
+    const onC = [await create(c, "base", pinned(c)), await create(c, "base", pinned(c))];
+    expect(new Set((await owners(onC.map((s) => s.sandboxId))).values())).toEqual(new Set(["node-c"]));
+    await onC[0]!.files.write("/home/user/drained.txt", "kept on disk");
+    // Without --pause, running sandboxes keep running: the drain reports them when its time is up.
+    const waited = await cli(a, ["node", "drain", "node-c", "--timeout", "1"]);
+    expect(waited.code).toBe(1);
+    expect(waited.stdout).toContain("node node-c cordoned; still running after");
+    for (const s of onC) expect(waited.stdout).toContain(s.sandboxId);
+
+    const drained = await cli(a, ["node", "drain", "node-c", "--pause", "--timeout", "120", "--json"]);
+    expect(drained.code, drained.stderr).toBe(0);
+    const report = JSON.parse(drained.stdout) as { node: string; paused: string[]; running: string[]; drained: boolean; failed: unknown[] };
+    expect(report).toMatchObject({ node: "node-c", drained: true, running: [], failed: [] });
+    expect(report.paused).toEqual(onC.map((s) => s.sandboxId).sort());
+    await until("node C's record shows no running sandbox", async () => {
+      const view = (await nodesSeenBy(a)).find((n) => n.name === "node-c");
+      return view?.cordoned === true && view.load.runningSandboxes === 0;
+    });
+    for (const s of onC) expect((await Sandbox.getInfo(s.sandboxId, opts(a))).state).toBe("paused");
+    // A create while C is drained goes elsewhere.
+    const meanwhile = await create(c);
+    expect((await owners([meanwhile.sandboxId])).get(meanwhile.sandboxId)).not.toBe("node-c");
+    // Resumed where it is (its layers are on C), through A, with its files.
+    const resumed = await Sandbox.connect(onC[0]!.sandboxId, { ...opts(a), timeoutMs: 300_000 });
+    expect(await resumed.files.read("/home/user/drained.txt")).toBe("kept on disk");
+    expect((await owners([resumed.sandboxId])).get(resumed.sandboxId)).toBe("node-c");
+    await killAll([...onC.map((s) => s.sandboxId), meanwhile.sandboxId]);
+    expect((await cli(a, ["node", "uncordon", "node-c"])).code).toBe(0);
+  });
+});
