@@ -5,6 +5,8 @@ import { identityArgv, signalProcessTree, type OutputStream, type ProcessIO, typ
 // After the process exits, output still in the pipes is read for up to this long; a grandchild that keeps the
 // pipes open (`cmd &`) must not hold the end event back (upstream closes the pipes when the process exits).
 const EXIT_FLUSH_MS = 200;
+/** A grandchild writing without pause cannot hold the end back longer than this. */
+const EXIT_FLUSH_MAX_MS = 2_000;
 
 /** Spawns a process with pipes. Resolves once it has a pid; rejects with the spawn error (e.g. ENOENT). */
 export function spawnPipeProcess(spec: SpawnSpec, withStdin: boolean): Promise<ProcessIO> {
@@ -77,12 +79,27 @@ function wrap(
         cb(code, signal);
       };
       child.once("exit", (code, signal) => {
-        const t = setTimeout(() => finish(code, signal), EXIT_FLUSH_MS);
+        // Output still in the pipes is read until both close, or until they have been quiet for EXIT_FLUSH_MS. The
+        // deadline is checked only after a poll phase (setImmediate): when envd itself was starved of CPU (a loaded
+        // host, the sandbox's CPU quota), timers run before the poll phase that reads the pipes, and a bare timer
+        // ended commands with their output unread.
+        let quietSince = Date.now();
+        const noteData = () => (quietSince = Date.now());
+        stdout.on("data", noteData);
+        stderr.on("data", noteData);
+        const givenUpAt = Date.now() + EXIT_FLUSH_MAX_MS;
+        let timer: NodeJS.Timeout | undefined;
+        const check = () => {
+          const now = Date.now();
+          if (now - quietSince >= EXIT_FLUSH_MS || now >= givenUpAt) return finish(code, signal);
+          timer = setTimeout(() => setImmediate(check), EXIT_FLUSH_MS - (now - quietSince));
+        };
+        timer = setTimeout(() => setImmediate(check), EXIT_FLUSH_MS);
         // flowing again so buffered output drains even if a consumer had paused us
         stdout.resume();
         stderr.resume();
         child.once("close", () => {
-          clearTimeout(t);
+          clearTimeout(timer);
           finish(code, signal);
         });
       });
