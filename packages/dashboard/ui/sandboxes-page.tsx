@@ -21,16 +21,15 @@ const POLL_MS = 20_000;
 const METRICS_POLL_MS = 5_000;
 /** The sparklines' window. */
 const METRICS_SINCE_S = 300;
-/** The list endpoint's largest page, and how many pages a round follows (X-Next-Token). */
+/** The paged list endpoint's largest page, and how many pages a round follows (X-Next-Token). */
 const PAGE_SIZE = 100;
 const MAX_PAGES = 20;
 
-async function loadList(filter: string, signal: AbortSignal): Promise<ListedSandbox[]> {
+async function loadPaged(state: string, metadata: string | null, signal: AbortSignal): Promise<ListedSandbox[]> {
   const list: ListedSandbox[] = [];
   let next: string | null = null;
   for (let page = 0; page < MAX_PAGES; page++) {
-    const query = new URLSearchParams({ state: "running,paused", limit: String(PAGE_SIZE) });
-    const metadata = metadataQuery(filter);
+    const query = new URLSearchParams({ state, limit: String(PAGE_SIZE) });
     if (metadata) query.set("metadata", metadata);
     if (next) query.set("nextToken", next);
     const { data, headers } = await apiWithHeaders<ListedSandbox[]>("GET", `/v2/sandboxes?${query}`, undefined, signal);
@@ -38,6 +37,23 @@ async function loadList(filter: string, signal: AbortSignal): Promise<ListedSand
     next = headers.get("x-next-token");
     if (!next) break;
   }
+  return list;
+}
+
+/**
+ * Running sandboxes in one call (E2B's v1 list is not paged: at 1,000 sandboxes, ten pages one after the other took
+ * most of the page's time to interactive), paused ones paged beside it. A sandbox changing state between the two
+ * answers could come twice: the running entry wins, and the next lifecycle event lists again.
+ */
+async function loadList(filter: string, signal: AbortSignal): Promise<ListedSandbox[]> {
+  const metadata = metadataQuery(filter);
+  const runningQuery = metadata ? `?${new URLSearchParams({ metadata })}` : "";
+  const [running, paused] = await Promise.all([
+    apiWithHeaders<ListedSandbox[]>("GET", `/sandboxes${runningQuery}`, undefined, signal).then((r) => r.data),
+    loadPaged("paused", metadata, signal),
+  ]);
+  const seen = new Set(running.map((s) => s.sandboxID));
+  const list = [...running, ...paused.filter((s) => !seen.has(s.sandboxID))];
   return list.sort((a, b) => b.startedAt.localeCompare(a.startedAt) || a.sandboxID.localeCompare(b.sandboxID));
 }
 
