@@ -200,7 +200,11 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     cleanups.push(() => sandboxes.close());
     cleanups.push(sandboxes.onRemoved((sandboxId) => (alerts.forget(sandboxId), alertWatches.forget(sandboxId))));
     await sandboxes.reconcile();
-    await cluster?.syncOwnership(() => store.sandboxes.list().map((row) => row.sandboxId), events);
+    await cluster?.syncOwnership(() => store.sandboxes.list().map((row) => row.sandboxId), events, {
+      get: (sandboxId) => store.sandboxes.get(sandboxId),
+      // Another node owns the id: this copy must not live on beside it.
+      kill: (sandboxId) => sandboxes.kill(sandboxId, "orchestrator"),
+    });
 
     // With a bus: fs watches, and triggers and tasks run by a real runner (rules resume from the bus's KV).
     let busServices: SandboxBusServices | undefined;

@@ -15,11 +15,14 @@ const STREAM_NAME_IN_USE = 10058;
 export const NODES_BUCKET = "burrow_nodes";
 /** Which node owns each sandbox, by sandbox id. */
 export const OWNERS_BUCKET = "burrow_sandbox_owners";
+/** Which node reported a down node's sandboxes lost, by the down node's name (lost-marker.ts). */
+export const LOSSES_BUCKET = "burrow_node_losses";
 
 export interface ClusterKv {
   readonly nc: NatsConnection;
   readonly nodes: KV;
   readonly owners: KV;
+  readonly losses: KV;
   close(): Promise<void>;
 }
 
@@ -49,7 +52,8 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     // start at once, that outlasts one request's timeout. Creating is idempotent, so it is simply asked again.
     const nodes = await whenClusterAnswers(`open bucket ${NODES_BUCKET}`, () => bucket(kvm, NODES_BUCKET, replicas), { logger });
     const owners = await whenClusterAnswers(`open bucket ${OWNERS_BUCKET}`, () => bucket(kvm, OWNERS_BUCKET, replicas), { logger });
-    return { nc, nodes, owners, close: () => nc.close() };
+    const losses = await whenClusterAnswers(`open bucket ${LOSSES_BUCKET}`, () => bucket(kvm, LOSSES_BUCKET, replicas), { logger });
+    return { nc, nodes, owners, losses, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw clusterError(err, "open the cluster's buckets");

@@ -9,11 +9,13 @@ import type { ClusterConfig } from "./cluster-config.js";
 import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
 import { CreatePlacement, type LocalFacts } from "./create-placement.js";
 import { ClusterForwarder } from "./forwarder.js";
+import { LostSweep } from "./lost-sweep.js";
 import { Membership } from "./membership.js";
 import { sampleNodeLoad, type LoadSources } from "./node-load.js";
 import { ownedOrchestrator } from "./owned-orchestrator.js";
 import { RecentCreates } from "./recent-creates.js";
 import { syncOwnership } from "./ownership-sync.js";
+import type { LocalSandboxes } from "./reconcile.js";
 import { SandboxOwners } from "./sandbox-owners.js";
 
 const VERSION = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
@@ -25,6 +27,7 @@ export interface ClusterNodeDeps extends LoadSources {
 
 export class ClusterNode {
   readonly #stopSync: Array<() => void> = [];
+  #lostSweep: LostSweep | undefined;
 
   private constructor(
     readonly config: ClusterConfig,
@@ -63,9 +66,13 @@ export class ClusterNode {
     return ownedOrchestrator(orchestrator, this.owners, this.logger);
   }
 
-  /** Claim this node's sandboxes, drop its stale records, follow lifecycle events from now on. */
-  async syncOwnership(localIds: () => string[], events: SandboxEvents): Promise<void> {
-    this.#stopSync.push(await syncOwnership(this.owners, localIds, events, this.logger));
+  /**
+   * Reconcile this node's sandboxes with their records (taking back those reported lost), drop its stale records,
+   * follow lifecycle events from now on, and report the sandboxes of nodes that go down (lost-sweep.ts).
+   */
+  async syncOwnership(localIds: () => string[], events: SandboxEvents, local: LocalSandboxes): Promise<void> {
+    this.#stopSync.push(await syncOwnership(this.owners, localIds, events, this.logger, local, this.config.nodeName));
+    this.#lostSweep = new LostSweep({ membership: this.membership, owners: this.owners, losses: this.kv.losses, events, local, logger: this.logger, intervalMs: this.config.heartbeatMs });
   }
 
   forwarder(isLocal: (sandboxId: string) => boolean): ClusterForwarder {
@@ -90,6 +97,7 @@ export class ClusterNode {
 
   async close(): Promise<void> {
     for (const stop of this.#stopSync.splice(0)) stop();
+    await this.#lostSweep?.close();
     await this.membership.close();
     this.owners.close();
     await this.kv.close();

@@ -4,19 +4,22 @@
 // same proxy code as sandbox traffic), and that node's gateway and API answer it as if the client had called there.
 // REST calls naming a sandbox (/sandboxes/{id}…, /v2/…, /burrow/v1/…) are forwarded the same way, so their answers
 // come from the owner's own state. Lists are gathered from every node (list-fanout.ts). Creates stay local.
+// A sandbox whose record is marked lost (its node went down, lost-sweep.ts) is answered here as E2B answers for a
+// sandbox that is gone: the gateway's 502 "The sandbox was not found" (the SDK's SandboxNotFoundError on commands),
+// and 404 {code, message} on the REST API, saying the node was lost.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
 import { SandboxConnections } from "../gateway/connections.js";
 import { proxyHttp, type ProxyFailure, type Upstream } from "../gateway/proxy-http.js";
 import { proxyUpgrade } from "../gateway/proxy-upgrade.js";
-import { jsonAnswer, sendJson, sendRawJson } from "../gateway/responses.js";
+import { goneBody, jsonAnswer, sendJson, sendRawJson } from "../gateway/responses.js";
 import type { GatewayAnswer } from "../gateway/retry-answer.js";
 import { routeRequest } from "../gateway/route.js";
 import { FORWARDED_HEADER, isForwarded } from "./forwarded-header.js";
 import { fanOutList, isListRequest } from "./list-fanout.js";
 import type { Membership } from "./membership.js";
-import type { SandboxOwners } from "./sandbox-owners.js";
+import type { OwnerRecord, SandboxOwners } from "./sandbox-owners.js";
 
 /** REST paths that name one sandbox: E2B's v1 and v2 and Burrow's own. */
 const SANDBOX_PATH = /^\/(?:v2\/|burrow\/v1\/)?sandboxes\/([a-z0-9]+)(?:[/?]|$)/;
@@ -29,7 +32,15 @@ export interface ForwarderDeps {
   logger: Logger;
 }
 
-type Target = { kind: "sandbox"; sandboxId: string } | { kind: "list" };
+/** `rest`: a REST path names the sandbox (answers 404 when it is lost); otherwise the gateway routes it (502). */
+type Target = { kind: "sandbox"; sandboxId: string; rest: boolean } | { kind: "list" };
+
+/** A lost sandbox, as E2B answers for one that is gone. */
+function lostAnswer(target: { sandboxId: string; rest: boolean }, record: OwnerRecord): { status: number; body: string } {
+  if (!target.rest) return { status: 502, body: goneBody(target.sandboxId) };
+  const message = `sandbox ${target.sandboxId} not found: node ${record.node}, which had it, was lost at ${record.lostAt}`;
+  return { status: 404, body: JSON.stringify({ code: 404, message }) };
+}
 
 export class ClusterForwarder {
   readonly #d: ForwarderDeps;
@@ -51,10 +62,20 @@ export class ClusterForwarder {
         void fanOutList(req, res, this.#d.membership, this.#d.logger);
         return true;
       }
-      return this.#route(target.sandboxId, local, (node, upstream) => this.#forwardHttp(req, res, node, upstream, target.sandboxId), () => {
-        req.resume();
-        sendJson(res, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has sandbox ${target.sandboxId}; retry` }));
-      });
+      return this.#route(
+        target.sandboxId,
+        local,
+        (node, upstream) => this.#forwardHttp(req, res, node, upstream, target.sandboxId),
+        () => {
+          req.resume();
+          sendJson(res, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has sandbox ${target.sandboxId}; retry` }));
+        },
+        (record) => {
+          req.resume();
+          const answer = lostAnswer(target, record);
+          sendJson(res, answer.status, answer.body);
+        },
+      );
     } catch (err) {
       this.#d.logger.error({ err, url: req.url }, "cluster forwarding failed");
       return false;
@@ -67,8 +88,15 @@ export class ClusterForwarder {
       const target = this.#target(req);
       if (!target || target.kind !== "sandbox") return false;
       socket.on("error", () => socket.destroy());
-      return this.#route(target.sandboxId, local, (node, upstream) => this.#forwardUpgrade(req, socket, head, node, upstream, target.sandboxId), () =>
-        sendRawJson(socket, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has sandbox ${target.sandboxId}; retry` })),
+      return this.#route(
+        target.sandboxId,
+        local,
+        (node, upstream) => this.#forwardUpgrade(req, socket, head, node, upstream, target.sandboxId),
+        () => sendRawJson(socket, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has sandbox ${target.sandboxId}; retry` })),
+        (record) => {
+          const answer = lostAnswer(target, record);
+          sendRawJson(socket, answer.status, answer.body);
+        },
       );
     } catch (err) {
       this.#d.logger.error({ err, url: req.url }, "cluster forwarding of an upgrade failed");
@@ -84,29 +112,36 @@ export class ClusterForwarder {
     if (isForwarded(req.headers)) return undefined;
     // Signed /files URLs are matched against this node's sandboxes only (no tokens leave their node).
     const route = routeRequest(req, () => []);
-    if (route.kind === "sandbox") return { kind: "sandbox", sandboxId: route.sandboxId };
+    if (route.kind === "sandbox") return { kind: "sandbox", sandboxId: route.sandboxId, rest: false };
     if (isListRequest(req)) return { kind: "list" };
     const rest = SANDBOX_PATH.exec(req.url ?? "");
-    return rest ? { kind: "sandbox", sandboxId: rest[1]! } : undefined;
+    return rest ? { kind: "sandbox", sandboxId: rest[1]!, rest: true } : undefined;
   }
 
   /**
    * Forward when another node owns the sandbox: at once from the mirror, else after reading the bucket (then the
-   * request is taken either way, and answered by `local` when the sandbox is nobody's).
+   * request is taken either way, and answered by `local` when the sandbox is nobody's). A record marked lost is
+   * answered by `lost`, unless this node has the sandbox (it came back and has not taken the record back yet).
    */
-  #route(sandboxId: string, local: () => void, forward: (node: string, upstream: Upstream) => void, unavailable: () => void): boolean {
+  #route(sandboxId: string, local: () => void, forward: (node: string, upstream: Upstream) => void, unavailable: () => void, lost: (record: OwnerRecord) => void): boolean {
     if (this.#d.isLocal(sandboxId)) return false;
     const me = this.#d.membership.nodeName;
-    const cached = this.#d.owners.cached(sandboxId);
-    if (cached === me) return false;
-    if (cached !== undefined) {
-      const upstream = this.#upstreamOf(cached);
-      if (!upstream) return false;
-      forward(cached, upstream);
+    const cached = this.#d.owners.cachedRecord(sandboxId);
+    if (cached?.lostAt !== undefined) {
+      lost(cached);
       return true;
     }
-    void this.#d.owners.lookup(sandboxId).then(
-      (owner) => {
+    if (cached?.node === me) return false;
+    if (cached !== undefined) {
+      const upstream = this.#upstreamOf(cached.node);
+      if (!upstream) return false;
+      forward(cached.node, upstream);
+      return true;
+    }
+    void this.#d.owners.lookupRecord(sandboxId).then(
+      (record) => {
+        if (record?.lostAt !== undefined) return lost(record);
+        const owner = record?.node;
         const upstream = owner !== undefined && owner !== me ? this.#upstreamOf(owner) : undefined;
         if (owner !== undefined && upstream) forward(owner, upstream);
         else local();

@@ -1,9 +1,9 @@
 // Sandbox lists for the whole cluster: the same request (the caller's key, filters and cursor) goes to every node
 // that is up, this one included, marked forwarded so that each answers from its own sandboxes; the answers are merged
 // in the list's order. E2B's cursor is a position in that order (startedAt, then id; api/sandboxes/list-filters.ts),
-// not a node's, so one cursor pages through every node at once. A node that is down is left out (its sandboxes are
-// not reported lost yet: that is the node-loss slice); an up node that fails the request fails the list, since a
-// list silently missing a node's sandboxes would read as their end.
+// not a node's, so one cursor pages through every node at once. A node that is down is left out: its sandboxes are
+// reported lost (lost-sweep.ts) and lists omit them, "lost" being no E2B state. An up node that fails the request
+// fails the list, since a list silently missing a node's sandboxes would read as their end.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { sendJson } from "../gateway/responses.js";

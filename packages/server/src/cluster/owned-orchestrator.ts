@@ -10,7 +10,7 @@ export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwn
   const createSandbox = async (opts: CreateSandboxOptions): Promise<SandboxRecord> => {
     const record = await orchestrator.createSandbox(opts);
     try {
-      await owners.claim(record.sandboxId);
+      await owners.claim(record.sandboxId, record.templateId);
     } catch (err) {
       await orchestrator.killSandbox(record.sandboxId).catch((killErr: unknown) => logger.error({ err: killErr, sandboxId: record.sandboxId }, "could not kill an unowned sandbox"));
       throw err;
@@ -26,7 +26,7 @@ export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwn
       results.map(async (result): Promise<ForkResult> => {
         if (!result.sandbox) return result;
         try {
-          await owners.claim(result.sandbox.sandboxId);
+          await owners.claim(result.sandbox.sandboxId, result.sandbox.templateId);
           return result;
         } catch (err) {
           await orchestrator.killSandbox(result.sandbox.sandboxId).catch((killErr: unknown) => logger.error({ err: killErr, sandboxId: result.sandbox.sandboxId }, "could not kill an unowned fork"));

@@ -1,25 +1,43 @@
 // Which node owns each sandbox: one record per sandbox id in the owners bucket, written by the node that created the
 // sandbox and removed by it when the sandbox ends. Writes are revision-checked: a create never replaces another
 // node's record, and a node removes only a record that is still its own. Lookups read a mirror kept by a watch, with
-// a direct read on a miss (a sandbox created elsewhere a moment ago may not have been mirrored yet).
+// a direct read on a miss (a sandbox created elsewhere a moment ago may not have been mirrored yet). A record of a
+// node that went down is kept, marked lost (lost-sweep.ts): the id stays taken, requests for it are answered "not
+// found", and the node, if it comes back with the sandbox, takes it back (reconcile.ts).
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
 import { WatchedBucket } from "./watched-bucket.js";
 
-export const OWNER_RECORD_VERSION = 1;
+/** 2: records may be marked lost (`lostAt`) and name their template. Readers of 1 see a lost record as the node's. */
+export const OWNER_RECORD_VERSION = 2;
 
 export interface OwnerRecord {
   v: number;
   node: string;
   claimedAt: string;
+  /** The sandbox's template, for the events other nodes publish about it (lost). */
+  templateId?: string;
+  /** Set when the node was judged down and its sandboxes reported lost (ISO 8601); absent while the node has it. */
+  lostAt?: string;
 }
 
-function decodeOwner(bytes: Uint8Array): OwnerRecord {
-  const value = JSON.parse(new TextDecoder().decode(bytes)) as Partial<OwnerRecord> | null;
+/** A record as stored, with the revision a revision-checked write must name. */
+export interface StoredOwner {
+  record: OwnerRecord;
+  revision: number;
+}
+
+export function decodeOwner(bytes: Uint8Array): OwnerRecord {
+  const value = JSON.parse(new TextDecoder().decode(bytes)) as (Partial<OwnerRecord> & Record<string, unknown>) | null;
   if (!value || typeof value.node !== "string") throw new BurrowError(Code.DataLoss, "an owner record lacks its node", { reason: "bad_owner_record" });
-  return { v: value.v ?? OWNER_RECORD_VERSION, node: value.node, claimedAt: value.claimedAt ?? "" };
+  // Fields of newer versions are kept, for a writer to pass on.
+  return { ...value, v: value.v ?? 1, node: value.node, claimedAt: value.claimedAt ?? "" };
+}
+
+function encodeOwner(record: OwnerRecord): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(record));
 }
 
 /** Sandbox ids are lower-case letters and digits; anything else is no sandbox and never a key. */
@@ -41,23 +59,56 @@ export class SandboxOwners {
     return this.mirror.get(sandboxId)?.value.node;
   }
 
+  /** The record as mirrored (lost or not), without a round trip. */
+  cachedRecord(sandboxId: string): OwnerRecord | undefined {
+    return this.mirror.get(sandboxId)?.value;
+  }
+
   /** The owning node, from the bucket itself when the mirror has no record. */
   async lookup(sandboxId: string): Promise<string | undefined> {
-    const cached = this.cached(sandboxId);
+    return (await this.lookupRecord(sandboxId))?.node;
+  }
+
+  /** The record, from the bucket itself when the mirror has none. */
+  async lookupRecord(sandboxId: string): Promise<OwnerRecord | undefined> {
+    const cached = this.cachedRecord(sandboxId);
     if (cached !== undefined || !SANDBOX_ID.test(sandboxId)) return cached;
     try {
       const entry = await this.kv.get(sandboxId);
-      return entry ? this.mirror.apply(entry)?.value.node : undefined;
+      return entry ? this.mirror.apply(entry)?.value : undefined;
     } catch (err) {
       throw clusterError(err, `look up the owner of sandbox ${sandboxId}`);
     }
   }
 
-  /** Record this node as the sandbox's owner; AlreadyExists when another node's record is there. Idempotent. */
-  async claim(sandboxId: string): Promise<void> {
-    const record: OwnerRecord = { v: OWNER_RECORD_VERSION, node: this.nodeName, claimedAt: new Date().toISOString() };
+  /** The record and its revision, read from the bucket (not the mirror): for a revision-checked write after it. */
+  async read(sandboxId: string): Promise<StoredOwner | undefined> {
     try {
-      const revision = await this.kv.create(sandboxId, new TextEncoder().encode(JSON.stringify(record)));
+      const entry = await this.kv.get(sandboxId);
+      const mirrored = entry ? this.mirror.apply(entry) : undefined;
+      return entry && mirrored ? { record: mirrored.value, revision: entry.revision } : undefined;
+    } catch (err) {
+      throw clusterError(err, `read the owner record of sandbox ${sandboxId}`);
+    }
+  }
+
+  /** Replace the record if it is still at `revision`; false when someone wrote it meanwhile. */
+  async replace(sandboxId: string, record: OwnerRecord, revision: number): Promise<boolean> {
+    try {
+      const written = await this.kv.update(sandboxId, encodeOwner(record), revision);
+      this.mirror.remember(sandboxId, record, written);
+      return true;
+    } catch (err) {
+      if (isRevisionConflict(err)) return false;
+      throw clusterError(err, `rewrite the owner record of sandbox ${sandboxId}`);
+    }
+  }
+
+  /** Record this node as the sandbox's owner; AlreadyExists when another node's record is there. Idempotent. */
+  async claim(sandboxId: string, templateId?: string): Promise<void> {
+    const record: OwnerRecord = { v: OWNER_RECORD_VERSION, node: this.nodeName, claimedAt: new Date().toISOString(), ...(templateId ? { templateId } : {}) };
+    try {
+      const revision = await this.kv.create(sandboxId, encodeOwner(record));
       this.mirror.remember(sandboxId, record, revision);
       return;
     } catch (err) {
@@ -87,16 +138,27 @@ export class SandboxOwners {
    * them yet): one read per key, done once when the node starts.
    */
   async mine(): Promise<string[]> {
-    const ids: string[] = [];
+    return [...(await this.ownedBy(this.nodeName)).keys()].sort();
+  }
+
+  /** Ids the mirror holds as `node`'s and marked lost. */
+  cachedLost(node: string): string[] {
+    return [...this.mirror.entries()].filter(([, e]) => e.value.node === node && e.value.lostAt !== undefined).map(([id]) => id);
+  }
+
+  /** Every record naming `node`, with its revision, read from the bucket itself: one read per key. */
+  async ownedBy(node: string): Promise<Map<string, StoredOwner>> {
+    const found = new Map<string, StoredOwner>();
     try {
       for await (const key of await this.kv.keys()) {
         const entry = await this.kv.get(key);
-        if (entry?.operation === "PUT" && this.mirror.apply(entry)?.value.node === this.nodeName) ids.push(key);
+        const mirrored = entry?.operation === "PUT" ? this.mirror.apply(entry) : undefined;
+        if (entry && mirrored?.value.node === node) found.set(key, { record: mirrored.value, revision: entry.revision });
       }
     } catch (err) {
-      throw clusterError(err, "list this node's owner records");
+      throw clusterError(err, `list the owner records of node ${node}`);
     }
-    return ids.sort();
+    return found;
   }
 
   /** Watch the bucket anew (see WatchedBucket.restart). */

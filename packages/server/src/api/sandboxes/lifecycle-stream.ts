@@ -16,6 +16,10 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
       const row = ctx.sandboxes.get(id);
       return row !== undefined && ctx.teams.visibleSandboxes(caller, [row]).length === 1;
     };
+    // In a cluster, a down node's sandboxes are reported lost by another node, which has no row of theirs. Keys and
+    // teams are still each node's own (every node is given the same key, its default team's), so those reports go
+    // to the default team.
+    const ownedElsewhere = (id: string) => ctx.sandboxes.get(id) === undefined && (caller === null || caller.teamId === ctx.teams.defaultTeamId);
     const controller = new AbortController();
     const events = subscribeSandboxEvents(bus, { category: "lifecycle" }, { signal: controller.signal })[Symbol.asyncIterator]();
     // Pull once so the subscription exists before the client is told it is live.
@@ -38,6 +42,7 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
         const e = next.value;
         const ended = e.type === "killed" || e.type === "timed_out";
         if (!ended && mine(e.sandboxId)) known.add(e.sandboxId);
+        else if (e.type === "lost" && ownedElsewhere(e.sandboxId)) known.add(e.sandboxId);
         if (!known.has(e.sandboxId)) continue;
         if (ended) known.delete(e.sandboxId);
         res.write(`event: lifecycle\ndata: ${JSON.stringify({ type: e.type, sandboxID: e.sandboxId, templateID: e.templateId })}\n\n`);

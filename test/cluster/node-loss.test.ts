@@ -1,0 +1,203 @@
+// Node loss and return, with the real CLI: two Burrow nodes on a 3-server NATS JetStream cluster on the loopback, the
+// official e2b SDK pointed at node A and a sandbox on node B. B's server process is SIGKILLed (its sandbox lives on):
+// within the down window A reports the sandbox lost once (a `lost` lifecycle event on A's stream, the owner record
+// kept and marked lost), GET through A answers 404 naming the lost node, and commands through A fail at once with the
+// SDK's SandboxNotFoundError. B restarted on the same state directory takes the sandbox back: one record, naming B
+// again, one `recovered` report, and commands through A reach it again.
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Sandbox, SandboxNotFoundError } from "e2b";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { NatsCluster } from "./nats-cluster.js";
+import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+
+const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
+const DOWN_AFTER_MS = 4_000;
+
+interface Node {
+  name: string;
+  instance: TestInstance;
+  port: number;
+  server?: ServerProcess;
+}
+
+interface OwnerRecord {
+  node: string;
+  lostAt?: string;
+}
+
+/** Lifecycle events from a node's GET /burrow/v1/lifecycle-events, collected until stopped. */
+class LifecycleEvents {
+  readonly seen: Array<{ type: string; sandboxID: string }> = [];
+  readonly #controller = new AbortController();
+  readonly ready: Promise<void>;
+
+  constructor(url: string) {
+    this.ready = (async () => {
+      const res = await fetch(`${url}/burrow/v1/lifecycle-events`, { headers: { "X-API-KEY": API_KEY }, signal: this.#controller.signal });
+      if (!res.ok || !res.body) throw new Error(`lifecycle events: ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      // The stream says it is subscribed before any event: the first chunk marks it ready.
+      const first = await reader.read();
+      buffer += first.value ?? "";
+      void (async () => {
+        try {
+          for (;;) {
+            for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+              const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "));
+              buffer = buffer.slice(end + 2);
+              if (data) this.seen.push(JSON.parse(data.slice(6)) as { type: string; sandboxID: string });
+            }
+            const next = await reader.read();
+            if (next.done) return;
+            buffer += next.value;
+          }
+        } catch {
+          // Stopped.
+        }
+      })();
+    })();
+  }
+
+  of(type: string, sandboxId: string): number {
+    return this.seen.filter((e) => e.type === type && e.sandboxID === sandboxId).length;
+  }
+
+  stop(): void {
+    this.#controller.abort();
+  }
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("a node lost and back", () => {
+  let nats: NatsCluster;
+  const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("losa"), port: 0 }];
+  let second = newTestInstance("losb");
+  while (second.subnet === nodes[0]!.instance.subnet) {
+    rmSync(second.stateDir, { recursive: true, force: true });
+    second = newTestInstance("losb");
+  }
+  nodes.push({ name: "node-b", instance: second, port: 0 });
+  const [a, b] = nodes as [Node, Node];
+  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: `http://127.0.0.1:${node.port}`, sandboxUrl: `http://127.0.0.1:${node.port}`, debug: false as const });
+  const start = async (node: Node, i: number) => {
+    node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
+      BURROW_API_KEY: API_KEY,
+      BURROW_CLUSTER_HEARTBEAT_MS: "500",
+      BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS),
+      BURROW_CLUSTER_REPLICAS: "3",
+    });
+  };
+  const ownerRecord = async (sandboxId: string): Promise<OwnerRecord | undefined> => {
+    const nc = await connect({ servers: nats.urls });
+    try {
+      const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
+      return entry?.operation === "PUT" ? entry.json<OwnerRecord>() : undefined;
+    } finally {
+      await nc.close();
+    }
+  };
+  let sandboxId = "";
+
+  beforeAll(async () => {
+    nats = await NatsCluster.start(3);
+    await Promise.all(
+      nodes.map(async (node, i) => {
+        node.port = await freePort();
+        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
+        await start(node, i);
+      }),
+    );
+  });
+
+  afterAll(async () => {
+    if (sandboxId) await Sandbox.kill(sandboxId, opts(b)).catch(() => undefined);
+    // Every node is cleaned up and the NATS servers stopped even when one step fails; the first failure is reported.
+    const failures: unknown[] = [];
+    for (const node of nodes) {
+      try {
+        if (node.server) await stopServerProcess(node.server, "SIGTERM");
+        burrowDown(node.instance);
+        rmSync(node.instance.stateDir, { recursive: true, force: true });
+      } catch (err) {
+        failures.push(err);
+      }
+    }
+    await nats?.stop();
+    if (failures.length > 0) throw failures[0];
+  });
+
+  it("reports a SIGKILLed node's sandbox lost once, answers not found for it, and takes it back when the node returns", async () => {
+    // A cordoned while the sandbox is made: wherever placement would put it, it lands on B.
+    const cordon = (what: "cordon" | "uncordon") => fetch(`${b.server!.url}/burrow/v1/nodes/node-a/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
+    await until("node A known to B", async () => (await cordon("cordon")).ok, 20_000);
+    const onB = await Sandbox.create("base", { ...opts(b), timeoutMs: 600_000 }).finally(() => cordon("uncordon"));
+    sandboxId = onB.sandboxId;
+    const viaA = await Sandbox.connect(sandboxId, { ...opts(a), timeoutMs: 600_000 });
+    expect((await viaA.commands.run("echo before")).stdout.trim()).toBe("before");
+    expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-b" });
+
+    const eventsA = new LifecycleEvents(a.server!.url);
+    await eventsA.ready;
+    try {
+      // B's server is gone; its sandbox's processes are not (they outlive the server, as after any crash).
+      await stopServerProcess(b.server!, "SIGKILL");
+      const killedAt = Date.now();
+      await until("a lost event through A", () => eventsA.of("lost", sandboxId) > 0, DOWN_AFTER_MS + 20_000);
+      const lostAfterMs = Date.now() - killedAt;
+      expect(lostAfterMs).toBeGreaterThanOrEqual(DOWN_AFTER_MS - 1_000);
+
+      const record = await ownerRecord(sandboxId);
+      expect(record).toMatchObject({ node: "node-b" });
+      expect(record?.lostAt).toEqual(expect.any(String));
+
+      // The REST API: 404 in E2B's error shape, saying the node was lost; the SDK's getInfo: SandboxNotFoundError.
+      const got = await fetch(`${a.server!.url}/sandboxes/${sandboxId}`, { headers: { "X-API-KEY": API_KEY } });
+      expect(got.status).toBe(404);
+      const body = (await got.json()) as { code: number; message: string };
+      expect(body.code).toBe(404);
+      expect(body.message).toMatch(/node-b.*lost/);
+      await expect(Sandbox.getInfo(sandboxId, opts(a))).rejects.toBeInstanceOf(SandboxNotFoundError);
+      expect(await Sandbox.kill(sandboxId, opts(a))).toBe(false);
+
+      // Commands through A: not found at once, not a timeout or a connection error.
+      const started = Date.now();
+      const failure = await viaA.commands.run("echo during", { requestTimeoutMs: 30_000 }).then(() => undefined, (err: unknown) => err);
+      expect(failure).toBeInstanceOf(SandboxNotFoundError);
+      expect(Date.now() - started).toBeLessThan(10_000);
+      expect(await viaA.isRunning()).toBe(false);
+
+      // Reported once: a few more heartbeats bring no second report.
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(eventsA.of("lost", sandboxId)).toBe(1);
+
+      // B back on the same state directory: the sandbox is B's again, reachable through A.
+      await start(b, 1);
+      await until("the record taken back", async () => (await ownerRecord(sandboxId))?.lostAt === undefined, 30_000);
+      expect(await ownerRecord(sandboxId)).toEqual(expect.objectContaining({ node: "node-b" }));
+      expect(await ownerRecord(sandboxId)).not.toHaveProperty("lostAt");
+      await until("the sandbox reachable through A", () => viaA.isRunning(), 30_000);
+      expect((await viaA.commands.run("echo after")).stdout.trim()).toBe("after");
+      const info = await Sandbox.getInfo(sandboxId, opts(a));
+      expect(info.sandboxId).toBe(sandboxId);
+      const listed = (await Sandbox.list(opts(a)).nextItems()).filter((s) => s.sandboxId === sandboxId);
+      expect(listed).toHaveLength(1);
+      expect(b.server!.output().match(/sandbox recovered/g) ?? []).toHaveLength(1);
+      expect(eventsA.of("lost", sandboxId)).toBe(1);
+    } finally {
+      eventsA.stop();
+    }
+  });
+});
