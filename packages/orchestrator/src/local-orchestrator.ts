@@ -346,7 +346,7 @@ export class LocalOrchestrator implements Orchestrator {
     return this.parts.egress.audit.subscribe((r) => listener({ ...r, templateId: this.live.get(r.sandboxId)?.record.templateId ?? "" }));
   }
 
-  registerHostService(service: { name: string; hostPort: number; port?: number }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>> {
+  registerHostService(service: { name: string; hostPort: number; port?: number; hostsFile?: boolean }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>> {
     return this.parts.egress.registerHostService(service, opts?.signal);
   }
 

@@ -368,7 +368,7 @@ export interface Orchestrator {
    * sandboxes' resolver answers the name with their gateway, and gateway:port is forwarded to gateway:hostPort, where
    * the service must listen (on the gateway address or 0.0.0.0). Resolves a function that takes it away again.
    */
-  registerHostService?(service: { name: string; hostPort: number; port?: number }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>>;
+  registerHostService?(service: { name: string; hostPort: number; port?: number; hostsFile?: boolean }, opts?: { signal?: AbortSignal }): Promise<() => Promise<void>>;
   /** The sandboxes' gateway address (where host services are reached). */
   readonly sandboxGateway?: string;
   /**

@@ -47,7 +47,7 @@ export interface SandboxHostDeps {
   /** The sandboxes' gateway, where Burrow's resolver answers; without it, sandboxes get the host's name servers. */
   gateway?: string;
   /** Host services whose names go into /etc/hosts (egress/host-services.ts). */
-  hostServices?: { list(): { name: string }[] };
+  hostServices?: { list(): { name: string; hostsFile?: boolean }[] };
 }
 
 const SANDBOX_HOSTNAME = "sandbox";
@@ -390,7 +390,7 @@ export class SandboxHost {
     // Independent steps side by side: each is a round trip through libuv's thread pool.
     await Promise.all([join(dir, "work"), join(dir, "rootfs"), etc].map((path) => mkdir(path, { recursive: true })));
     const { gateway, hostServices } = this.deps;
-    const services = gateway === undefined ? [] : (hostServices?.list() ?? []).map((s) => `${gateway}\t${s.name}\n`);
+    const services = gateway === undefined ? [] : (hostServices?.list() ?? []).filter((s) => s.hostsFile !== false).map((s) => `${gateway}\t${s.name}\n`);
     const files: [string, string][] = [
       ["hostname", `${SANDBOX_HOSTNAME}\n`],
       ["hosts", `127.0.0.1\tlocalhost\n127.0.1.1\t${SANDBOX_HOSTNAME}\n::1\tlocalhost ip6-localhost ip6-loopback\n${services.join("")}`],

@@ -19,7 +19,7 @@ import { VolumeService } from "./volumes/volume-service.js";
 import { freshSandboxAdmission, type FreshSandboxAdmission } from "./teams/fresh-sandbox-quota.js";
 import { openSecrets } from "./secrets/index.js";
 import { ModelGateway } from "./models/index.js";
-import { startHeaderTransforms } from "./network/egress-interceptor.js";
+import { egressCaFor, startHeaderTransforms } from "./network/egress-interceptor.js";
 import { startEgressUpstreams } from "./network/egress-proxy-config.js";
 import { pruneNetworkCopies } from "./network/network-copies.js";
 import { ensureSandboxEventStream, LivenessMonitor, type Bus } from "@burrow/bus";
@@ -232,11 +232,13 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const forwarder = cluster?.forwarder((sandboxId) => store.sandboxes.get(sandboxId) !== undefined);
 
     const secrets = openSecrets(cfg.stateDir, store.secrets);
-    const models = new ModelGateway({ store: store.models, secrets, apiKeys: store.apiKeys, sandboxes, orchestrator: deps.orchestrator, logger });
+    // The CA sandboxes trust for TLS Burrow terminates: header transforms and the model gateway's provider hosts.
+    const egressCa = await egressCaFor(deps.orchestrator, cfg.stateDir, deps.signal);
+    const models = new ModelGateway({ store: store.models, secrets, apiKeys: store.apiKeys, sandboxes, orchestrator: deps.orchestrator, logger, certificates: egressCa });
     cleanups.push(() => models.close());
     await models.listen(cfg.modelGateway);
     await models.serveSandboxes(deps.signal);
-    cleanups.push(await startHeaderTransforms(deps.orchestrator, { cfg, networks: store.networks, secrets, signal: deps.signal }));
+    cleanups.push(await startHeaderTransforms(deps.orchestrator, { cfg, networks: store.networks, secrets, signal: deps.signal, ca: egressCa }));
     cleanups.push(startEgressUpstreams(deps.orchestrator, store.networks));
     const pruned = await pruneNetworkCopies(deps.orchestrator, store.networks, deps.signal);
     if (pruned > 0) logger.info({ pruned }, "dropped the egress kept for deleted snapshots and checkpoints");

@@ -141,7 +141,8 @@ export class EgressService {
   #applyRedirects(signal?: AbortSignal): Promise<void> {
     const next = this.#redirects.then(() =>
       this.#opts.network.setRedirects(
-        this.hostServices.list().map((s) => ({ port: s.port, hostPort: s.hostPort })),
+        // Names sharing a port share its listener: one DNAT rule per port.
+        [...new Map(this.hostServices.list().map((s) => [s.port, { port: s.port, hostPort: s.hostPort }])).values()],
         this.#proxy?.listeners ?? new Map(),
         signal,
         this.#tunnel?.port,

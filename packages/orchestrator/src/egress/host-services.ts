@@ -2,6 +2,7 @@
 // answered with the sandbox's gateway by Burrow's resolver (and written to /etc/hosts of sandboxes prepared after
 // it is registered), and nft DNATs gateway:port to gateway:hostPort, where the service listens (on the gateway
 // address or 0.0.0.0). The service sees the sandbox's own address as the client's, so it can tell sandboxes apart.
+// Several names may share a port when they share the listener too (one TLS listener serving names by SNI).
 import { BurrowError, Code } from "@burrow/protocol";
 
 export interface HostService {
@@ -11,6 +12,12 @@ export interface HostService {
   hostPort: number;
   /** The port sandboxes use. @default 80 */
   port?: number;
+  /**
+   * Whether sandboxes prepared after it is registered get the name in /etc/hosts too. Off for names that may be taken
+   * back while sandboxes run (the resolver stops answering them at once; a hosts file would keep them).
+   * @default true
+   */
+  hostsFile?: boolean;
 }
 
 const NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
@@ -28,9 +35,11 @@ export class HostServices {
     }
     if (port === 53) throw invalid(`host service ${name}: port 53 is the resolver's`);
     for (const other of this.#services.values()) {
-      if (other.name !== name && other.port === port) throw invalid(`host service ${name}: port ${port} is already ${other.name}'s`);
+      if (other.name !== name && other.port === port && other.hostPort !== service.hostPort) {
+        throw invalid(`host service ${name}: port ${port} is already ${other.name}'s`);
+      }
     }
-    const entry = { name, hostPort: service.hostPort, port };
+    const entry = { name, hostPort: service.hostPort, port, hostsFile: service.hostsFile ?? true };
     this.#services.set(name, entry);
     return entry;
   }

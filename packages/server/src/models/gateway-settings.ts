@@ -1,5 +1,7 @@
 // Gateway-wide settings (PUT /burrow/v1/models/settings): how long an attempt may wait for a provider's answer,
-// when a provider's circuit opens and how long it stays open, and the budgets of callers.
+// when a provider's circuit opens and how long it stays open, the budgets of callers, and which real provider host
+// names sandboxes' HTTPS to is answered by the gateway.
+import { parseEgressTarget } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
 
 /** Requests and tokens (input + output) a caller may use per window; a limit left out is unlimited. */
@@ -20,6 +22,12 @@ export interface GatewaySettings {
   sandboxBudget: Budget | null;
   /** Per API key: a host caller's own key, a sandbox's creating key. */
   keyBudget: Budget | null;
+  /**
+   * Provider host names (`api.openai.com`, `api.anthropic.com`) whose HTTPS from sandboxes the gateway answers:
+   * Burrow's resolver gives sandboxes the gateway for them, and the gateway terminates their TLS with the instance's
+   * egress CA (which sandboxes trust), so unmodified SDKs get failover, budgets and injected keys. Lower-case, unique.
+   */
+  providerHosts: string[];
 }
 
 export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = Object.freeze({
@@ -28,7 +36,10 @@ export const DEFAULT_GATEWAY_SETTINGS: GatewaySettings = Object.freeze({
   breakerBackoffMs: 30_000,
   sandboxBudget: null,
   keyBudget: null,
+  providerHosts: [],
 });
+
+const MAX_PROVIDER_HOSTS = 20;
 
 function invalid(message: string): BurrowError {
   return new BurrowError(Code.InvalidArgument, message, { reason: "model_settings_invalid" });
@@ -49,4 +60,17 @@ export function checkGatewaySettings(s: GatewaySettings): void {
   if (!Number.isInteger(s.breakerBackoffMs) || s.breakerBackoffMs < 1) throw invalid("breakerBackoffMs must be a positive integer");
   checkBudget("sandboxBudget", s.sandboxBudget);
   checkBudget("keyBudget", s.keyBudget);
+  if (s.providerHosts.length > MAX_PROVIDER_HOSTS) throw invalid(`providerHosts names ${s.providerHosts.length} hosts; at most ${MAX_PROVIDER_HOSTS}`);
+  for (const host of s.providerHosts) {
+    let target;
+    try {
+      target = parseEgressTarget(host);
+    } catch {
+      target = undefined;
+    }
+    if (target?.kind !== "domain" || target.wildcard || host !== target.domain) {
+      throw invalid(`invalid providerHosts entry '${host}': expected a lower-case host name without wildcard or port`);
+    }
+  }
+  if (new Set(s.providerHosts).size !== s.providerHosts.length) throw invalid("providerHosts names a host twice");
 }

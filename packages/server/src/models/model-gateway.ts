@@ -1,7 +1,12 @@
 // The model gateway: its own listener (so sandboxes can be sent to it alone, e.g. as the host service
 // `models.burrow`), callers identified by source address (a sandbox: no key needed, the key that created it is
 // charged) or by a Burrow API key (host clients: `Authorization: Bearer` or `x-api-key`, as the vendors' SDKs send).
+// With providerHosts set, a third listener (TLS, certificates of the instance's egress CA chosen by SNI) answers the
+// real provider names for sandboxes, registered as host services on port 443 that share it: an unmodified SDK
+// calling https://api.openai.com/v1/chat/completions reaches the gateway, never the provider's own address.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer as createHttpsServer } from "node:https";
+import { createSecureContext } from "node:tls";
 import type { Orchestrator } from "@burrow/orchestrator";
 import type { Logger } from "pino";
 import { apiKeyFromHeaders } from "../auth/credentials.js";
@@ -25,7 +30,12 @@ export interface ModelGatewayDeps {
   sandboxes: SandboxService;
   orchestrator: Orchestrator;
   logger: Logger;
+  /** Certificates sandboxes trust (the egress CA), for providerHosts; without it providerHosts are not served. */
+  certificates?: { certificateFor(host: string): Promise<{ key: string; cert: string }> } | undefined;
 }
+
+/** The port sandboxes' HTTPS to provider hosts goes to. */
+const HTTPS_PORT = 443;
 
 /** The host service name sandboxes call the gateway by: `http://models.burrow/v1/…`. */
 export const MODEL_GATEWAY_HOST_SERVICE = "models.burrow";
@@ -51,6 +61,12 @@ export class ModelGateway {
   #sandboxServer: Server | undefined;
   #unregister: (() => Promise<void>) | undefined;
   #sandboxUrl: string | null = null;
+  /** The TLS listener for providerHosts (on the sandboxes' gateway address), once there is one. */
+  #providerServer: { server: Server; port: number } | undefined;
+  /** Provider host name → the clean-up of its host service. */
+  readonly #providerHosts = new Map<string, () => Promise<void>>();
+  /** Host service changes one at a time, in order. */
+  #providerSync: Promise<void> = Promise.resolve();
 
   constructor(deps: ModelGatewayDeps) {
     this.#d = deps;
@@ -84,12 +100,13 @@ export class ModelGateway {
     return this.#settings;
   }
 
-  /** Replace the settings; budgets' windows restart. */
-  setSettings(next: GatewaySettings): GatewaySettings {
+  /** Replace the settings; budgets' windows restart; providerHosts are answered (or no longer) when it resolves. */
+  async setSettings(next: GatewaySettings): Promise<GatewaySettings> {
     checkGatewaySettings(next);
     this.#store.putSettings(next);
     this.#settings = next;
     this.#budgets.clear();
+    await this.#syncProviderHosts();
     return next;
   }
 
@@ -130,10 +147,81 @@ export class ModelGateway {
       // The host side still works: a server without models.burrow is better than no server.
       server.close();
       logger.error({ err }, "model gateway: sandboxes cannot call models.burrow (its host service could not be set up)");
+      return;
     }
+    await this.#syncProviderHosts(signal);
+  }
+
+  /**
+   * Make the host services of providerHosts what the settings say: each name a host service on 443 sharing the TLS
+   * listener (started with the first name). Failures are logged; the names that could not be set up are tried
+   * again at the next settings change.
+   */
+  #syncProviderHosts(signal?: AbortSignal): Promise<void> {
+    const next = this.#providerSync.then(async () => {
+      const { orchestrator, logger, certificates } = this.#d;
+      const gatewayAddress = orchestrator.sandboxGateway;
+      if (this.#sandboxServer === undefined || !orchestrator.registerHostService || !gatewayAddress) return;
+      const wanted = new Set(this.#settings.providerHosts);
+      for (const [name, unregister] of [...this.#providerHosts]) {
+        if (wanted.has(name)) continue;
+        this.#providerHosts.delete(name);
+        await unregister().catch((err: unknown) => logger.warn({ err, host: name }, "model gateway: a provider host could not be removed"));
+      }
+      const missing = [...wanted].filter((name) => !this.#providerHosts.has(name));
+      if (missing.length === 0) return;
+      if (!certificates) {
+        logger.warn({ hosts: missing }, "model gateway: providerHosts need the egress CA, which this server has not; they are not served");
+        return;
+      }
+      this.#providerServer ??= await this.#listenProviderHosts(gatewayAddress);
+      for (const name of missing) {
+        try {
+          const unregister = await orchestrator.registerHostService(
+            { name, hostPort: this.#providerServer.port, port: HTTPS_PORT, hostsFile: false },
+            signal ? { signal } : undefined,
+          );
+          this.#providerHosts.set(name, unregister);
+        } catch (err) {
+          logger.error({ err, host: name }, "model gateway: a provider host could not be routed to the gateway");
+        }
+      }
+    });
+    this.#providerSync = next.catch(() => undefined);
+    return next;
+  }
+
+  /** The TLS listener for providerHosts: a certificate per name asked for (SNI), only for names the settings list. */
+  async #listenProviderHosts(address: string): Promise<{ server: Server; port: number }> {
+    const certificates = this.#d.certificates!;
+    const server = createHttpsServer(
+      {
+        ALPNProtocols: ["http/1.1"],
+        SNICallback: (name, cb) => {
+          const host = name.toLowerCase();
+          if (!this.#settings.providerHosts.includes(host)) {
+            cb(new Error(`${host} is not a provider host of this gateway`));
+            return;
+          }
+          certificates.certificateFor(host).then(
+            ({ key, cert }) => cb(null, createSecureContext({ key, cert })),
+            (err: Error) => cb(err),
+          );
+        },
+      },
+      (req, res) => this.#handle(req, res),
+    );
+    server.keepAliveTimeout = 65_000;
+    server.on("tlsClientError", () => undefined);
+    const port = await listenOn(server, address, 0);
+    return { server, port };
   }
 
   async close(): Promise<void> {
+    await this.#providerSync;
+    const hosts = [...this.#providerHosts.values()];
+    this.#providerHosts.clear();
+    await Promise.allSettled(hosts.map((unregister) => unregister()));
     const unregister = this.#unregister;
     this.#unregister = undefined;
     this.#sandboxUrl = null;
@@ -144,8 +232,9 @@ export class ModelGateway {
         this.#d.logger.warn({ err }, "model gateway: host service models.burrow could not be removed");
       }
     }
-    const servers = [this.#server, this.#sandboxServer].filter((s): s is Server => s !== undefined);
+    const servers = [this.#server, this.#sandboxServer, this.#providerServer?.server].filter((s): s is Server => s !== undefined);
     this.#server = this.#sandboxServer = undefined;
+    this.#providerServer = undefined;
     await Promise.all(
       servers.map((server) => {
         server.closeAllConnections();

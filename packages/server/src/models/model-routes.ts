@@ -66,6 +66,7 @@ const settingsSchema = {
     breakerBackoffMs: { type: "integer" },
     sandboxBudget: budgetSchema,
     keyBudget: budgetSchema,
+    providerHosts: { type: "array", items: { type: "string" } },
   },
 } as const;
 
@@ -113,7 +114,7 @@ export function registerModelRoutes(app: FastifyInstance, gateway: ModelGateway,
   app.put<{ Body: Partial<GatewaySettings> }>(
     `${prefix}/settings`,
     { preValidation: strictJsonBody, schema: { summary: "Change gateway settings (fields left out keep their value); budget windows restart", body: settingsSchema, response: { 200: settingsSchema, ...errorResponses(400, 401) } } },
-    async (request) => gateway.setSettings({ ...gateway.settings(), ...request.body }),
+    async (request) => await gateway.setSettings({ ...gateway.settings(), ...request.body }),
   );
 
   app.get<{ Querystring: { sandboxID?: string } }>(

@@ -46,12 +46,24 @@ export function createEgressInterceptor(deps: {
  */
 export async function startHeaderTransforms(
   orchestrator: Orchestrator,
-  deps: { cfg: Pick<ServerConfig, "stateDir" | "egressUpstreamCa">; networks: Pick<SandboxNetworkStore, "get">; secrets: Pick<SecretService, "resolveSecretPlaceholders">; signal?: AbortSignal | undefined },
+  deps: {
+    cfg: Pick<ServerConfig, "stateDir" | "egressUpstreamCa">;
+    networks: Pick<SandboxNetworkStore, "get">;
+    secrets: Pick<SecretService, "resolveSecretPlaceholders">;
+    signal?: AbortSignal | undefined;
+    /** The egress CA when the caller has it already (egressCaFor). */
+    ca?: EgressCa | undefined;
+  },
 ): Promise<() => void> {
   if (!orchestrator.setEgressInterceptor) return () => undefined;
-  const ca = await ensureEgressCa(deps.cfg.stateDir, { signal: deps.signal });
+  const ca = deps.ca ?? (await ensureEgressCa(deps.cfg.stateDir, { signal: deps.signal }));
   orchestrator.setEgressInterceptor(createEgressInterceptor({ networks: deps.networks, secrets: deps.secrets, ca, upstreamCaFile: deps.cfg.egressUpstreamCa }));
   return () => orchestrator.setEgressInterceptor?.(undefined);
+}
+
+/** The instance's egress CA (created on first use) when the orchestrator applies egress rules, else undefined. */
+export async function egressCaFor(orchestrator: Orchestrator, stateDir: string, signal?: AbortSignal): Promise<EgressCa | undefined> {
+  return orchestrator.setEgressInterceptor ? ensureEgressCa(stateDir, { signal }) : undefined;
 }
 
 function readUpstreamCa(file: string): string {
