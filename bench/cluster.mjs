@@ -3,6 +3,7 @@
 // runs `commands.run('true')` and `Sandbox.getInfo` against B directly (the baseline) and through A (forwarded to
 // B), interleaved in the same run; the sandbox list through A (gathered from both nodes) beside B's own answer.
 // Both nodes share this process's event loop and the machine's two cores, so the hop's CPU is counted on both sides.
+// Then placement (cluster-placement.mjs): the decision's time, and creates per second through one node, 1 vs 2 nodes.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -16,11 +17,12 @@ import { startServer } from "@burrow/server";
 import { pino } from "pino";
 import { median, percentile, report } from "./lib/stats.mjs";
 import { freePort, freeSubnet } from "./lib/host.mjs";
+import { runPlacementCreateBenchmarks, runPlacementDecisionBenchmarks } from "./cluster-placement.mjs";
 
 const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 200);
 const NATS_SERVER = "/usr/sbin/nats-server";
 
-async function startNats() {
+export async function startNats() {
   const port = await freePort();
   const storeDir = mkdtempSync(join(tmpdir(), "burrow-bench-nats-"));
   const proc = spawn(NATS_SERVER, ["-a", "127.0.0.1", "-p", String(port), "-js", "-sd", storeDir], { stdio: "ignore" });
@@ -48,7 +50,7 @@ async function startNats() {
   };
 }
 
-async function startNode(name, natsUrl, apiKey) {
+export async function startNode(name, natsUrl, apiKey) {
   const stateDir = mkdtempSync(`/var/tmp/burrow-bench-cluster-${name}-`);
   const orchestrator = await LocalOrchestrator.create({
     config: { stateDir, instance: `c${randomBytes(2).toString("hex")}`, subnet: freeSubnet(), pool: { template: "base", size: 0 } },
@@ -115,6 +117,8 @@ export async function runClusterBenchmarks() {
     }
     await nats.stop();
   }
+  runPlacementDecisionBenchmarks();
+  await runPlacementCreateBenchmarks({ startNats, startNode });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await runClusterBenchmarks();

@@ -152,10 +152,11 @@ export class CreatePlacement {
         up: view.status === "up",
         cordoned: view.cordoned,
         templates: view.load.templates ? new Set(view.load.templates) : undefined,
-        sandboxes: view.load.runningSandboxes + pending,
+        sandboxes: Math.max(0, view.load.runningSandboxes + pending),
         capacity: view.load.capacity ?? DEFAULT_CAPACITY,
         freeMemoryBytes: view.load.freeMemoryBytes,
-        warm: Math.max(0, warmOf(view.load.poolFill) - pending),
+        // Ended sandboxes do not refill a pool: only creates since the record are taken off its warm ones.
+        warm: Math.max(0, warmOf(view.load.poolFill) - Math.max(0, pending)),
       };
     });
   }
