@@ -171,6 +171,8 @@ describe("a node lost and back", () => {
       expect(body.message).toMatch(/node-b.*lost/);
       await expect(Sandbox.getInfo(sandboxId, opts(a))).rejects.toBeInstanceOf(SandboxNotFoundError);
       expect(await Sandbox.kill(sandboxId, opts(a))).toBe(false);
+      // Lists through A leave it out ("lost" is no E2B state; the down node is not asked).
+      expect((await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId)).not.toContain(sandboxId);
 
       // Commands through A: not found at once, not a timeout or a connection error.
       const started = Date.now();

@@ -1,8 +1,8 @@
 // Reporting the sandboxes of a node that went down. Every node looks at the nodes' records once per heartbeat; the up
-// node with the lowest name (this one counted as up) takes the down node's loss marker (lost-marker.ts: only one node
-// ever gets it per incarnation), marks each of the down node's owner records lost with a revision check (the record
-// stays: the id remains taken and the node may take it back), and sends one `lost` lifecycle event and one log line
-// per sandbox. Requests for a lost sandbox are answered "not found" by the forwarder.
+// node with the lowest name takes the down node's loss marker (lost-marker.ts: only one node ever gets it per
+// incarnation), marks each of the down node's owner records lost with a revision check (the record stays: the id
+// remains taken and the node may take it back), and sends one `lost` lifecycle event and one log line per sandbox.
+// Requests for a lost sandbox are answered "not found" by the forwarder.
 //
 // The same tick heals the other side: a record of this node marked lost while the node still has the sandbox (it
 // was judged down while alive, or came back while the report was being made) is taken back (reconcile.ts).
@@ -60,8 +60,11 @@ export class LostSweep {
     const { membership } = this.#d;
     const me = membership.nodeName;
     await this.#takeBackOwn(me);
+    // A node whose own heartbeats do not come back through its watch sees every record as old: its view of who is
+    // down cannot be trusted until the watch is restarted (membership.ts), so it reports nothing meanwhile.
+    if (membership.node(me)?.status !== "up") return;
     const nodes = membership.list();
-    const reporter = nodes.filter((n) => n.status === "up" || n.name === me).map((n) => n.name).concat(me).sort()[0];
+    const reporter = nodes.filter((n) => n.status === "up").map((n) => n.name).sort()[0];
     if (reporter !== me) return;
     for (const node of nodes) {
       if (this.#closed) return;
