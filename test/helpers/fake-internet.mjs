@@ -2,7 +2,9 @@
 // (203.0.113.0/24, RFC 5737), joined to the host by a veth (192.0.2.0/30, TEST-NET-1) and routed so that sandboxes
 // reach it through Burrow's normal egress path (the forward chain and masquerading, like any internet destination).
 // Every host answers HTTP on ports 80 and 8080 with "hello from <its address>" (`/bytes/<n>` with n bytes, `/headers` with the
-// request's raw headers as a JSON array). With `names`,
+// request's raw headers as a JSON array), echoes WebSocket text frames after a handshake (its 101 carries the
+// handshake's raw headers as X-Upgrade-Headers) and tunnels a CONNECT to its own port (the 200 carries the CONNECT's
+// raw headers as X-Connect-Headers). With `names`,
 // a DNS server at DNS_ADDRESS maps test names (ending in .test, `*.x.test` wildcards, a list = one answer per A query,
 // the last repeating: DNS rebinding) to fake hosts (TTL `ttl`, 0 by default), and every host also answers HTTPS on 443 and 8443 with a
 // certificate for all those names from a test CA made here with openssl (`caCert`). Nothing leaves the machine:
@@ -29,9 +31,15 @@ const handler=(q,r)=>{const m=/^\\/bytes\\/(\\d+)$/.exec(q.url);if(m){let left=N
 const chunk=Buffer.alloc(65536);const pump=()=>{while(left>0){const n=Math.min(left,chunk.length);left-=n;if(!r.write(n===chunk.length?chunk:chunk.subarray(0,n))){r.once("drain",pump);return}}r.end()};pump();return}
 if(q.url==="/headers"){r.setHeader("content-type","application/json");r.end(JSON.stringify(q.rawHeaders));return}
 r.end("hello from "+q.socket.localAddress)};
+const onUpgrade=(q,s,head)=>{s.on("error",()=>{});const accept=require("crypto").createHash("sha1").update((q.headers["sec-websocket-key"]||"")+"258EAFA5-E914-47DA-95CA-C5AB0DC85B11").digest("base64");
+s.write("HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: websocket\\r\\nConnection: Upgrade\\r\\nSec-WebSocket-Accept: "+accept+"\\r\\nX-Upgrade-Headers: "+JSON.stringify(q.rawHeaders)+"\\r\\n\\r\\n");
+let buf=head;const echo=()=>{while(buf.length>=6){const len=buf[1]&127;if(len>125||buf.length<6+len)return;const mask=buf.subarray(2,6);s.write(Buffer.concat([Buffer.from([0x81,len]),buf.subarray(6,6+len).map((b,i)=>b^mask[i%4])]));buf=buf.subarray(6+len)}};
+echo();s.on("data",(d)=>{buf=Buffer.concat([buf,d]);echo()})};
+const onConnect=(q,s,head)=>{s.on("error",()=>{});const u=require("net").connect(Number(q.url.split(":").pop()),"127.0.0.1",()=>{s.write("HTTP/1.1 200 Connection established\\r\\nX-Connect-Headers: "+JSON.stringify(q.rawHeaders)+"\\r\\n\\r\\n");if(head.length)u.write(head);s.pipe(u);u.pipe(s)});u.on("error",()=>s.destroy())};
+const serve=(server,port)=>{pending++;server.on("upgrade",onUpgrade).on("connect",onConnect).listen(port,"0.0.0.0",ready)};
 let pending=1;const ready=()=>{if(--pending===0)console.log("listening")};
-for(const port of [80,8080]){pending++;http.createServer(handler).listen(port,"0.0.0.0",ready)}
-if(cfg.cert)for(const port of [443,8443]){pending++;https.createServer({cert:cfg.cert,key:cfg.key},handler).listen(port,"0.0.0.0",ready)}
+for(const port of [80,8080])serve(http.createServer(handler),port);
+if(cfg.cert)for(const port of [443,8443])serve(https.createServer({cert:cfg.cert,key:cfg.key},handler),port);
 if(cfg.names){pending++;const asked={};const sock=dgram.createSocket("udp4");
 const lookup=(name)=>{if(cfg.names[name]!==undefined)return cfg.names[name];for(const k of Object.keys(cfg.names))if(k.startsWith("*.")&&name.endsWith(k.slice(1)))return cfg.names[k]};
 sock.on("message",(msg,rinfo)=>{let q;try{q=dns.decode(msg)}catch{return}const qq=q.questions&&q.questions[0];if(!qq)return;

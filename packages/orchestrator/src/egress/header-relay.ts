@@ -3,11 +3,14 @@
 // re-originates every request to the address it judged, with the rule's headers set (replacing any the sandbox sent
 // under those names). Upstream TLS is verified against the interceptor's CAs with the host's name. The values exist
 // only here, on the way out; nothing of them is ever written back towards the sandbox.
+// A request that takes the connection over (an Upgrade, e.g. a WebSocket handshake, or a CONNECT) goes to the host
+// on a connection of its own with the rules' headers set like any other, its Connection/Upgrade headers kept; from
+// then on the bytes are relayed both ways unchanged (the host's answer, 101 or not, included).
 import { Agent as HttpAgent, createServer, request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import type { Socket } from "node:net";
+import { connect as netConnect, type Socket } from "node:net";
 import { Duplex, PassThrough } from "node:stream";
-import { createSecureContext, TLSSocket } from "node:tls";
+import { connect as tlsConnect, createSecureContext, TLSSocket } from "node:tls";
 
 /** What the server hands the orchestrator so that the egress proxy can apply header transforms. */
 export interface EgressInterceptor {
@@ -62,8 +65,9 @@ export function relayWithHeaders(
       ? new HttpsAgent({ keepAlive: true, maxSockets: 1, ca: [...interceptor.upstreamCa] })
       : new HttpAgent({ keepAlive: true, maxSockets: 1 });
     const server = createServer({ requestTimeout: 0 }, (req, res) => forward(req, res, target, headers, agent));
-    // Upgrades (WebSocket) and CONNECT are not relayed with transforms: the connection ends.
-    server.on("upgrade", (_req, socket: Duplex) => socket.destroy());
+    const takeOver = (req: IncomingMessage, socket: Duplex, head: Buffer) => tunnel(req, socket, head, target, headers, interceptor);
+    server.on("upgrade", takeOver);
+    server.on("connect", takeOver);
     server.on("clientError", (_err, socket: Duplex) => socket.destroy());
 
     let done = false;
@@ -146,15 +150,68 @@ function forward(req: IncomingMessage, res: ServerResponse, target: RelayTarget,
 
 /** The sandbox's headers as sent (names as written), without hop-by-hop ones and those the rules set, then the rules'. */
 function outgoingHeaders(raw: readonly string[], set: Record<string, string>): OutgoingHttpHeaders {
+  return headerPairs(raw, set, HOP_BY_HOP).flat() as unknown as OutgoingHttpHeaders;
+}
+
+function headerPairs(raw: readonly string[], set: Record<string, string>, drop: ReadonlySet<string>): [string, string][] {
   const replaced = new Set(Object.keys(set).map((n) => n.toLowerCase()));
   const out: [string, string][] = [];
   for (let i = 0; i + 1 < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();
-    if (!HOP_BY_HOP.has(lower) && !replaced.has(lower)) out.push([name, raw[i + 1]!]);
+    if (!drop.has(lower) && !replaced.has(lower)) out.push([name, raw[i + 1]!]);
   }
   for (const [name, value] of Object.entries(set)) out.push([name, value]);
-  return out.flat() as unknown as OutgoingHttpHeaders;
+  return out;
+}
+
+/** Not passed on a connection that is taken over: they describe the sandbox's side of the proxy. */
+const TUNNEL_DROPPED = new Set(["proxy-connection", "keep-alive"]);
+
+/**
+ * An Upgrade or CONNECT request: its head, with the rules' headers, to the host on a connection of its own, then the
+ * bytes both ways as they are. Refusals (no rules' values, another Host, the host unreachable) are answered on the
+ * socket and end it.
+ */
+function tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: RelayTarget, headers: Record<string, string> | Error, interceptor: EgressInterceptor): void {
+  socket.on("error", () => socket.destroy());
+  const refuse = (status: string, body: string) => {
+    socket.end(`HTTP/1.1 ${status}\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+  };
+  if (headers instanceof Error) {
+    refuse("502 Bad Gateway", `Burrow: the header rules for ${target.host} cannot be applied (${headers.message})\n`);
+    return;
+  }
+  const host = (req.headers.host ?? "").toLowerCase().replace(/:\d+$/, "");
+  if (host !== target.host) {
+    refuse("421 Misdirected Request", `Burrow: this connection is for ${target.host}, not ${host || "(no Host)"}\n`);
+    return;
+  }
+  const lines = [`${req.method} ${req.url} HTTP/1.1`, ...headerPairs(req.rawHeaders, headers, TUNNEL_DROPPED).map(([n, v]) => `${n}: ${v}`)];
+  const upstream = target.tls
+    ? tlsConnect({ host: target.ip, port: target.port, servername: target.host, ca: [...interceptor.upstreamCa], ALPNProtocols: ["http/1.1"] })
+    : netConnect({ host: target.ip, port: target.port });
+  const timer = setTimeout(() => upstream.destroy(new Error("connect timeout")), HANDSHAKE_TIMEOUT_MS);
+  let connected = false;
+  upstream.once(target.tls ? "secureConnect" : "connect", () => {
+    clearTimeout(timer);
+    connected = true;
+    upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+    if (head.length > 0) upstream.write(head);
+    socket.pipe(upstream);
+    upstream.pipe(socket);
+  });
+  upstream.on("error", (err) => {
+    clearTimeout(timer);
+    if (!connected) refuse("502 Bad Gateway", `Burrow: ${target.host} could not be reached (${err.message})\n`);
+    else socket.destroy();
+  });
+  upstream.on("close", () => {
+    clearTimeout(timer);
+    // An orderly end was passed on by the pipe (socket.end); anything else ends the sandbox's side too.
+    if (connected && !socket.writableEnded) socket.destroy();
+  });
+  socket.on("close", () => upstream.destroy());
 }
 
 function reply(res: ServerResponse, status: number, body: string): void {
