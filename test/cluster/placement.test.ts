@@ -2,8 +2,9 @@
 // directory, instance tag and subnet) on a 3-server NATS JetStream cluster on the loopback. With the official e2b
 // SDK pointed at node A: 30 creates spread over all three nodes; a cordoned node gets none, neither placed there nor
 // sent to it directly; a snapshot that exists only on node B is created there from any node; `burrow node drain
-// --pause` leaves node C with no running sandbox, its sandboxes paused to disk and resumable afterwards. Where each
-// sandbox went is read from the cluster's owner records.
+// --pause` leaves node C with no running sandbox, its sandboxes paused to disk and resumable afterwards; with every
+// node cordoned a create is a 503; a node killed while its record still says up is passed over. Where each sandbox
+// went is read from the cluster's owner records.
 import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -96,7 +97,8 @@ describe("placement of creates over three nodes", () => {
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    await Promise.all(
+    // Settled, not all: a node failing to start must not leave the others starting unseen by afterAll.
+    const started = await Promise.allSettled(
       nodes.map(async (node, i) => {
         node.port = await freePort();
         writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
@@ -108,6 +110,7 @@ describe("placement of creates over three nodes", () => {
         });
       }),
     );
+    for (const result of started) if (result.status === "rejected") throw result.reason;
     // Every node sees the three up, with the templates they have.
     for (const node of nodes) {
       await until(`${node.name} sees three nodes`, async () => {
@@ -118,16 +121,23 @@ describe("placement of creates over three nodes", () => {
   });
 
   afterAll(async () => {
-    await killAll(sandboxes);
-    for (const node of nodes) {
-      if (node.server) await stopServerProcess(node.server, "SIGTERM");
+    const errors: unknown[] = [];
+    const step = async (fn: () => unknown) => {
       try {
-        burrowDown(node.instance);
-      } finally {
-        rmSync(node.instance.stateDir, { recursive: true, force: true });
+        await fn();
+      } catch (err) {
+        errors.push(err);
       }
+    };
+    await step(() => killAll(sandboxes));
+    // Each node is stopped and cleaned whatever happened to the others.
+    for (const node of nodes) {
+      if (node.server) await step(() => stopServerProcess(node.server!, "SIGTERM"));
+      await step(() => burrowDown(node.instance));
+      rmSync(node.instance.stateDir, { recursive: true, force: true });
     }
-    await nats?.stop();
+    await step(() => nats?.stop());
+    if (errors.length > 0) throw errors[0];
   });
 
   it("30 creates through node A spread over all three nodes, each answered as its node gave it", async () => {
@@ -224,5 +234,29 @@ describe("placement of creates over three nodes", () => {
     expect((await owners([resumed.sandboxId])).get(resumed.sandboxId)).toBe("node-c");
     await killAll([...onC.map((s) => s.sandboxId), meanwhile.sandboxId]);
     expect((await cli(a, ["node", "uncordon", "node-c"])).code).toBe(0);
+  });
+
+  it("with every node cordoned a create is a 503; a chosen node that does not answer is passed over", async () => {
+    for (const node of nodes) expect((await cli(a, ["node", "cordon", node.name])).code).toBe(0);
+    const refused = await fetch(`${url(a)}/sandboxes`, { method: "POST", headers: { "X-API-Key": API_KEY, "content-type": "application/json" }, body: JSON.stringify({ templateID: "base" }) });
+    expect(refused.status).toBe(503);
+    expect(await refused.json()).toEqual({ code: 503, message: "no node can take a sandbox of template 'base' now (node-a cordoned, node-b cordoned, node-c cordoned)" });
+    for (const node of nodes) expect((await cli(a, ["node", "uncordon", node.name])).code).toBe(0);
+
+    // A and B busier than C, so that C is the first choice; then C's process is killed (a machine lost). Its record
+    // says up for the down window (5 s): creates placed on it meet a refused connection and go to the next node.
+    const busy = [await create(a, "base", pinned(a)), await create(b, "base", pinned(b)), await create(b, "base", pinned(b))];
+    await until("node A's view has B's sandboxes and C uncordoned", async () => {
+      const seen = await nodesSeenBy(a);
+      return seen.find((n) => n.name === "node-b")?.load.runningSandboxes === 2 && seen.every((n) => !n.cordoned);
+    });
+    await stopServerProcess(c.server!, "SIGKILL");
+    const created: Sandbox[] = [];
+    for (let i = 0; i < 3; i++) created.push(await create(a));
+    const placed = await owners(created.map((s) => s.sandboxId));
+    expect([...placed.values()].every((n) => n === "node-a" || n === "node-b"), JSON.stringify([...placed])).toBe(true);
+    expect(a.server!.output()).toMatch(/a node did not take a placed create; trying the next/);
+    expect(a.server!.output()).toMatch(/"node":"node-c"/);
+    await killAll([...busy, ...created].map((s) => s.sandboxId));
   });
 });
