@@ -3,7 +3,8 @@
 // within the down window A reports the sandbox lost once (a `lost` lifecycle event on A's stream, the owner record
 // kept and marked lost), GET through A answers 404 naming the lost node, and commands through A fail at once with the
 // SDK's SandboxNotFoundError. B restarted on the same state directory takes the sandbox back: one record, naming B
-// again, one `recovered` report, and commands through A reach it again.
+// again, one `recovered` report, and commands through A reach it again; a second sandbox, killed through A while it
+// was lost, is ended by B on its return instead.
 import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -28,6 +29,7 @@ interface Node {
 interface OwnerRecord {
   node: string;
   lostAt?: string;
+  killedAt?: string;
 }
 
 /** Lifecycle events from a node's GET /burrow/v1/lifecycle-events, collected until stopped. */
@@ -110,6 +112,7 @@ describe("a node lost and back", () => {
     }
   };
   let sandboxId = "";
+  let killedId = "";
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
@@ -123,7 +126,7 @@ describe("a node lost and back", () => {
   });
 
   afterAll(async () => {
-    if (sandboxId) await Sandbox.kill(sandboxId, opts(b)).catch(() => undefined);
+    for (const id of [sandboxId, killedId]) if (id) await Sandbox.kill(id, opts(b)).catch(() => undefined);
     // Every node is cleaned up and the NATS servers stopped even when one step fails; the first failure is reported.
     const failures: unknown[] = [];
     for (const node of nodes) {
@@ -143,8 +146,13 @@ describe("a node lost and back", () => {
     // A cordoned while the sandbox is made: wherever placement would put it, it lands on B.
     const cordon = (what: "cordon" | "uncordon") => fetch(`${b.server!.url}/burrow/v1/nodes/node-a/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
     await until("node A known to B", async () => (await cordon("cordon")).ok, 20_000);
-    const onB = await Sandbox.create("base", { ...opts(b), timeoutMs: 600_000 }).finally(() => cordon("uncordon"));
+    const [onB, toKill] = await Promise.all([
+      Sandbox.create("base", { ...opts(b), timeoutMs: 600_000 }),
+      Sandbox.create("base", { ...opts(b), timeoutMs: 600_000 }),
+    ]).finally(() => cordon("uncordon"));
     sandboxId = onB.sandboxId;
+    killedId = toKill.sandboxId;
+    expect(await ownerRecord(killedId)).toMatchObject({ node: "node-b" });
     const viaA = await Sandbox.connect(sandboxId, { ...opts(a), timeoutMs: 600_000 });
     expect((await viaA.commands.run("echo before")).stdout.trim()).toBe("before");
     expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-b" });
@@ -170,7 +178,9 @@ describe("a node lost and back", () => {
       expect(body.code).toBe(404);
       expect(body.message).toMatch(/node-b.*lost/);
       await expect(Sandbox.getInfo(sandboxId, opts(a))).rejects.toBeInstanceOf(SandboxNotFoundError);
-      expect(await Sandbox.kill(sandboxId, opts(a))).toBe(false);
+      // A kill through A is answered as for a gone sandbox (false) and kept for B's return.
+      expect(await Sandbox.kill(killedId, opts(a))).toBe(false);
+      expect(await ownerRecord(killedId)).toMatchObject({ node: "node-b", lostAt: expect.any(String), killedAt: expect.any(String) });
       // Lists through A leave it out ("lost" is no E2B state; the down node is not asked).
       expect((await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId)).not.toContain(sandboxId);
 
@@ -184,6 +194,7 @@ describe("a node lost and back", () => {
       // Reported once: a few more heartbeats bring no second report.
       await new Promise((r) => setTimeout(r, 2_000));
       expect(eventsA.of("lost", sandboxId)).toBe(1);
+      expect(eventsA.of("lost", killedId)).toBe(1);
 
       // B back on the same state directory: the sandbox is B's again, reachable through A.
       await start(b, 1);
@@ -194,9 +205,13 @@ describe("a node lost and back", () => {
       expect((await viaA.commands.run("echo after")).stdout.trim()).toBe("after");
       const info = await Sandbox.getInfo(sandboxId, opts(a));
       expect(info.sandboxId).toBe(sandboxId);
-      const listed = (await Sandbox.list(opts(a)).nextItems()).filter((s) => s.sandboxId === sandboxId);
-      expect(listed).toHaveLength(1);
+      const listed = (await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId);
+      expect(listed.filter((id) => id === sandboxId)).toHaveLength(1);
       expect(b.server!.output().match(/sandbox recovered/g) ?? []).toHaveLength(1);
+      // The one killed while lost: ended by B, its record gone, not found through A.
+      expect(await ownerRecord(killedId)).toBeUndefined();
+      await expect(Sandbox.getInfo(killedId, opts(a))).rejects.toBeInstanceOf(SandboxNotFoundError);
+      expect(listed).not.toContain(killedId);
       expect(eventsA.of("lost", sandboxId)).toBe(1);
     } finally {
       eventsA.stop();

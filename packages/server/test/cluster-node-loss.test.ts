@@ -1,11 +1,13 @@
 // Node loss on a real nats-server with JetStream: the loss marker is taken by exactly one of two contending nodes
 // (per incarnation of the lost node, taken over only from a holder that is down), a down node's sandboxes are
 // reported lost once by the lowest-named up node (records kept, marked lost; one event each), and the node, back,
-// takes back what it still has (a `recovered` event), kills a copy whose id another node owns, and drops the rest.
+// takes back what it still has (a `recovered` event), kills a copy whose id another node owns or that its user killed
+// while it was lost, and drops the rest.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { NatsServerFixture } from "../../bus/test/helpers/nats-server.js";
 import { openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
+import { rememberKill } from "../src/cluster/lost-kill.js";
 import { finishLossMarker, takeLossMarker } from "../src/cluster/lost-marker.js";
 import { LostSweep } from "../src/cluster/lost-sweep.js";
 import { Membership } from "../src/cluster/membership.js";
@@ -116,6 +118,7 @@ describe("node loss in JetStream KV", () => {
     const c = await nodeOf("nc", kvC);
     await c.owners.claim("lost1", "base");
     await c.owners.claim("lost2", "base");
+    await c.owners.claim("lost3", "base");
     await a.owners.claim("mine1", "base");
 
     const sweeps = [
@@ -132,30 +135,37 @@ describe("node loss in JetStream KV", () => {
 
     // nc stops beating (as a SIGKILL would): after the window na, the lowest-named up node, reports its sandboxes.
     await c.membership.close();
-    await until(() => sweeps[0]!.seen.length === 2, 5_000);
+    await until(() => sweeps[0]!.seen.length === 3, 5_000);
     await new Promise((r) => setTimeout(r, 800));
     expect(sweeps[0]!.seen.map((e) => [e.type, e.sandboxId, e.templateId]).sort()).toEqual([
       ["lost", "lost1", "base"],
       ["lost", "lost2", "base"],
+      ["lost", "lost3", "base"],
     ]);
     expect(sweeps[1]!.seen).toEqual([]);
-    for (const id of ["lost1", "lost2"]) {
+    for (const id of ["lost1", "lost2", "lost3"]) {
       const stored = await a.owners.read(id);
       expect(stored?.record).toMatchObject({ node: "nc", v: 2, lostAt: expect.any(String) });
     }
     expect((await a.owners.read("mine1"))?.record.lostAt).toBeUndefined();
     // A request through another node finds the lost record in its mirror (the forwarder answers it not found).
     await until(() => b.owners.cachedRecord("lost1")?.lostAt !== undefined);
+    // Its user kills lost3 meanwhile (through nb): the kill is kept on the record, once.
+    expect(await rememberKill(b.owners, "lost3", logger)).toBe(true);
+    expect(await rememberKill(b.owners, "lost3", logger)).toBe(true);
+    expect((await a.owners.read("lost3"))?.record).toMatchObject({ lostAt: expect.any(String), killedAt: expect.any(String) });
+    expect(await rememberKill(b.owners, "mine1", logger)).toBe(false);
 
-    // nc back: it still has lost1, not lost2, and has a copy of mine1, which na owns.
+    // nc back: it still has lost1 and lost3, not lost2, and has a copy of mine1, which na owns.
     const back = await nodeOf("nc", kvC);
     const events = new SandboxEvents(logger);
     const seen = recorded(events);
-    const local = new Local(["lost1", "mine1"]);
-    const outcomes = await reconcileOwnership({ owners: back.owners, nodeName: "nc", local, events, logger }, ["lost1", "mine1"]);
-    expect(Object.fromEntries(outcomes)).toEqual({ lost1: "recovered", mine1: "killed" });
+    const local = new Local(["lost1", "lost3", "mine1"]);
+    const outcomes = await reconcileOwnership({ owners: back.owners, nodeName: "nc", local, events, logger }, ["lost1", "lost3", "mine1"]);
+    expect(Object.fromEntries(outcomes)).toEqual({ lost1: "recovered", lost3: "killed", mine1: "killed" });
     expect(seen.map((e) => [e.type, e.sandboxId, e.metadata])).toEqual([["recovered", "lost1", { who: "lost1" }]]);
-    expect(local.killed).toEqual(["mine1"]);
+    expect(local.killed).toEqual(["lost3", "mine1"]);
+    expect(await back.owners.read("lost3")).toBeUndefined();
     const recovered = await back.owners.read("lost1");
     expect(recovered?.record).toMatchObject({ node: "nc", templateId: "base" });
     expect(recovered?.record).not.toHaveProperty("lostAt");
@@ -166,7 +176,7 @@ describe("node loss in JetStream KV", () => {
     expect(seen).toHaveLength(1);
     // The surviving nodes send no more reports for nc's sandboxes.
     await new Promise((r) => setTimeout(r, 500));
-    expect(sweeps[0]!.seen).toHaveLength(2);
+    expect(sweeps[0]!.seen).toHaveLength(3);
     expect(sweeps[1]!.seen).toEqual([]);
   });
 });

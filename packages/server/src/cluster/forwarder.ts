@@ -6,7 +6,7 @@
 // come from the owner's own state. Lists are gathered from every node (list-fanout.ts). Creates stay local.
 // A sandbox whose record is marked lost (its node went down, lost-sweep.ts) is answered here as E2B answers for a
 // sandbox that is gone: the gateway's 502 "The sandbox was not found" (the SDK's SandboxNotFoundError on commands),
-// and 404 {code, message} on the REST API, saying the node was lost.
+// and 404 {code, message} on the REST API, saying the node was lost. A kill of a lost sandbox is kept (lost-kill.ts).
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
@@ -18,9 +18,12 @@ import type { GatewayAnswer } from "../gateway/retry-answer.js";
 import { routeRequest } from "../gateway/route.js";
 import { FORWARDED_HEADER, isForwarded } from "./forwarded-header.js";
 import { fanOutList, isListRequest } from "./list-fanout.js";
+import { rememberKill } from "./lost-kill.js";
 import type { Membership } from "./membership.js";
 import type { OwnerRecord, SandboxOwners } from "./sandbox-owners.js";
 
+/** A sandbox's own REST path (its kill is DELETE on it). */
+const SANDBOX_ITSELF = /^\/(?:v2\/|burrow\/v1\/)?sandboxes\/[a-z0-9]+\/?(?:\?|$)/;
 /** REST paths that name one sandbox: E2B's v1 and v2 and Burrow's own. */
 const SANDBOX_PATH = /^\/(?:v2\/|burrow\/v1\/)?sandboxes\/([a-z0-9]+)(?:[/?]|$)/;
 
@@ -73,7 +76,10 @@ export class ClusterForwarder {
         (record) => {
           req.resume();
           const answer = lostAnswer(target, record);
-          sendJson(res, answer.status, answer.body);
+          // A kill is answered as for a gone sandbox, once it is kept for the node's return.
+          const kill = target.rest && req.method === "DELETE" && SANDBOX_ITSELF.test(req.url ?? "");
+          if (!kill) return sendJson(res, answer.status, answer.body);
+          void rememberKill(this.#d.owners, target.sandboxId, this.#d.logger).then(() => sendJson(res, answer.status, answer.body));
         },
       );
     } catch (err) {

@@ -1,7 +1,8 @@
 // A node's own sandboxes against the owners bucket, after the node was away (restarted, or cut off long enough to be
 // judged down). For each sandbox the node has: no record, it is registered again; its own record marked lost, the
 // record is taken back (a revision-checked rewrite) and a `recovered` event sent; another node's record under the
-// id, the local copy is killed, so that one id never names two live sandboxes. A lost record is taken back rather
+// id, the local copy is killed, so that one id never names two live sandboxes; a lost record whose sandbox was killed
+// meanwhile (lost-kill.ts), the sandbox is killed and the record removed. A lost record is taken back rather
 // than its sandbox killed: it is the same sandbox with its state intact, nobody else can have taken the id meanwhile
 // (a lost record still holds it), and a client that was told `lost` is told `recovered`.
 import type { Logger } from "pino";
@@ -59,6 +60,13 @@ export async function reconcileSandbox(d: ReconcileDeps, sandboxId: string): Pro
       return "killed";
     }
     if (record.lostAt === undefined) return "kept";
+    if (record.killedAt !== undefined) {
+      // Killed by its user while it was lost (lost-kill.ts): ended here, not taken back.
+      d.logger.warn({ sandboxId, lostAt: record.lostAt, killedAt: record.killedAt }, "a sandbox killed while it was lost is ended now that this node has it again");
+      await d.local.kill(sandboxId);
+      await d.owners.release(sandboxId);
+      return "killed";
+    }
     const { lostAt, ...rest } = record;
     const back: OwnerRecord = { ...rest, v: Math.max(record.v, OWNER_RECORD_VERSION), templateId: record.templateId ?? sandbox.templateId };
     if (!(await d.owners.replace(sandboxId, back, revision))) {

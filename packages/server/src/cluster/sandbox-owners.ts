@@ -10,7 +10,7 @@ import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
 import { WatchedBucket } from "./watched-bucket.js";
 
-/** 2: records may be marked lost (`lostAt`) and name their template. Readers of 1 see a lost record as the node's. */
+/** 2: records may be marked lost (`lostAt`, `killedAt`) and name their template. Readers of 1 see a lost record as the node's. */
 export const OWNER_RECORD_VERSION = 2;
 
 export interface OwnerRecord {
@@ -21,6 +21,8 @@ export interface OwnerRecord {
   templateId?: string;
   /** Set when the node was judged down and its sandboxes reported lost (ISO 8601); absent while the node has it. */
   lostAt?: string;
+  /** A kill asked while it was lost (lost-kill.ts): the node, back, ends it instead of taking it back. */
+  killedAt?: string;
 }
 
 /** A record as stored, with the revision a revision-checked write must name. */
