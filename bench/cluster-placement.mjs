@@ -1,7 +1,8 @@
 // Placement in a cluster: the decision itself (the pure placeCreate over 3 and 100 node records, beside picking the
-// first node that can take the sandbox) and creates per second through one node with 1 node vs 2 nodes in the
-// cluster (both nodes in this process, on the machine's two cores: a second node adds no CPU here, so this measures
-// what placement and the forward cost, not what a second machine would give).
+// first node that can take the sandbox), creates per second through one node with 1 node vs 2 nodes in the cluster,
+// and one create's latency placed on another node vs made where it arrived (both nodes in this process, on the
+// machine's two cores: a second node adds no CPU here, so this measures what placement and the forward cost, not
+// what a second machine would give).
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Sandbox } from "e2b";
@@ -102,6 +103,22 @@ export async function runPlacementCreateBenchmarks({ startNats, startNode }) {
     await killAll(two.ids);
     report("creates/s through A, 2 nodes (1 machine)", two.rate, "/s", alone.rate, "A alone in the cluster");
     process.stdout.write(`  placed on B: ${onB} of ${count}\n`);
+    // One create's latency when placed on another node: A cordoned, so every create through A goes to B, beside
+    // creates made by B itself (marked forwarded), interleaved.
+    await fetch(`${a.opts.apiUrl}/burrow/v1/nodes/place-a/cordon`, { method: "POST", headers: { "X-API-Key": apiKey } });
+    const viaA = [];
+    const atB = [];
+    const pinnedB = { ...b.opts, apiHeaders: { "X-Burrow-Forwarded-By": "bench" } };
+    for (let i = 0; i < 20; i++) {
+      for (const [out, opts] of [[viaA, a.opts], [atB, pinnedB]]) {
+        const t0 = performance.now();
+        const sandbox = await Sandbox.create("base", { ...opts, timeoutMs: 600_000 });
+        out.push(performance.now() - t0);
+        await Sandbox.kill(sandbox.sandboxId, b.opts);
+      }
+    }
+    report("create through A placed on B, p50", median(viaA), "ms", median(atB), "create at B itself");
+    report("create through A placed on B, p95", percentile(viaA, 95), "ms", percentile(atB, 95), "at B p95");
   } finally {
     for (const node of nodes.reverse()) {
       await node.server.close();
