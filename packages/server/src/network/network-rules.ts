@@ -7,6 +7,7 @@
 // first bytes). A key without a port applies to 80 and 443.
 import { parseEgressTarget } from "@burrow/orchestrator";
 import { BurrowError, Code } from "@burrow/protocol";
+import { IDENTITY_TOKENS_UNSUPPORTED } from "./identity-tokens.js";
 
 /** One rule of a host: the headers it sets (name → value with placeholders); `{}` sets none. */
 export interface HeaderTransformRule {
@@ -24,6 +25,7 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** Any `${…}` with the e2b prefix; only secrets are resolvable by Burrow. */
 const E2B_PLACEHOLDER = /\$\{(e2b\.[^{}]*)\}/g;
 const SECRET_PLACEHOLDER = /^e2b\.secrets\.([^{}\p{Cc}]+)$/u;
+const IDENTITY_PLACEHOLDER = /^e2b\.identity\.tokens\./;
 /** Headers that describe the connection or the message framing: setting them would break or smuggle requests. */
 const RESERVED = new Set(["host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer", "keep-alive", "proxy-connection"]);
 
@@ -144,6 +146,7 @@ function transformRule(rule: unknown, where: string): HeaderTransformRule {
     // Line breaks or NUL would let a value start a header of its own.
     if (value.length > MAX_VALUE_LENGTH || /[\r\n\0]/.test(value)) throw invalid(`invalid value for header '${name}' in ${where}`);
     for (const m of value.matchAll(E2B_PLACEHOLDER)) {
+      if (IDENTITY_PLACEHOLDER.test(m[1]!)) throw invalid(`placeholder '\${${m[1]}}' in header '${name}' of ${where}: ${IDENTITY_TOKENS_UNSUPPORTED}`);
       if (!SECRET_PLACEHOLDER.test(m[1]!)) throw invalid(`unsupported placeholder '\${${m[1]}}' in header '${name}' of ${where}: only \${e2b.secrets.NAME}`);
     }
     out[name] = value;

@@ -7,6 +7,7 @@ import { errorResponses, newSandboxSchema } from "../schemas.js";
 import { strictJsonBody } from "../strict-json.js";
 import { hasEgressRules, networkFromCreate, withInheritedEgress, type NetworkBody } from "../../network/network-config.js";
 import { ruleSecretsOwner } from "../../network/rule-secrets.js";
+import { refuseIdentityTokens } from "../../network/identity-tokens.js";
 import { inheritedNetwork } from "./network.js";
 import { toSandbox } from "./serialize.js";
 import type { CreatePlacement } from "../../cluster/create-placement.js";
@@ -23,6 +24,7 @@ interface NewSandboxBody {
   autoPauseMemory?: boolean;
   autoResume?: { enabled?: boolean };
   volumeMounts?: unknown[];
+  iam?: { tokens?: Record<string, unknown> | null } | null;
 }
 
 /** Whether a create sets egress of its own (the internet switch or allowOut/denyOut entries). */
@@ -66,6 +68,7 @@ export function registerCreateRoutes(app: FastifyInstance, ctx: ApiContext, plac
         const unsupported = unsupportedFeature(body);
         if (unsupported) throw new BurrowError(Code.Unimplemented, unsupported);
         // Validated before anything starts: a bad entry is a 400 and nothing was created.
+        refuseIdentityTokens(body.iam);
         let network = networkFromCreate(body.network);
         if (network?.rules) network.rulesOwner = ruleSecretsOwner(ctx, request, network.rules);
         let allowInternetAccess = body.allow_internet_access;
