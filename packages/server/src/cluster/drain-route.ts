@@ -1,6 +1,7 @@
 // POST /burrow/v1/nodes/{name}/drain (instance admin): drain a node (drain.ts). Any node takes the request; a
 // drain of another node is sent on to it (pauses happen where the sandboxes are) and its report comes back. The
 // answer waits for the drain: up to `timeout` seconds.
+import { request as httpRequest } from "node:http";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
@@ -43,22 +44,32 @@ export function registerDrainRoute(app: FastifyInstance, membership: Membership,
       if (!view) throw new BurrowError(Code.NotFound, `node "${name}" is not in the cluster`, { reason: "node_not_found" });
       if (isForwarded(request.headers)) throw new BurrowError(Code.FailedPrecondition, `this is node ${membership.nodeName}, not ${name}`, { reason: "wrong_node" });
       if (view.status !== "up") throw new BurrowError(Code.Unavailable, `node ${name} is down: it cannot pause its sandboxes`, { reason: "node_down" });
-      const headers = new Headers({ "content-type": "application/json", [FORWARDED_HEADER]: membership.nodeName });
-      for (const name of ["x-api-key", "authorization"]) {
-        const value = request.headers[name];
-        if (typeof value === "string") headers.set(name, value);
+      const headers: Record<string, string> = { "content-type": "application/json", [FORWARDED_HEADER]: membership.nodeName };
+      for (const header of ["x-api-key", "authorization"]) {
+        const value = request.headers[header];
+        if (typeof value === "string") headers[header] = value;
       }
-      const res = await fetch(`${view.apiUrl}${request.url}`, {
-        method: "POST",
-        headers,
-        body: JSON.stringify(request.body ?? {}),
-        signal,
-      }).catch((cause: unknown) => {
+      const answer = await postJson(`${view.apiUrl}${request.url}`, headers, JSON.stringify(request.body ?? {}), signal).catch((cause: unknown) => {
         throw new BurrowError(Code.Unavailable, `node ${name} could not be reached`, { cause, reason: "node_unreachable" });
       });
-      return reply.code(res.status).type("application/json").send(await res.text());
+      return reply.code(answer.status).type("application/json").send(answer.body);
     },
   );
+}
+
+/** node:http, not fetch: fetch gives up on answers that take more than 5 minutes to start, and a drain may. */
+function postJson(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, signal }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 502, body: text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end(body);
+  });
 }
 
 function clientGone(request: FastifyRequest): AbortSignal {
