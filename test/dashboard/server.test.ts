@@ -39,6 +39,8 @@ describe("dashboard server page", () => {
     const latency = (stats as unknown as { createLatency: { count: number; buckets: { upToMs: number | null; count: number }[] } }).createLatency;
     expect(latency.buckets.reduce((sum, b) => sum + b.count, 0)).toBe(latency.count);
     expect(latency.buckets.at(-1)?.upToMs).toBeNull();
+    // One machine: no cluster, and the page draws no nodes card (test/cluster/dashboard-nodes.test.ts has one).
+    expect((stats as unknown as { cluster: unknown }).cluster).toBeNull();
   });
 
   it("shows the running count and creates change when the SDK creates and kills a sandbox", { timeout: 120_000 }, async () => {
@@ -57,6 +59,7 @@ describe("dashboard server page", () => {
     await expect.poll(() => page.locator("#claims tbody tr").count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await expect.poll(() => page.locator("#creates-per-minute").textContent(), { timeout: 15_000 }).not.toBe("–");
     expect(await page.locator('#disks [data-disk="state"]').textContent()).toMatch(/used/);
+    expect(await page.locator("#cluster-nodes").count()).toBe(0);
     // The create is in the latency histogram: at least one bar.
     await expect.poll(() => page.locator("#create-latency-histogram rect").count(), { timeout: 15_000 }).toBeGreaterThan(0);
     await dash.shot("server-1");

@@ -6,6 +6,7 @@ import { useRef } from "preact/hooks";
 import { api } from "./api.js";
 import { bytes } from "./format.js";
 import { LatencyHistogram, type LatencyBucket } from "./latency-histogram.js";
+import { NodesCard } from "./nodes-card.js";
 import { PoolFillCard, type PoolFillFigures } from "./pool-fill.js";
 import { useLifecycleEvents } from "./live-lifecycle.js";
 import { usePoll } from "./use-poll.js";
@@ -30,6 +31,7 @@ interface ServerStats {
   builds: Record<string, number>;
   pools?: PoolFillFigures[];
   disks: { name: string; totalBytes: number; freeBytes: number }[];
+  cluster: { node: string; canManageNodes: boolean } | null;
 }
 
 interface Sample {
@@ -67,7 +69,10 @@ export function ServerPage() {
     <section class="server">
       <div class="toolbar">
         <h1>Server</h1>
-        <span class="count">{data ? `as of ${data.time.slice(11, 19)} UTC` : "loading…"}</span>
+        <span class="count">
+          {data ? `as of ${data.time.slice(11, 19)} UTC` : "loading…"}
+          {data?.cluster && ` · node ${data.cluster.node} of a cluster`}
+        </span>
       </div>
       {error && <p class="error" role="alert">{error}</p>}
       {data && (
@@ -125,6 +130,7 @@ export function ServerPage() {
             {claims.length === 0 && <p class="muted">No creates yet.</p>}
           </div>
           <PoolFillCard pools={data.pools ?? []} />
+          {data.cluster?.canManageNodes && <NodesCard self={data.cluster.node} />}
           <div class="card" id="builds">
             <h2>Template builds</h2>
             {Object.entries(data.builds).map(([status, n]) => (

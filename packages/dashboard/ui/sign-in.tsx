@@ -1,4 +1,6 @@
-// Sign-in with an API key: checked against the API (a list call) before it is kept for this tab's session.
+// Sign-in with an API key: checked against the API (E2B's GET /teams: the key's teams, answered by this server alone)
+// before it is kept for this tab's session. Not a sandbox list: on a node of a cluster that fans out to every node,
+// and one unreachable node would make a good key look refused.
 import { useState } from "preact/hooks";
 
 export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
@@ -10,7 +12,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
     setBusy(true);
     setError(null);
     try {
-      const res = await fetch("/v2/sandboxes?limit=1", { headers: { "x-api-key": key.trim() } });
+      const res = await fetch("/teams", { headers: { "x-api-key": key.trim() } });
       if (res.ok) onSignedIn(key.trim());
       else setError(((await res.json().catch(() => ({}))) as { message?: string }).message ?? `sign-in failed (${res.status})`);
     } catch (err) {

@@ -115,7 +115,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   });
   registerOversizedBodyGuard(app, ctx.config.bodyLimitBytes);
   registerHealthRoutes(app, ctx);
-  registerServerStatsRoute(app, { registry: ctx.registry, stateDir: ctx.config.stateDir });
+  registerServerStatsRoute(app, { registry: ctx.registry, stateDir: ctx.config.stateDir, clusterNode: opts.cluster?.nodeName });
   registerCreateRoutes(app, ctx, opts.placement);
   registerListRoutes(app, ctx);
   registerGetRoute(app, ctx);

@@ -51,12 +51,17 @@ export interface ServerStats {
   /** Each pool's fill (the orchestrator's pools by template): target size, ready, starting. */
   pools: PoolFillFigures[];
   disks: DiskFigures[];
+  /**
+   * On a node of a cluster: its name, and whether the caller may see and manage the nodes (GET /burrow/v1/nodes
+   * needs the instance admin key). null on a single machine.
+   */
+  cluster: { node: string; canManageNodes: boolean } | null;
 }
 
 type Metrics = MetricObjectWithValues<MetricValue<string> | MetricValueWithName<string>>[];
 
-export function registerServerStatsRoute(app: FastifyInstance, opts: { registry: Registry; stateDir: string }): void {
-  app.get("/burrow/v1/server/stats", { schema: { summary: "Server figures for the dashboard", hide: true } }, async (): Promise<ServerStats> => {
+export function registerServerStatsRoute(app: FastifyInstance, opts: { registry: Registry; stateDir: string; clusterNode?: string | undefined }): void {
+  app.get("/burrow/v1/server/stats", { schema: { summary: "Server figures for the dashboard", hide: true } }, async (request): Promise<ServerStats> => {
     const metrics = (await opts.registry.getMetricsAsJSON()) as Metrics;
     const claims = byLabel(metrics, "burrow_sandbox_claim_duration_seconds", "source");
     return {
@@ -68,6 +73,7 @@ export function registerServerStatsRoute(app: FastifyInstance, opts: { registry:
       builds: sumByLabel(metrics, "burrow_template_builds", "status"),
       pools: pools(metrics),
       disks: await disks(opts.stateDir),
+      cluster: opts.clusterNode === undefined ? null : { node: opts.clusterNode, canManageNodes: request.caller?.instanceAdmin === true },
     };
   });
 }
