@@ -178,6 +178,12 @@ describe("a node lost and back", () => {
       expect(body.code).toBe(404);
       expect(body.message).toMatch(/node-b.*lost/);
       await expect(Sandbox.getInfo(sandboxId, opts(a))).rejects.toBeInstanceOf(SandboxNotFoundError);
+      // Without a key A knows, nothing about a lost sandbox is said nor kept (401 as the API answers).
+      for (const headers of [{}, { "X-API-KEY": `e2b_${"0".repeat(40)}` }] as Array<Record<string, string>>) {
+        expect((await fetch(`${a.server!.url}/sandboxes/${killedId}`, { method: "DELETE", headers })).status).toBe(401);
+        expect((await fetch(`${a.server!.url}/sandboxes/${killedId}`, { headers })).status).toBe(401);
+      }
+      expect(await ownerRecord(killedId)).not.toHaveProperty("killedAt");
       // A kill through A is answered as for a gone sandbox (false) and kept for B's return.
       expect(await Sandbox.kill(killedId, opts(a))).toBe(false);
       expect(await ownerRecord(killedId)).toMatchObject({ node: "node-b", lostAt: expect.any(String), killedAt: expect.any(String) });

@@ -229,7 +229,10 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     cleanups.push(() => gateway.close());
     // Requests for sandboxes another node has go there (cluster/forwarder.ts); the rest are this node's.
-    const forwarder = cluster?.forwarder((sandboxId) => store.sandboxes.get(sandboxId) !== undefined);
+    const forwarder = cluster?.forwarder(
+      (sandboxId) => store.sandboxes.get(sandboxId) !== undefined,
+      (key) => store.apiKeys.verify(key) !== undefined,
+    );
 
     const secrets = openSecrets(cfg.stateDir, store.secrets);
     // The CA sandboxes trust for TLS Burrow terminates: header transforms and the model gateway's provider hosts.

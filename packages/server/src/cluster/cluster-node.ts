@@ -75,8 +75,9 @@ export class ClusterNode {
     this.#lostSweep = new LostSweep({ membership: this.membership, owners: this.owners, losses: this.kv.losses, events, local, logger: this.logger, intervalMs: this.config.heartbeatMs });
   }
 
-  forwarder(isLocal: (sandboxId: string) => boolean): ClusterForwarder {
-    const forwarder = new ClusterForwarder({ membership: this.membership, owners: this.owners, isLocal, logger: this.logger });
+  /** `verifyApiKey`: whether this node knows a key (answers about lost sandboxes are given to callers with one only). */
+  forwarder(isLocal: (sandboxId: string) => boolean, verifyApiKey: (key: string) => boolean): ClusterForwarder {
+    const forwarder = new ClusterForwarder({ membership: this.membership, owners: this.owners, isLocal, verifyApiKey, logger: this.logger });
     this.#stopSync.push(() => forwarder.close());
     return forwarder;
   }

@@ -10,6 +10,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
+import { apiKeyFromHeaders } from "../auth/credentials.js";
 import { SandboxConnections } from "../gateway/connections.js";
 import { proxyHttp, type ProxyFailure, type Upstream } from "../gateway/proxy-http.js";
 import { proxyUpgrade } from "../gateway/proxy-upgrade.js";
@@ -32,6 +33,11 @@ export interface ForwarderDeps {
   owners: SandboxOwners;
   /** Whether this node has the sandbox (running or paused): then it answers itself. */
   isLocal: (sandboxId: string) => boolean;
+  /**
+   * Whether this node knows an API key. Forwarded requests are authenticated by the owner; a lost sandbox has none,
+   * so REST answers about it (and a kill kept for it) are given here to callers with a key this node knows.
+   */
+  verifyApiKey: (key: string) => boolean;
   logger: Logger;
 }
 
@@ -75,6 +81,8 @@ export class ClusterForwarder {
         },
         (record) => {
           req.resume();
+          const refused = target.rest ? this.#unauthenticated(req) : undefined;
+          if (refused) return sendJson(res, 401, JSON.stringify({ code: 401, message: refused }));
           const answer = lostAnswer(target, record);
           // A kill is answered as for a gone sandbox, once it is kept for the node's return.
           const kill = target.rest && req.method === "DELETE" && SANDBOX_ITSELF.test(req.url ?? "");
@@ -112,6 +120,13 @@ export class ClusterForwarder {
 
   close(): void {
     this.#connections.close();
+  }
+
+  /** Why the request may not be answered, as the API words it; undefined when its key is known here. */
+  #unauthenticated(req: IncomingMessage): string | undefined {
+    const key = apiKeyFromHeaders(req.headers);
+    if (!key) return "missing API key: send it in the X-API-KEY header";
+    return this.#d.verifyApiKey(key) ? undefined : "invalid API key";
   }
 
   #target(req: IncomingMessage): Target | undefined {

@@ -10,7 +10,10 @@ import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
 import { WatchedBucket } from "./watched-bucket.js";
 
-/** 2: records may be marked lost (`lostAt`, `killedAt`) and name their template. Readers of 1 see a lost record as the node's. */
+/**
+ * 2: records may be marked lost (`lostAt`, `killedAt`) and name their template. Readers of 1 see a lost record as
+ * the node's.
+ */
 export const OWNER_RECORD_VERSION = 2;
 
 export interface OwnerRecord {
