@@ -178,5 +178,14 @@ describe("node loss in JetStream KV", () => {
     await new Promise((r) => setTimeout(r, 500));
     expect(sweeps[0]!.seen).toHaveLength(3);
     expect(sweeps[1]!.seen).toEqual([]);
+
+    // Judged lost while it still has the sandbox (a report made as it came back): nc's own sweep takes it back.
+    const sweep = new LostSweep({ membership: back.membership, owners: back.owners, losses: kvC.losses, events, local, logger, intervalMs: 100 });
+    closers.push(() => sweep.close());
+    const current = await back.owners.read("lost1");
+    expect(await back.owners.replace("lost1", { ...current!.record, lostAt: new Date().toISOString() }, current!.revision)).toBe(true);
+    await until(() => seen.length === 2);
+    expect(seen[1]).toMatchObject({ type: "recovered", sandboxId: "lost1" });
+    await until(async () => (await back.owners.read("lost1"))?.record.lostAt === undefined);
   });
 });
