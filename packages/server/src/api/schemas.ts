@@ -77,6 +77,7 @@ export const sandboxDetailSchema = {
         denyOut: { type: "array", items: { type: "string" } },
         allowPublicTraffic: { type: "boolean" },
         maskRequestHost: { type: "string" },
+        httpsPorts: { type: "array", items: { type: "integer" } },
         rules: { type: "object", additionalProperties: true },
         egressProxy: { type: "object", properties: { address: { type: "string" }, username: { type: "string" } } },
       },

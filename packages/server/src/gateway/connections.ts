@@ -1,6 +1,7 @@
 // Per-sandbox bookkeeping of the gateway: a keep-alive agent to each sandbox, and the in-flight sockets so that
 // killing a sandbox drops its connections at once (the SDK then sees the stream terminate and /health say 502).
 import { Agent } from "node:http";
+import { Agent as HttpsAgent } from "node:https";
 
 /**
  * How long the gateway keeps an idle connection to a sandbox: half of envd's keep-alive timeout (30 s, see
@@ -15,6 +16,8 @@ interface Destroyable {
 
 export class SandboxConnections {
   readonly #agents = new Map<string, Agent>();
+  /** For the sandbox's httpsPorts: TLS without verifying (E2B's proxy accepts self-signed certificates too). */
+  readonly #httpsAgents = new Map<string, HttpsAgent>();
   readonly #inflight = new Map<string, Set<Destroyable>>();
 
   agent(sandboxId: string): Agent {
@@ -26,6 +29,15 @@ export class SandboxConnections {
       // closes it fails (the proxy then retries on a fresh connection, see proxy-http.ts).
       agent = new Agent({ keepAlive: true, maxFreeSockets: 16, timeout: IDLE_CONNECTION_MS, noDelay: true });
       this.#agents.set(sandboxId, agent);
+    }
+    return agent;
+  }
+
+  httpsAgent(sandboxId: string): HttpsAgent {
+    let agent = this.#httpsAgents.get(sandboxId);
+    if (!agent) {
+      agent = new HttpsAgent({ keepAlive: true, maxFreeSockets: 16, timeout: IDLE_CONNECTION_MS, noDelay: true, rejectUnauthorized: false });
+      this.#httpsAgents.set(sandboxId, agent);
     }
     return agent;
   }
@@ -57,10 +69,12 @@ export class SandboxConnections {
     for (const item of set ?? []) item.destroy();
     this.#agents.get(sandboxId)?.destroy();
     this.#agents.delete(sandboxId);
+    this.#httpsAgents.get(sandboxId)?.destroy();
+    this.#httpsAgents.delete(sandboxId);
   }
 
   /** Idempotent. */
   close(): void {
-    for (const id of [...this.#inflight.keys(), ...this.#agents.keys()]) this.drop(id);
+    for (const id of [...this.#inflight.keys(), ...this.#agents.keys(), ...this.#httpsAgents.keys()]) this.drop(id);
   }
 }

@@ -292,6 +292,7 @@ export class Gateway {
     }
     if (ingress.host !== undefined) req.headers.host = ingress.host;
     proxyUpgrade(req, socket, head, {
+      tls: ingress.tls,
       target: this.#upstream(record, route.port),
       track: (...items) => this.#connections.track(route.sandboxId, ...items),
       answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
@@ -309,8 +310,9 @@ export class Gateway {
     }
     proxyHttp(req, res, {
       host: ingress.host,
+      tls: ingress.tls,
       target: this.#upstream(record, route.port),
-      agent: this.#connections.agent(route.sandboxId),
+      agent: ingress.tls ? this.#connections.httpsAgent(route.sandboxId) : this.#connections.agent(route.sandboxId),
       track: (...items) => this.#connections.track(route.sandboxId, ...items),
       answerFor: (failure) => this.#failureAnswer(failure, req, route.sandboxId, route.port),
       onFault: (fault) => this.#logFault(fault, route.sandboxId, route.port, req),

@@ -3,6 +3,7 @@
 // retry. The sandbox on the other side is untrusted: its answer is checked before anything of it reaches the client,
 // and no listener here may throw.
 import { request as httpRequest, type Agent, type ClientRequest, type IncomingMessage, type ServerResponse } from "node:http";
+import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import { guarded } from "./guarded.js";
 import { endToEndRawHeaders } from "./headers.js";
@@ -53,6 +54,8 @@ export interface ProxyHttpOptions {
   connectTimeoutMs?: number;
   /** Host header sent upstream instead of the client's (a sandbox's maskRequestHost). */
   host?: string | undefined;
+  /** The sandbox port serves HTTPS (httpsPorts): TLS, its certificate not verified; `agent` must be an HTTPS one. */
+  tls?: boolean | undefined;
 }
 
 export function proxyHttp(req: IncomingMessage, res: ServerResponse, opts: ProxyHttpOptions): void {
@@ -88,7 +91,8 @@ export function proxyHttp(req: IncomingMessage, res: ServerResponse, opts: Proxy
 
   const attempt = (fresh: boolean) => {
     attempts++;
-    const current = httpRequest({
+    const current = (opts.tls ? httpsRequest : httpRequest)({
+      ...(opts.tls ? { rejectUnauthorized: false } : {}),
       host: opts.target.host,
       port: opts.target.port,
       method: req.method,

@@ -1,6 +1,7 @@
 // Proxy for HTTP upgrades (WebSocket and friends): forward the handshake, then splice the two sockets. The answer
 // is written to the client's raw socket by hand, so only a head that passed checkUpstreamHead is ever written.
 import { request as httpRequest, type IncomingMessage } from "node:http";
+import { request as httpsRequest } from "node:https";
 import type { Socket } from "node:net";
 import type { Duplex } from "node:stream";
 import { guarded } from "./guarded.js";
@@ -22,6 +23,8 @@ export interface ProxyUpgradeOptions {
   onUpstreamFailure: (failure: UpstreamFailure, retried: boolean) => void;
   /** @default CONNECT_TIMEOUT_MS */
   connectTimeoutMs?: number;
+  /** The sandbox port serves HTTPS (httpsPorts): TLS, its certificate not verified. */
+  tls?: boolean | undefined;
 }
 
 /** Raw headers minus framing, for a non-upgrade answer we relay close-delimited. */
@@ -37,13 +40,14 @@ function withoutFraming(rawHeaders: string[]): string[] {
 
 export function proxyUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, opts: ProxyUpgradeOptions): void {
   // The handshake keeps its Connection/Upgrade headers: they are the point of the request.
-  const upstream = httpRequest({
+  const upstream = (opts.tls ? httpsRequest : httpRequest)({
     host: opts.target.host,
     port: opts.target.port,
     method: req.method,
     path: req.url,
     headers: req.headers,
     agent: false,
+    ...(opts.tls ? { rejectUnauthorized: false } : {}),
   });
   let release = opts.track(socket, upstream);
   // What the client has been sent so far: nothing yet, the sandbox's answer, or the gateway's own 502.

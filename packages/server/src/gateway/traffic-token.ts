@@ -1,6 +1,7 @@
 // Ingress rules of a sandbox's network config, for requests to its ports other than envd's (envd has its own
 // access token): allowPublicTraffic false requires E2B's `e2b-traffic-access-token` header (403 without it or with
-// a wrong one, in E2B's words), and maskRequestHost replaces the Host header the sandbox sees.
+// a wrong one, in E2B's words), maskRequestHost replaces the Host header the sandbox sees, and httpsPorts says which
+// ports the gateway reaches over TLS (E2B: certificates not verified, so self-signed ones work).
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { ENVD_PORT } from "@burrow/protocol";
@@ -13,13 +14,14 @@ export const TRAFFIC_TOKEN_HEADER = "e2b-traffic-access-token";
 export interface SandboxIngress {
   trafficAccessToken?: string | undefined;
   maskRequestHost?: string | undefined;
+  httpsPorts?: readonly number[] | undefined;
 }
 
 /** A sandbox's ingress rules, undefined when it has none. */
 export type IngressLookup = (sandboxId: string) => SandboxIngress | undefined;
 
-/** Let the request through (with the Host header to send, when masked) or answer it. */
-export type IngressDecision = { ok: true; host?: string } | { ok: false; answer: GatewayAnswer };
+/** Let the request through (with the Host header to send, when masked; over TLS for httpsPorts) or answer it. */
+export type IngressDecision = { ok: true; host?: string; tls?: true } | { ok: false; answer: GatewayAnswer };
 
 export function checkIngress(ingress: SandboxIngress | undefined, sandboxId: string, port: number, headers: IncomingHttpHeaders): IngressDecision {
   if (!ingress || port === ENVD_PORT) return { ok: true };
@@ -33,7 +35,8 @@ export function checkIngress(ingress: SandboxIngress | undefined, sandboxId: str
     if (!sameToken(given, expected)) return forbidden(sandboxId, "Sandbox is secured with traffic access token. Provided token is invalid.");
   }
   const mask = ingress.maskRequestHost;
-  return mask ? { ok: true, host: mask.replaceAll("${PORT}", String(port)) } : { ok: true };
+  const tls = ingress.httpsPorts?.includes(port) ? ({ tls: true } as const) : {};
+  return mask ? { ok: true, host: mask.replaceAll("${PORT}", String(port)), ...tls } : { ok: true, ...tls };
 }
 
 function sameToken(given: string, expected: string): boolean {

@@ -2,11 +2,11 @@
 // Burrow keeps and enforces it. Egress by IPv4 address and CIDR is enforced by the orchestrator's firewall, by domain
 // (`example.com`, `*.example.com`) by its resolver and transparent egress proxy; ingress (allowPublicTraffic's traffic
 // token, maskRequestHost) by the gateway; header transforms (`rules`, network-rules.ts) and a user's own proxy
-// (`egressProxy`, egress-proxy-config.ts) by the egress proxy. What cannot be enforced yet (httpsPorts, an ingress
-// setting) is refused with 501 rather than accepted and ignored.
+// (`egressProxy`, egress-proxy-config.ts) by the egress proxy; httpsPorts (sandbox ports that serve HTTPS) by the
+// gateway, which reaches those ports over TLS without verifying, as E2B's proxy does.
 import { randomBytes } from "node:crypto";
 import { ALL_TRAFFIC, parseEgressTarget, type EgressProxying, type EgressRuleLists, type SandboxEgress } from "@burrow/orchestrator";
-import { BurrowError, Code } from "@burrow/protocol";
+import { BurrowError, Code, ENVD_PORT } from "@burrow/protocol";
 import { egressProxyOf, egressProxyView, type EgressProxyConfig } from "./egress-proxy-config.js";
 import { inspectPortsOf, networkRules, type NetworkRules } from "./network-rules.js";
 
@@ -19,6 +19,8 @@ export interface SandboxNetworkConfig {
   allowPublicTraffic: boolean;
   /** Host header sent to sandbox ports other than envd's; `${PORT}` is the target port. */
   maskRequestHost?: string;
+  /** Sandbox ports serving HTTPS: the gateway speaks TLS to them (certificates not verified). Sorted, unique. */
+  httpsPorts?: number[];
   /** Issued at create when allowPublicTraffic is false. */
   trafficAccessToken?: string;
   /** Header transforms per host (network-rules.ts), placeholders as written. */
@@ -58,13 +60,14 @@ const MASK_HOST = /^[A-Za-z0-9.\-[\]:_]+$/;
 /** The config a create asks for, or undefined when it asks for nothing beyond the defaults. */
 export function networkFromCreate(body: NetworkBody | undefined): SandboxNetworkConfig | undefined {
   if (body === undefined) return undefined;
-  refuseUnenforceable(body);
   const config: SandboxNetworkConfig = {
     allowOut: egressEntries(body.allowOut, "allowOut"),
     denyOut: egressEntries(body.denyOut, "denyOut"),
     allowPublicTraffic: body.allowPublicTraffic ?? true,
   };
   if (body.maskRequestHost !== undefined) config.maskRequestHost = maskRequestHost(body.maskRequestHost);
+  const tlsPorts = httpsPorts(body.httpsPorts);
+  if (tlsPorts.length > 0) config.httpsPorts = tlsPorts;
   const rules = networkRules(body.rules);
   if (rules) config.rules = rules;
   const proxy = egressProxyOf(body.egressProxy);
@@ -78,7 +81,6 @@ export function networkFromCreate(body: NetworkBody | undefined): SandboxNetwork
  * maskRequestHost replaced only when sent, since the SDK's updateNetwork never sends it.
  */
 export function networkFromUpdate(current: SandboxNetworkConfig | undefined, body: NetworkUpdateBody): SandboxNetworkConfig {
-  refuseUnenforceable(body);
   const next: SandboxNetworkConfig = {
     allowOut: egressEntries(body.allowOut, "allowOut"),
     denyOut: egressEntries(body.denyOut, "denyOut"),
@@ -87,6 +89,8 @@ export function networkFromUpdate(current: SandboxNetworkConfig | undefined, bod
   const mask = body.maskRequestHost !== undefined ? body.maskRequestHost : current?.maskRequestHost;
   if (mask !== undefined && mask !== "") next.maskRequestHost = maskRequestHost(mask);
   if (current?.trafficAccessToken !== undefined) next.trafficAccessToken = current.trafficAccessToken;
+  // Ingress, which E2B's update does not carry: kept.
+  if (current?.httpsPorts !== undefined) next.httpsPorts = [...current.httpsPorts];
   const rules = networkRules(body.rules);
   if (rules) next.rules = rules;
   // Like the lists, an update without it clears it (E2B: repeat it in every update that should keep tunneling).
@@ -121,6 +125,7 @@ export function copiedNetwork(source: SandboxNetworkConfig | undefined, egress: 
     allowPublicTraffic: source?.allowPublicTraffic ?? true,
   };
   if (source?.maskRequestHost !== undefined) copy.maskRequestHost = source.maskRequestHost;
+  if (source?.httpsPorts !== undefined) copy.httpsPorts = [...source.httpsPorts];
   if (!copy.allowPublicTraffic) copy.trafficAccessToken = newTrafficToken();
   return copy;
 }
@@ -180,6 +185,7 @@ export function networkView(config: SandboxNetworkConfig) {
     denyOut: [...config.denyOut],
     allowPublicTraffic: config.allowPublicTraffic,
     ...(config.maskRequestHost !== undefined ? { maskRequestHost: config.maskRequestHost } : {}),
+    ...(config.httpsPorts !== undefined ? { httpsPorts: [...config.httpsPorts] } : {}),
     ...(config.rules !== undefined ? { rules: config.rules } : {}),
     ...(config.egressProxy !== undefined ? { egressProxy: egressProxyView(config.egressProxy) } : {}),
   };
@@ -189,23 +195,13 @@ function newTrafficToken(): string {
   return randomBytes(24).toString("hex");
 }
 
-/** envd's port, which E2B's httpsPorts may not name. */
-const ENVD_PORT = 49983;
-
-/**
- * httpsPorts is E2B's ingress setting (sandbox ports that serve HTTPS, which the gateway would reach over TLS without
- * verifying): bad values are a 400 naming them; valid ones a 501 until the gateway speaks TLS to sandboxes. (Header
- * transforms on other ports than 80/443 are `host:port` rule keys, network-rules.ts.)
- */
-function refuseUnenforceable(body: { rules?: Record<string, unknown>; egressProxy?: unknown; httpsPorts?: number[] }): void {
-  if (body.httpsPorts === undefined || body.httpsPorts.length === 0) return;
-  for (const port of body.httpsPorts) {
+/** E2B's httpsPorts, validated (400 naming a bad entry: not a TCP port, or envd's), sorted and unique. */
+function httpsPorts(ports: readonly number[] | undefined): number[] {
+  for (const port of ports ?? []) {
     if (!Number.isInteger(port) || port < 1 || port > 65535) throw invalid(`invalid network.httpsPorts entry '${port}': expected a TCP port 1-65535`);
     if (port === ENVD_PORT) throw invalid(`invalid network.httpsPorts entry '${port}': envd's port cannot be listed`);
   }
-  throw new BurrowError(Code.Unimplemented, "network.httpsPorts (sandbox ports serving HTTPS to the gateway) is not supported by Burrow yet", {
-    reason: "https_ports_unsupported",
-  });
+  return [...new Set(ports ?? [])].sort((a, b) => a - b);
 }
 
 /** Validated entries: 400 naming the first malformed one. */
