@@ -2,13 +2,13 @@
 // cluster's nodes with their state — this node up, a node whose heartbeats stopped down —, and a cordon set and
 // cleared from the page, as GET /burrow/v1/nodes then reports. The single-machine server page shows no such card
 // (test/dashboard/server.test.ts).
-import { rmSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsServerFixture } from "../../packages/bus/test/helpers/nats-server.js";
 import { openDashboard, type DashboardPage } from "../dashboard/browser-page.js";
-import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { tearDownCluster } from "./node-cleanup.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
 const instance = newTestInstance("clud");
@@ -48,14 +48,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await dash?.close();
-  if (server) await stopServerProcess(server, "SIGTERM");
-  try {
-    burrowDown(instance);
-  } finally {
-    rmSync(instance.stateDir, { recursive: true, force: true });
-  }
-  await nats?.stop();
+  await tearDownCluster([{ instance, server }], nats, [() => dash?.close()]);
 });
 
 it("lists the cluster's nodes with their state and cordons one from the page", { timeout: 120_000 }, async () => {

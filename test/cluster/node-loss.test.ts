@@ -13,7 +13,8 @@ import { Sandbox, SandboxNotFoundError } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
-import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { tearDownCluster } from "./node-cleanup.js";
+import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
@@ -127,19 +128,7 @@ describe("a node lost and back", () => {
 
   afterAll(async () => {
     for (const id of [sandboxId, killedId]) if (id) await Sandbox.kill(id, opts(b)).catch(() => undefined);
-    // Every node is cleaned up and the NATS servers stopped even when one step fails; the first failure is reported.
-    const failures: unknown[] = [];
-    for (const node of nodes) {
-      try {
-        if (node.server) await stopServerProcess(node.server, "SIGTERM");
-        burrowDown(node.instance);
-        rmSync(node.instance.stateDir, { recursive: true, force: true });
-      } catch (err) {
-        failures.push(err);
-      }
-    }
-    await nats?.stop();
-    if (failures.length > 0) throw failures[0];
+    await tearDownCluster(nodes, nats);
   });
 
   it("reports a SIGKILLed node's sandbox lost once, answers not found for it, and takes it back when the node returns", async () => {

@@ -13,7 +13,8 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
-import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { tearDownCluster } from "./node-cleanup.js";
+import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { runBurrow } from "../cli/run-burrow.js";
 
@@ -121,23 +122,7 @@ describe("placement of creates over three nodes", () => {
   });
 
   afterAll(async () => {
-    const errors: unknown[] = [];
-    const step = async (fn: () => unknown) => {
-      try {
-        await fn();
-      } catch (err) {
-        errors.push(err);
-      }
-    };
-    await step(() => killAll(sandboxes));
-    // Each node is stopped and cleaned whatever happened to the others.
-    for (const node of nodes) {
-      if (node.server) await step(() => stopServerProcess(node.server!, "SIGTERM"));
-      await step(() => burrowDown(node.instance));
-      rmSync(node.instance.stateDir, { recursive: true, force: true });
-    }
-    await step(() => nats?.stop());
-    if (errors.length > 0) throw errors[0];
+    await tearDownCluster(nodes, nats, [() => killAll(sandboxes)]);
   });
 
   it("30 creates through node A spread over all three nodes, each answered as its node gave it", async () => {

@@ -14,7 +14,8 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
-import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { tearDownCluster } from "./node-cleanup.js";
+import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { runBurrow } from "../cli/run-burrow.js";
 
@@ -118,16 +119,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
   });
 
   afterAll(async () => {
-    await Promise.allSettled(sandboxes.map((s) => s.kill()));
-    for (const node of nodes) {
-      if (node.server) await stopServerProcess(node.server, "SIGTERM");
-      try {
-        burrowDown(node.instance);
-      } finally {
-        rmSync(node.instance.stateDir, { recursive: true, force: true });
-      }
-    }
-    await nats?.stop();
+    await tearDownCluster(nodes, nats, [() => Promise.allSettled(sandboxes.map((s) => s.kill()))]);
   });
 
   it("node list shows both nodes up; a cordon round-trips and outlives heartbeats", async () => {

@@ -13,7 +13,7 @@ import { createBus, createBusMetrics } from "@burrow/bus";
 import { Registry } from "prom-client";
 import { startServer } from "@burrow/server";
 import { pino } from "pino";
-import { newTestInstance } from "../helpers/test-instance.js";
+import { newTestInstance, pruneSubnetReservations } from "../helpers/test-instance.js";
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   const test = newTestInstance("test");
@@ -63,5 +63,6 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await orchestrator.shutdown();
     await rm(test.stateDir, { recursive: true, force: true });
     await rm(imageDir, { recursive: true, force: true });
+    pruneSubnetReservations();
   };
 }
