@@ -75,6 +75,13 @@ export class CreatePlacement {
       const view = this.#d.membership.node(node);
       if (!view) continue;
       const answer = await this.#forward(node, view, request, signal);
+      if (answer.kind === "interrupted") {
+        // Passing it on could make a second sandbox beside one the node made before the connection broke.
+        this.#d.logger.warn({ node, why: answer.error, template: body.templateID }, "a placed create was interrupted after it was sent");
+        throw new BurrowError(Code.Unavailable, `node ${node} took the create but its answer was lost (${answer.error}); the sandbox may exist there: list sandboxes (by metadata) before creating again`, {
+          reason: "create_interrupted",
+        });
+      }
       if (answer.kind === "answer" && !PASS_OVER.has(answer.status)) {
         void reply.code(answer.status).headers(answer.headers).send(answer.body);
         return true;

@@ -6,8 +6,13 @@ import { FORWARDED_HEADER } from "./forwarded-header.js";
 
 export type ForwardedAnswer =
   | { kind: "answer"; status: number; headers: Record<string, string>; body: string }
-  /** No answer: the node could not be reached or the connection broke. */
-  | { kind: "unreachable"; error: string };
+  /** No connection to the node: it never saw the create, so another node may make it. */
+  | { kind: "unreachable"; error: string }
+  /** The connection broke after the create was sent: the node may have made the sandbox, so no other node may. */
+  | { kind: "interrupted"; error: string };
+
+/** Errors of the connect phase (undici's cause codes): the request never left this node. */
+const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN", "UND_ERR_CONNECT_TIMEOUT"]);
 
 /** Headers of the connection or of a body that is re-encoded: not passed either way. */
 const HOP_HEADERS = new Set(["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "expect", "content-encoding", "accept-encoding"]);
@@ -31,6 +36,7 @@ export async function forwardCreate(apiUrl: string, self: string, request: Fasti
   } catch (err) {
     if (signal.aborted) throw err;
     const cause = (err as { cause?: { code?: string } }).cause;
-    return { kind: "unreachable", error: cause?.code ?? (err instanceof Error ? err.message : String(err)) };
+    const error = cause?.code ?? (err instanceof Error ? err.message : String(err));
+    return { kind: cause?.code !== undefined && NOT_CONNECTED.has(cause.code) ? "unreachable" : "interrupted", error };
   }
 }
