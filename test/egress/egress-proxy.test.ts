@@ -4,14 +4,17 @@
 // answers with the address it sees. Every TCP port of the sandbox goes through the proxy (the proxy logs it, the
 // target sees P), wrong credentials fail closed, updateNetwork takes the proxy away and sets it again live, checkpoint
 // children and snapshot creates keep it, a record of the previous version's form still tunnels after a restart, GET
-// never shows the password, bad addresses are 400 naming them. Every address is the fake internet's (203.0.113.0/24).
+// never shows the password, bad addresses are 400 naming them; header transforms of such a sandbox go through its
+// proxy too (HTTP, and TLS on top of the tunnel). Every address is the fake internet's (203.0.113.0/24), every name
+// ends in .test (answered by the fake internet's DNS server, the server's only upstream).
 import { spawn, type ChildProcess } from "node:child_process";
-import { readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
+import { DNS_ADDRESS, type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
 import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { sandboxInternals } from "../helpers/sandbox-internals.js";
 import { newTestInstance } from "../helpers/test-instance.js";
@@ -26,8 +29,12 @@ let internet: FakeInternet;
 let server: ServerProcess;
 let port: number;
 let proxies: ChildProcess;
+let caDir: string;
 const proxyLog: string[] = [];
 const created: Sandbox[] = [];
+
+/** The server's resolver asks only the fake internet's DNS server; upstream TLS is checked against its CA. */
+const serverEnv = () => ({ BURROW_DNS_UPSTREAM: DNS_ADDRESS, BURROW_EGRESS_UPSTREAM_CA: join(caDir, "fake-ca.pem") });
 
 const opts = () => ({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url, debug: false as const });
 
@@ -56,7 +63,9 @@ console.log("ready");`;
 
 describe("egress through the user's proxy (own server, fake internet)", () => {
   beforeAll(async () => {
-    internet = await startFakeInternet([A, P]);
+    internet = await startFakeInternet([A, P], { names: { "api.test": A } });
+    caDir = mkdtempSync(join(tmpdir(), "burrow-eproxy-ca-"));
+    writeFileSync(join(caDir, "fake-ca.pem"), internet.caCert!);
     const helper = pathToFileURL(join(import.meta.dirname, "..", "helpers", "test-proxies.mjs")).href;
     proxies = spawn("ip", ["netns", "exec", internet.netns, process.execPath, "--input-type=module", "-e", SCRIPT(helper)], { stdio: ["ignore", "pipe", "inherit"] });
     await new Promise<void>((resolve, reject) => {
@@ -70,7 +79,7 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
       });
     });
     port = await freePort();
-    server = await startServerProcess(instance, port, ["--pool-size", "0"]);
+    server = await startServerProcess(instance, port, ["--pool-size", "0"], serverEnv());
   });
 
   afterAll(async () => {
@@ -79,6 +88,7 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
       if (server) await stopServerProcess(server, "SIGTERM");
       burrowDown(instance);
       rmSync(instance.stateDir, { recursive: true, force: true });
+      if (caDir) rmSync(caDir, { recursive: true, force: true });
     } finally {
       if (proxies && proxies.exitCode === null) {
         proxies.kill("SIGTERM");
@@ -165,7 +175,7 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
     const record = JSON.parse(readFileSync(file, "utf8")) as { egress: { allowOut: string[]; denyOut: string[]; proxied?: string } };
     expect(record.egress).toEqual({ allowOut: [], denyOut: [], proxied: "tunnel" });
     writeFileSync(file, JSON.stringify({ ...record, egress: { allowOut: [], denyOut: ["egress-proxy.burrow.invalid"] } }), { mode: 0o600 });
-    server = await startServerProcess(instance, port, ["--pool-size", "0"]);
+    server = await startServerProcess(instance, port, ["--pool-size", "0"], serverEnv());
 
     // A cold boot applies the rules from the record again (the kernel's sets are rebuilt from it).
     const pause = await fetch(`${server.url}/sandboxes/${sandbox.sandboxId}/pause`, {
@@ -200,5 +210,16 @@ describe("egress through the user's proxy (own server, fake internet)", () => {
       expect(body.code).toBe(400);
       expect(body.message).toContain(text);
     }
+  });
+
+  it("header transforms of a sandbox with a proxy go through that proxy, over HTTP and over TLS on the tunnel", async () => {
+    const sandbox = await create({ egressProxy: SOCKS, rules: { "api.test": [{ transform: { headers: { "X-Through": "the-proxy" } } }] } });
+    const before = proxyLog.length;
+    for (const url of ["http://api.test/headers", "https://api.test/headers"]) {
+      const raw = JSON.parse(await get(sandbox, url)) as string[];
+      const i = raw.findIndex((h) => h.toLowerCase() === "x-through");
+      expect(raw[i + 1], url).toBe("the-proxy");
+    }
+    expect(proxyLog.slice(before)).toEqual([`socks CONNECT ${A}:80`, `socks CONNECT ${A}:443`]);
   });
 });

@@ -30,6 +30,8 @@ export interface EgressProxyOptions {
   resolve4: (name: string) => Promise<string[]>;
   /** A connection through the sandbox's user's proxy (tunnel-proxy.ts), or undefined to connect directly. */
   dial?: (sandboxId: string, ip: string, port: number) => Promise<Socket> | undefined;
+  /** Whether the sandbox's egress goes through its user's proxy (then `dial` is how header transforms connect too). */
+  tunnels?: (sandboxId: string) => boolean;
   /** Why the proxy must never connect to an address (loopback, the host's own, the sandboxes' subnet …), or undefined. */
   forbidden: (ip: string) => string | undefined;
   audit: EgressAudit;
@@ -186,7 +188,9 @@ function handle(opts: EgressProxyOptions, port: number, speech: Speech, client: 
         const record: EgressRecord = { ...base, host: result.host, ...(ip ? { ip } : {}), verdict: verdict.allowed ? "allowed" : "denied", rule: verdict.rule, atMs: 0 };
         if (!verdict.allowed || ip === undefined) refuse(opts, client, tls, { ...record, atMs: Date.now() });
         else {
-          const target = { sandboxId: policy.sandboxId, host: result.host!, ip, port, tls };
+          // A sandbox whose egress goes through its user's proxy has its transformed requests go that way too.
+          const dial = opts.tunnels?.(policy.sandboxId) ? () => opts.dial?.(policy.sandboxId, ip, port) ?? Promise.reject(new Error("no proxy")) : undefined;
+          const target = { sandboxId: policy.sandboxId, host: result.host!, ip, port, tls, dial };
           const done = (bytes: { bytesOut: number; bytesIn: number }) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
           relayIfTransformed(opts.interceptor?.(), client, buffered, target, done).then(
             (relayed) => relayed || splice(opts, client, ip, port, tls, buffered, record, relayer),

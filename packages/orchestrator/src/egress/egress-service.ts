@@ -94,6 +94,7 @@ export class EgressService {
         relay: this.#opts.relay ?? "native",
         anyPort: true,
         ...(this.#opts.logger ? { logger: this.#opts.logger } : {}),
+        tunnels: (sandboxId) => upstreamOf(sandboxId) !== undefined,
         dial: (sandboxId, ip, port) => {
           const upstream = upstreamOf(sandboxId);
           return upstream && dialThroughUserProxy({ resolve4, forbidden }, upstream, ip, port);

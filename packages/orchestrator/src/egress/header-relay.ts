@@ -35,6 +35,8 @@ export interface RelayTarget {
   ip: string;
   port: number;
   tls: boolean;
+  /** A connection to ip:port through the sandbox's user's proxy; absent: the host is reached directly. */
+  dial?: (() => Promise<Socket>) | undefined;
 }
 
 const HANDSHAKE_TIMEOUT_MS = 10_000;
@@ -61,9 +63,11 @@ export function relayWithHeaders(
     inbound.on("error", () => client.destroy());
     client.resume();
 
-    const agent = target.tls
-      ? new HttpsAgent({ keepAlive: true, maxSockets: 1, ca: [...interceptor.upstreamCa] })
-      : new HttpAgent({ keepAlive: true, maxSockets: 1 });
+    const agent = target.dial
+      ? dialingAgent(target, interceptor)
+      : target.tls
+        ? new HttpsAgent({ keepAlive: true, maxSockets: 1, ca: [...interceptor.upstreamCa] })
+        : new HttpAgent({ keepAlive: true, maxSockets: 1 });
     const server = createServer({ requestTimeout: 0 }, (req, res) => forward(req, res, target, headers, agent));
     const takeOver = (req: IncomingMessage, socket: Duplex, head: Buffer) => tunnel(req, socket, head, target, headers, interceptor);
     server.on("upgrade", takeOver);
@@ -127,9 +131,10 @@ function forward(req: IncomingMessage, res: ServerResponse, target: RelayTarget,
     headers: outgoing,
     setHost: false,
     agent,
-    ...(target.tls ? { servername: target.host } : {}),
+    ...(target.tls && !target.dial ? { servername: target.host } : {}),
   };
-  const upstream = (target.tls ? httpsRequest : httpRequest)(options, (up) => {
+  // Through a user's proxy the agent hands over sockets with TLS already on them.
+  const upstream = (target.tls && !target.dial ? httpsRequest : httpRequest)(options, (up) => {
     const back: string[] = [];
     for (let i = 0; i + 1 < up.rawHeaders.length; i += 2) {
       if (!HOP_BY_HOP.has(up.rawHeaders[i]!.toLowerCase())) back.push(up.rawHeaders[i]!, up.rawHeaders[i + 1]!);
@@ -188,30 +193,78 @@ function tunnel(req: IncomingMessage, socket: Duplex, head: Buffer, target: Rela
     return;
   }
   const lines = [`${req.method} ${req.url} HTTP/1.1`, ...headerPairs(req.rawHeaders, headers, TUNNEL_DROPPED).map(([n, v]) => `${n}: ${v}`)];
-  const upstream = target.tls
-    ? tlsConnect({ host: target.ip, port: target.port, servername: target.host, ca: [...interceptor.upstreamCa], ALPNProtocols: ["http/1.1"] })
-    : netConnect({ host: target.ip, port: target.port });
-  const timer = setTimeout(() => upstream.destroy(new Error("connect timeout")), HANDSHAKE_TIMEOUT_MS);
-  let connected = false;
-  upstream.once(target.tls ? "secureConnect" : "connect", () => {
-    clearTimeout(timer);
-    connected = true;
-    upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
-    if (head.length > 0) upstream.write(head);
-    socket.pipe(upstream);
-    upstream.pipe(socket);
-  });
-  upstream.on("error", (err) => {
-    clearTimeout(timer);
-    if (!connected) refuse("502 Bad Gateway", `Burrow: ${target.host} could not be reached (${err.message})\n`);
-    else socket.destroy();
-  });
-  upstream.on("close", () => {
-    clearTimeout(timer);
-    // An orderly end was passed on by the pipe (socket.end); anything else ends the sandbox's side too.
-    if (connected && !socket.writableEnded) socket.destroy();
-  });
-  socket.on("close", () => upstream.destroy());
+  let gone = false;
+  socket.on("close", () => (gone = true));
+  openUpstream(target, interceptor).then(
+    (upstream) => {
+      if (gone) {
+        upstream.destroy();
+        return;
+      }
+      upstream.on("error", () => socket.destroy());
+      // An orderly end was passed on by the pipe (socket.end); anything else ends the sandbox's side too.
+      upstream.on("close", () => !socket.writableEnded && socket.destroy());
+      socket.on("close", () => upstream.destroy());
+      upstream.write(`${lines.join("\r\n")}\r\n\r\n`);
+      if (head.length > 0) upstream.write(head);
+      socket.pipe(upstream);
+      upstream.pipe(socket);
+    },
+    (err: Error) => refuse("502 Bad Gateway", `Burrow: ${target.host} could not be reached (${err.message})\n`),
+  );
+}
+
+/**
+ * A connection to the target, directly or through the sandbox's user's proxy, with verified TLS on it for a TLS
+ * target; resolves once it is ready (connected, handshake done), rejects after HANDSHAKE_TIMEOUT_MS.
+ */
+function openUpstream(target: RelayTarget, interceptor: EgressInterceptor): Promise<Socket> {
+  const raw = target.dial ? target.dial() : Promise.resolve(netConnect({ host: target.ip, port: target.port }));
+  return raw.then(
+    (socket) =>
+      new Promise<Socket>((resolve, reject) => {
+        const ready = target.tls
+          ? tlsConnect({ socket, servername: target.host, ca: [...interceptor.upstreamCa], ALPNProtocols: ["http/1.1"] })
+          : socket;
+        // A user's proxy hands its socket over paused (bytes that came with its handshake unread in it): TLS reads it
+        // from now on; a plain one is resumed by whoever reads it (a pipe, or the agent below).
+        if (target.tls) socket.resume();
+        const timer = setTimeout(() => ready.destroy(new Error("connect timeout")), HANDSHAKE_TIMEOUT_MS);
+        const fail = (err: Error) => {
+          clearTimeout(timer);
+          ready.destroy();
+          socket.destroy();
+          reject(err);
+        };
+        ready.once("error", fail);
+        const done = () => {
+          clearTimeout(timer);
+          ready.off("error", fail);
+          resolve(ready);
+        };
+        if (target.tls) ready.once("secureConnect", done);
+        else if ((socket as Socket).connecting) socket.once("connect", done);
+        else done();
+      }),
+  );
+}
+
+/** An agent whose connections are made by openUpstream (through the sandbox's user's proxy, TLS on top). */
+function dialingAgent(target: RelayTarget, interceptor: EgressInterceptor): HttpAgent {
+  const agent = new HttpAgent({ keepAlive: true, maxSockets: 1 });
+  // Node's agents take a connection given later through the callback when createConnection returns nothing.
+  agent.createConnection = ((_options: unknown, callback: (err: Error | null, socket?: Duplex) => void) => {
+    openUpstream(target, interceptor).then(
+      (socket) => {
+        callback(null, socket);
+        // The request has its reader on the socket by now (attached on the next tick); a paused one must flow.
+        setImmediate(() => socket.resume());
+      },
+      (err: Error) => callback(err),
+    );
+    return undefined;
+  }) as unknown as HttpAgent["createConnection"];
+  return agent;
 }
 
 function reply(res: ServerResponse, status: number, body: string): void {
