@@ -1,7 +1,7 @@
 // Placement of creates in a cluster of three Burrow nodes (the real CLI, each in its own process with its own state
 // directory, instance tag and subnet) on a 3-server NATS JetStream cluster on the loopback. With the official e2b
 // SDK pointed at node A: 30 creates spread over all three nodes; a cordoned node gets none, neither placed there nor
-// sent to it directly; a snapshot that exists only on node B is created there from any node; `burrow node drain
+// sent to it directly, and forks none of its sandboxes; a snapshot that exists only on node B is created there from any node; `burrow node drain
 // --pause` leaves node C with no running sandbox, its sandboxes paused to disk and resumable afterwards; with every
 // node cordoned a create is a 503; a node killed while its record still says up is passed over. Where each sandbox
 // went is read from the cluster's owner records.
@@ -164,6 +164,10 @@ describe("placement of creates over three nodes", () => {
     });
     expect(refused.status).toBe(503);
     expect(await refused.json()).toEqual({ code: 503, message: "node node-c is cordoned: it takes no new sandboxes" });
+    // Nor does it fork: the fork of its sandbox (sent on to it by A) would be a new sandbox there.
+    const fork = await fetch(`${url(a)}/sandboxes/${before.sandboxId}/fork`, { method: "POST", headers: { "X-API-Key": API_KEY, "content-type": "application/json" }, body: "{}" });
+    expect(fork.status).toBe(503);
+    expect(await fork.json()).toEqual({ code: 503, message: "node node-c is cordoned: it takes no new sandboxes" });
     // Its sandboxes are still served: one made there before the cordon, through A.
     const viaA = await Sandbox.connect(before.sandboxId, { ...opts(a), timeoutMs: 300_000 });
     expect((await viaA.commands.run("echo still served")).stdout).toBe("still served\n");

@@ -63,7 +63,8 @@ export class ClusterNode {
 
   /** The orchestrator whose creates record this node as their sandbox's owner before answering. */
   owning(orchestrator: Orchestrator): Orchestrator {
-    return ownedOrchestrator(orchestrator, this.owners, this.logger);
+    const self = this.config.nodeName;
+    return ownedOrchestrator(orchestrator, this.owners, this.logger, () => (this.membership.node(self)?.cordoned ? self : undefined));
   }
 
   /**

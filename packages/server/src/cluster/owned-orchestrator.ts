@@ -2,12 +2,23 @@
 // so that each new sandbox's ownership record is written (revision-checked) before the call returns to the API, hence
 // before any client can address the sandbox through another node. A record of another node under the same id (ids are random, so only a
 // bug or a replayed state directory makes one) fails the create and the sandbox is killed.
-import type { CreateSandboxOptions, ForkResult, ForkSandboxOptions, Orchestrator, SandboxRecord } from "@burrow/orchestrator";
+import type { BranchCheckpointOptions, CreateSandboxOptions, ForkResult, ForkSandboxOptions, Orchestrator, SandboxRecord } from "@burrow/orchestrator";
 import type { Logger } from "pino";
+import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxOwners } from "./sandbox-owners.js";
 
-export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwners, logger: Logger): Orchestrator {
+/**
+ * `cordoned`: whether this node is cordoned now. A cordoned node makes no new sandbox by any path — creates (refused
+ * earlier by placement too), forks, checkpoint branches, creates from snapshots — so that a drain ends; resuming its
+ * own paused sandboxes is not a new sandbox and stays allowed.
+ */
+export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwners, logger: Logger, cordoned: () => string | undefined = () => undefined): Orchestrator {
+  const refuseWhenCordoned = () => {
+    const node = cordoned();
+    if (node !== undefined) throw new BurrowError(Code.Unavailable, `node ${node} is cordoned: it takes no new sandboxes`, { reason: "node_cordoned" });
+  };
   const createSandbox = async (opts: CreateSandboxOptions): Promise<SandboxRecord> => {
+    refuseWhenCordoned();
     const record = await orchestrator.createSandbox(opts);
     try {
       await owners.claim(record.sandboxId, record.templateId);
@@ -20,6 +31,7 @@ export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwn
   const fork = orchestrator.forkSandbox?.bind(orchestrator);
   // Each fork succeeds or fails on its own: a child whose record cannot be written becomes a failed fork.
   const forkSandbox = async (sandboxId: string, opts: ForkSandboxOptions): Promise<ForkResult[] | undefined> => {
+    refuseWhenCordoned();
     const results = await fork!(sandboxId, opts);
     if (!results) return results;
     return Promise.all(
@@ -35,10 +47,17 @@ export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwn
       }),
     );
   };
+  const branch = orchestrator.branchCheckpoint?.bind(orchestrator);
+  // Branch children are claimed from their `created` events (ownership-sync.ts); here only the cordon is checked.
+  const branchCheckpoint = async (checkpointId: string, opts: BranchCheckpointOptions): Promise<ForkResult[] | undefined> => {
+    refuseWhenCordoned();
+    return branch!(checkpointId, opts);
+  };
   return new Proxy(orchestrator, {
     get(target, prop, receiver) {
       if (prop === "createSandbox") return createSandbox;
       if (prop === "forkSandbox") return fork ? forkSandbox : undefined;
+      if (prop === "branchCheckpoint") return branch ? branchCheckpoint : undefined;
       const value: unknown = Reflect.get(target, prop, receiver);
       return typeof value === "function" ? value.bind(target) : value;
     },
