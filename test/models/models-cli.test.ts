@@ -1,7 +1,7 @@
 // `burrow models list|add|remove` as a child process against the e2e server: providers added with a literal key or a
 // secret's name show up in the list without the key, a provider added by the CLI serves calls through the gateway at
 // the address `list` prints, bad flags are usage errors (exit 2), the server's refusals (unknown secret, duplicate)
-// exit 1 with its message, and remove reports each name.
+// exit 1 with its message, and remove reports each name; `hosts` shows, sets and clears the provider host names.
 import { randomBytes } from "node:crypto";
 import { afterAll, describe, expect, test } from "vitest";
 import { Secret } from "e2b";
@@ -106,4 +106,22 @@ maybe("burrow models", () => {
     expect(duplicate.code).toBe(1);
     expect(duplicate.stderr).toContain("already exists");
   }, 120_000);
+
+  test("hosts sets, shows and clears the provider host names; a bad one exits 1 naming it", async () => {
+    try {
+      const set = await burrow(["models", "hosts", "api.openai.com", "api.anthropic.com"]);
+      expect(set.code, set.stderr).toBe(0);
+      expect(set.stdout).toBe("api.openai.com\napi.anthropic.com\n");
+      const shown = await burrow(["models", "hosts", "--json"]);
+      expect(JSON.parse(shown.stdout)).toEqual(["api.openai.com", "api.anthropic.com"]);
+      const bad = await burrow(["models", "hosts", "*.openai.com"]);
+      expect(bad.code).toBe(1);
+      expect(bad.stderr).toContain("'*.openai.com'");
+      expect((await burrow(["models", "hosts", "--clear", "x.test"])).code).toBe(2);
+    } finally {
+      const cleared = await burrow(["models", "hosts", "--clear"]);
+      expect(cleared.code, cleared.stderr).toBe(0);
+      expect(cleared.stdout).toBe("");
+    }
+  });
 });

@@ -1,5 +1,5 @@
-// `burrow models list|add|remove`: the model gateway's providers through /burrow/v1/models (keys never printed,
-// since the API never answers them).
+// `burrow models list|add|remove|hosts`: the model gateway's providers through /burrow/v1/models (keys never
+// printed, since the API never answers them), and the provider host names it answers for sandboxes.
 import { apiRequest } from "../../api.js";
 import { defineCommand, usageError, type CommandGroup } from "../../command.js";
 import { clientConnection } from "../../connection.js";
@@ -89,8 +89,31 @@ const modelsRemove = defineCommand({
   },
 });
 
+const modelsHosts = defineCommand({
+  name: "hosts",
+  summary: "Show or set the provider host names sandboxes' HTTPS to is answered by the gateway (e.g. api.openai.com)",
+  args: "[HOST...]",
+  minArgs: 0,
+  maxArgs: Number.POSITIVE_INFINITY,
+  options: {
+    clear: { type: "boolean", description: "Answer none of them any more" },
+    json: { type: "boolean", description: "Print JSON" },
+  },
+  async run({ values, positionals, env }) {
+    if (values.clear && positionals.length > 0) throw usageError("give HOST... or --clear, not both");
+    const connection = clientConnection(env);
+    const set = values.clear || positionals.length > 0;
+    const res = set
+      ? await apiRequest(connection, "PUT", "/burrow/v1/models/settings", { body: { providerHosts: values.clear ? [] : positionals } })
+      : await apiRequest(connection, "GET", "/burrow/v1/models/settings");
+    const hosts = (res.body as { providerHosts?: string[] }).providerHosts ?? [];
+    if (values.json) printJson(hosts);
+    else for (const host of hosts) process.stdout.write(`${host}\n`);
+  },
+});
+
 export const modelCommands: CommandGroup = {
   name: "models",
   summary: "Configure the model gateway's providers",
-  commands: [modelsList, modelsAdd, modelsRemove],
+  commands: [modelsList, modelsAdd, modelsRemove, modelsHosts],
 };
