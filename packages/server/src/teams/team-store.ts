@@ -15,6 +15,35 @@ export interface Team {
   createdAt: Date;
 }
 
+/** What changed in the store, for a cluster node to pass on (cluster/team-sync.ts). */
+export type TeamStoreChange = { kind: "team"; teamId: string } | { kind: "key"; publicId: string };
+
+/** A team as other nodes of a cluster need it, deleted or not. */
+export interface TeamSnapshot {
+  teamId: string;
+  name: string;
+  quotas: TeamQuotaOverrides;
+  createdAt: number;
+  deletedAt: number | null;
+}
+
+/** A key as other nodes of a cluster need it: its stored hash, never the key. */
+export interface KeySnapshot {
+  publicId: string;
+  teamId: string;
+  name: string;
+  role: KeyRole;
+  hash: string;
+  prefix: string;
+  suffix: string | null;
+  valueLength: number | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+/** How an imported key landed: its team not (yet) known here, or its hash already another key's. */
+export type KeyImport = "imported" | "no_team" | "conflict";
+
 export interface TeamKey {
   /** api_keys.id: what sandboxes and secrets reference. */
   id: number;
@@ -92,9 +121,19 @@ export class TeamStore {
   readonly #byHash = new Map<string, TeamKey | null>();
   /** Anchor keys by key: they never change once a key has a team. */
   readonly #anchors = new Map<number, number>();
+  #onChange: ((change: TeamStoreChange) => void) | undefined;
 
   constructor(db: Db) {
     this.#db = db;
+  }
+
+  /** Be told of every change made through this store's API (after its commit); imports are not told. */
+  onChange(listener: (change: TeamStoreChange) => void): void {
+    this.#onChange = listener;
+  }
+
+  #changed(change: TeamStoreChange): void {
+    this.#onChange?.(change);
   }
 
   // ---- teams
@@ -109,6 +148,7 @@ export class TeamStore {
       }
       throw err;
     }
+    this.#changed({ kind: "team", teamId });
     return this.team(teamId)!;
   }
 
@@ -130,10 +170,12 @@ export class TeamStore {
     this.#db
       .prepare("UPDATE teams SET deleted_at = ?, name = name || char(1) || team_id WHERE team_id = ? AND deleted_at IS NULL")
       .run(now.getTime(), teamId);
+    this.#changed({ kind: "team", teamId });
   }
 
   setQuotas(teamId: string, quotas: TeamQuotaOverrides): Team | undefined {
     this.#db.prepare("UPDATE teams SET quotas = ? WHERE team_id = ?").run(JSON.stringify(quotas), teamId);
+    this.#changed({ kind: "team", teamId });
     return this.team(teamId);
   }
 
@@ -146,6 +188,7 @@ export class TeamStore {
       }
       throw err;
     }
+    this.#changed({ kind: "team", teamId });
   }
 
   // ---- keys
@@ -160,6 +203,7 @@ export class TeamStore {
       )
       .run(hashApiKey(key), key.slice(0, PREFIX_LENGTH), now.getTime(), input.teamId, publicId, input.name, input.role, key.length, key.slice(-SUFFIX_LENGTH));
     this.#byHash.clear();
+    this.#changed({ kind: "key", publicId });
     return this.keyByPublicId(publicId)!;
   }
 
@@ -203,13 +247,93 @@ export class TeamStore {
   renameKey(id: number, name: string): void {
     this.#db.prepare("UPDATE api_keys SET name = ? WHERE id = ?").run(name, id);
     this.#byHash.clear();
+    this.#keyChanged(id);
   }
 
   /** Mark a key revoked; true when it was live. */
   revokeKey(id: number, now = new Date()): boolean {
     const changed = this.#db.prepare("UPDATE api_keys SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL").run(now.getTime(), id).changes > 0;
     this.#byHash.clear();
+    if (changed) this.#keyChanged(id);
     return changed;
+  }
+
+  #keyChanged(id: number): void {
+    const publicId = this.keyById(id)?.publicId;
+    if (publicId) this.#changed({ kind: "key", publicId });
+  }
+
+  // ---- cluster (cluster/team-sync.ts): rows by their shared ids (local integer ids differ between nodes)
+
+  teamIds(): string[] {
+    return this.#db.prepare<[], { team_id: string }>("SELECT team_id FROM teams").all().map((r) => r.team_id);
+  }
+
+  keyPublicIds(): string[] {
+    return this.#db.prepare<[], { public_id: string }>("SELECT public_id FROM api_keys WHERE public_id IS NOT NULL").all().map((r) => r.public_id);
+  }
+
+  exportTeam(teamId: string): TeamSnapshot | undefined {
+    const row = this.#db.prepare<[string], TeamRow>("SELECT * FROM teams WHERE team_id = ?").get(teamId);
+    return row && { teamId: row.team_id, name: row.name, quotas: toTeam(row).quotas, createdAt: row.created_at, deletedAt: row.deleted_at };
+  }
+
+  exportKey(publicId: string): KeySnapshot | undefined {
+    const row = this.#db.prepare<[string], KeyRow & { hash: string }>(`SELECT ${KEY_COLUMNS}, hash FROM api_keys WHERE public_id = ?`).get(publicId);
+    if (!row || row.team_id === null) return undefined;
+    const k = toKey(row);
+    return {
+      publicId,
+      teamId: k.teamId,
+      name: k.name,
+      role: k.role,
+      hash: row.hash,
+      prefix: k.prefix,
+      suffix: k.suffix,
+      valueLength: k.valueLength,
+      createdAt: row.created_at,
+      revokedAt: row.revoked_at,
+    };
+  }
+
+  /**
+   * Take in a team another node wrote: added, or renamed, its quotas replaced; a deletion sticks. False when its
+   * name is a different local team's (two nodes made the same name at once); the caller says so.
+   */
+  importTeam(t: TeamSnapshot): boolean {
+    try {
+      this.#db
+        .prepare(
+          `INSERT INTO teams (team_id, name, quotas, created_at, deleted_at) VALUES (?, ?, ?, ?, ?)
+           ON CONFLICT (team_id) DO UPDATE SET name = excluded.name, quotas = excluded.quotas,
+             deleted_at = COALESCE(teams.deleted_at, excluded.deleted_at)`,
+        )
+        .run(t.teamId, t.name, JSON.stringify(t.quotas), t.createdAt, t.deletedAt);
+      return true;
+    } catch (err) {
+      if ((err as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") return false;
+      throw err;
+    }
+  }
+
+  /** Take in a key another node wrote, by its public id: added, or renamed; a revocation sticks and applies at once. */
+  importKey(k: KeySnapshot): KeyImport {
+    if (!this.#db.prepare<[string], { n: number }>("SELECT count(*) AS n FROM teams WHERE team_id = ?").get(k.teamId)!.n) return "no_team";
+    try {
+      this.#db
+        .prepare(
+          `INSERT INTO api_keys (hash, prefix, created_at, team_id, public_id, name, role, value_length, suffix, revoked_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+           ON CONFLICT (public_id) DO UPDATE SET name = excluded.name, role = excluded.role,
+             revoked_at = COALESCE(api_keys.revoked_at, excluded.revoked_at)`,
+        )
+        .run(k.hash, k.prefix, k.createdAt, k.teamId, k.publicId, k.name, k.role, k.valueLength, k.suffix, k.revokedAt);
+    } catch (err) {
+      if ((err as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE") return "conflict";
+      throw err;
+    }
+    this.#byHash.clear();
+    return "imported";
   }
 
   /**
