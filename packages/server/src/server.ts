@@ -307,6 +307,8 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       volumes: () => store.volumes.list(),
     });
     cleanups.push(() => teams.close());
+    // Teams and keys made on any node are known here, and authenticate locally (cluster/team-sync.ts).
+    await cluster?.syncTeams({ store: teams.store, defaultTeamId: teams.defaultTeamId, onRevoked: (keyId) => teams.streams.endAll(keyId) });
     freshAdmission = freshSandboxAdmission(teams, (ref) => deps.orchestrator.resolveTemplate(ref)?.defaults);
     const volumes = new VolumeService({
       store: store.volumes,

@@ -17,12 +17,17 @@ export const NODES_BUCKET = "burrow_nodes";
 export const OWNERS_BUCKET = "burrow_sandbox_owners";
 /** Which node reported a down node's sandboxes lost, by the down node's name (lost-marker.ts). */
 export const LOSSES_BUCKET = "burrow_node_losses";
+/** Teams, by team id, and API keys (their hashes), by public id (team-sync.ts). */
+export const TEAMS_BUCKET = "burrow_teams";
+export const KEYS_BUCKET = "burrow_keys";
 
 export interface ClusterKv {
   readonly nc: NatsConnection;
   readonly nodes: KV;
   readonly owners: KV;
   readonly losses: KV;
+  readonly teams: KV;
+  readonly keys: KV;
   close(): Promise<void>;
 }
 
@@ -53,7 +58,9 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     const nodes = await whenClusterAnswers(`open bucket ${NODES_BUCKET}`, () => bucket(kvm, NODES_BUCKET, replicas), { logger });
     const owners = await whenClusterAnswers(`open bucket ${OWNERS_BUCKET}`, () => bucket(kvm, OWNERS_BUCKET, replicas), { logger });
     const losses = await whenClusterAnswers(`open bucket ${LOSSES_BUCKET}`, () => bucket(kvm, LOSSES_BUCKET, replicas), { logger });
-    return { nc, nodes, owners, losses, close: () => nc.close() };
+    const teams = await whenClusterAnswers(`open bucket ${TEAMS_BUCKET}`, () => bucket(kvm, TEAMS_BUCKET, replicas), { logger });
+    const keys = await whenClusterAnswers(`open bucket ${KEYS_BUCKET}`, () => bucket(kvm, KEYS_BUCKET, replicas), { logger });
+    return { nc, nodes, owners, losses, teams, keys, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw clusterError(err, "open the cluster's buckets");

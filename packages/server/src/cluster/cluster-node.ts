@@ -17,6 +17,7 @@ import { RecentCreates } from "./recent-creates.js";
 import { syncOwnership } from "./ownership-sync.js";
 import type { LocalSandboxes } from "./reconcile.js";
 import { SandboxOwners } from "./sandbox-owners.js";
+import { TeamSync, type TeamSyncOptions } from "./team-sync.js";
 
 const VERSION = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
 
@@ -28,6 +29,7 @@ export interface ClusterNodeDeps extends LoadSources {
 export class ClusterNode {
   readonly #stopSync: Array<() => void> = [];
   #lostSweep: LostSweep | undefined;
+  #teamSync: TeamSync | undefined;
 
   private constructor(
     readonly config: ClusterConfig,
@@ -42,6 +44,7 @@ export class ClusterNode {
     const kv = await openClusterKv(config.servers, config.nodeName, config.replicas, logger);
     try {
       let owners: SandboxOwners | undefined;
+      let node: ClusterNode | undefined;
       const membership = await Membership.open({
         kv: kv.nodes,
         nodeName: config.nodeName,
@@ -51,10 +54,13 @@ export class ClusterNode {
         load: () => sampleNodeLoad(deps),
         logger,
         // Both watches share the connection and its fate: the owners' mirror is restarted with the nodes'.
-        onStaleWatch: async () => owners?.restartWatch(),
+        onStaleWatch: async () => {
+          await Promise.all([owners?.restartWatch(), node?.restartTeamWatches()]);
+        },
       });
       owners = await SandboxOwners.open(kv.owners, config.nodeName, logger);
-      return new ClusterNode(config, membership, owners, kv, logger);
+      node = new ClusterNode(config, membership, owners, kv, logger);
+      return node;
     } catch (err) {
       await kv.close().catch(() => undefined);
       throw err;
@@ -74,6 +80,15 @@ export class ClusterNode {
   async syncOwnership(localIds: () => string[], events: SandboxEvents, local: LocalSandboxes): Promise<void> {
     this.#stopSync.push(await syncOwnership(this.owners, localIds, events, this.logger, local, this.config.nodeName));
     this.#lostSweep = new LostSweep({ membership: this.membership, owners: this.owners, losses: this.kv.losses, events, local, logger: this.logger, intervalMs: this.config.heartbeatMs });
+  }
+
+  /** Teams and API keys shared with every node (team-sync.ts): pushed from the store, mirrored into it. */
+  async syncTeams(o: Pick<TeamSyncOptions, "store" | "defaultTeamId" | "onRevoked">): Promise<void> {
+    this.#teamSync = await TeamSync.start({ ...o, teams: this.kv.teams, keys: this.kv.keys, logger: this.logger });
+  }
+
+  async restartTeamWatches(): Promise<void> {
+    await this.#teamSync?.restartWatches();
   }
 
   /** `verifyApiKey`: whether this node knows a key (answers about lost sandboxes are given to callers with one only). */
@@ -100,6 +115,8 @@ export class ClusterNode {
   async close(): Promise<void> {
     for (const stop of this.#stopSync.splice(0)) stop();
     await this.#lostSweep?.close();
+    await this.#teamSync?.flush();
+    this.#teamSync?.close();
     await this.membership.close();
     this.owners.close();
     await this.kv.close();

@@ -1,0 +1,103 @@
+// Teams and API keys as the cluster's buckets hold them (team-sync.ts). Records are versioned and read tolerantly: a
+// writer keeps the fields it does not know, so nodes of adjacent versions can share them. A key's record carries the
+// stored hash exactly as the team store keeps it, never the key; its team is null for "each node's default team",
+// which is per node (made at each node's first start, under its own id).
+import { BurrowError, Code } from "@burrow/protocol";
+import type { TeamQuotaOverrides } from "../teams/team-quotas.js";
+
+export const TEAM_RECORD_VERSION = 1;
+export const KEY_RECORD_VERSION = 1;
+
+export interface TeamRecord {
+  v: number;
+  teamId: string;
+  name: string;
+  quotas: TeamQuotaOverrides;
+  /** Unix ms. */
+  createdAt: number;
+  /** Unix ms; once set, it stays (a deletion wins over a concurrent change). */
+  deletedAt: number | null;
+}
+
+export interface KeyRecord {
+  v: number;
+  publicId: string;
+  /** null: the default team of whichever node reads it. */
+  teamId: string | null;
+  name: string;
+  role: "member" | "admin";
+  /** sha256 of the key, as api_keys.hash. */
+  hash: string;
+  prefix: string;
+  suffix: string | null;
+  valueLength: number | null;
+  createdAt: number;
+  /** Unix ms; once set, it stays (a revocation wins over a concurrent rename). */
+  revokedAt: number | null;
+}
+
+const bad = (what: string) => new BurrowError(Code.DataLoss, `a ${what} record is incomplete`, { reason: "bad_cluster_record" });
+
+function parse(bytes: Uint8Array): Record<string, unknown> {
+  const value = JSON.parse(new TextDecoder().decode(bytes)) as unknown;
+  if (!value || typeof value !== "object" || Array.isArray(value)) throw bad("cluster");
+  return value as Record<string, unknown>;
+}
+
+const numOrNull = (v: unknown) => (typeof v === "number" ? v : null);
+const strOrNull = (v: unknown) => (typeof v === "string" ? v : null);
+
+export function decodeTeam(bytes: Uint8Array): TeamRecord {
+  const r = parse(bytes);
+  if (typeof r["teamId"] !== "string" || typeof r["name"] !== "string" || typeof r["createdAt"] !== "number") throw bad("team");
+  const quotas = r["quotas"] && typeof r["quotas"] === "object" ? (r["quotas"] as TeamQuotaOverrides) : {};
+  return { ...r, v: typeof r["v"] === "number" ? r["v"] : 1, teamId: r["teamId"], name: r["name"], quotas, createdAt: r["createdAt"], deletedAt: numOrNull(r["deletedAt"]) };
+}
+
+export function decodeKey(bytes: Uint8Array): KeyRecord {
+  const r = parse(bytes);
+  const { publicId, hash, prefix, name, createdAt } = r;
+  if (typeof publicId !== "string" || typeof hash !== "string" || typeof prefix !== "string" || typeof createdAt !== "number") throw bad("key");
+  return {
+    ...r,
+    v: typeof r["v"] === "number" ? r["v"] : 1,
+    publicId,
+    teamId: strOrNull(r["teamId"]),
+    name: typeof name === "string" ? name : "",
+    // Only what a team may hold travels; an instance admin is each node's configuration.
+    role: r["role"] === "admin" ? "admin" : "member",
+    hash,
+    prefix,
+    suffix: strOrNull(r["suffix"]),
+    valueLength: numOrNull(r["valueLength"]),
+    createdAt,
+    revokedAt: numOrNull(r["revokedAt"]),
+  };
+}
+
+export function encodeRecord(record: TeamRecord | KeyRecord): Uint8Array {
+  return new TextEncoder().encode(JSON.stringify(record));
+}
+
+const earliest = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
+
+/**
+ * The record to write over `stored`: `ours` wins where both changed (the change just made here), except that a
+ * deletion or revocation, once made anywhere, stays. With `keepStored` (a start's push of what may be older), the
+ * stored fields win instead.
+ */
+export function mergeTeam(stored: TeamRecord, ours: TeamRecord, keepStored = false): TeamRecord {
+  const merged = keepStored ? { ...ours, ...stored } : { ...stored, ...ours };
+  return { ...merged, deletedAt: earliest(stored.deletedAt, ours.deletedAt) };
+}
+
+export function mergeKey(stored: KeyRecord, ours: KeyRecord, keepStored = false): KeyRecord {
+  const merged = keepStored ? { ...ours, ...stored } : { ...stored, ...ours };
+  return { ...merged, revokedAt: earliest(stored.revokedAt, ours.revokedAt) };
+}
+
+/** Whether two records say the same (field order aside). */
+export function sameRecord(a: object, b: object): boolean {
+  const canonical = (o: object) => JSON.stringify(Object.entries(o).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)));
+  return canonical(a) === canonical(b);
+}
