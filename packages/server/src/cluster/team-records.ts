@@ -82,18 +82,29 @@ export function encodeRecord(record: TeamRecord | KeyRecord): Uint8Array {
 const earliest = (a: number | null, b: number | null) => (a === null ? b : b === null ? a : Math.min(a, b));
 
 /**
- * The record to write over `stored`: `ours` wins where both changed (the change just made here), except that a
- * deletion or revocation, once made anywhere, stays. With `keepStored` (a start's push of what may be older), the
- * stored fields win instead.
+ * What a merge keeps of `ours`: with the record this node last knew (`base`), the fields it changed since (three-way:
+ * another node's change of another field is kept); without one, all of them; "stored" (a start's push of what may be
+ * older), none that the stored record has.
  */
-export function mergeTeam(stored: TeamRecord, ours: TeamRecord, keepStored = false): TeamRecord {
-  const merged = keepStored ? { ...ours, ...stored } : { ...stored, ...ours };
-  return { ...merged, deletedAt: earliest(stored.deletedAt, ours.deletedAt) };
+export type MergeBase<R> = R | undefined | "stored";
+
+function changes<R extends object>(stored: R, ours: R, base: MergeBase<R>): R {
+  if (base === "stored") return { ...ours, ...stored };
+  if (base === undefined) return { ...stored, ...ours };
+  const was = base as unknown as Record<string, unknown>;
+  const out = { ...stored } as Record<string, unknown>;
+  for (const [field, value] of Object.entries(ours)) if (JSON.stringify(value) !== JSON.stringify(was[field])) out[field] = value;
+  return out as unknown as R;
 }
 
-export function mergeKey(stored: KeyRecord, ours: KeyRecord, keepStored = false): KeyRecord {
-  const merged = keepStored ? { ...ours, ...stored } : { ...stored, ...ours };
-  return { ...merged, revokedAt: earliest(stored.revokedAt, ours.revokedAt) };
+/** The record to write over `stored`; a deletion, once made anywhere, stays. */
+export function mergeTeam(stored: TeamRecord, ours: TeamRecord, base: MergeBase<TeamRecord>): TeamRecord {
+  return { ...changes(stored, ours, base), deletedAt: earliest(stored.deletedAt, ours.deletedAt) };
+}
+
+/** The record to write over `stored`; a revocation, once made anywhere, stays. */
+export function mergeKey(stored: KeyRecord, ours: KeyRecord, base: MergeBase<KeyRecord>): KeyRecord {
+  return { ...changes(stored, ours, base), revokedAt: earliest(stored.revokedAt, ours.revokedAt) };
 }
 
 /** Whether two records say the same (field order aside). */

@@ -20,6 +20,7 @@ import {
   sameRecord,
   TEAM_RECORD_VERSION,
   type KeyRecord,
+  type MergeBase,
   type TeamRecord,
 } from "./team-records.js";
 
@@ -40,7 +41,9 @@ interface Bucket<R> {
   kv: KV;
   what: string;
   decode: (bytes: Uint8Array) => R;
-  merge: (stored: R, ours: R, keepStored: boolean) => R;
+  merge: (stored: R, ours: R, base: MergeBase<R>) => R;
+  /** Each record as this node last saw it in the bucket (read, written or watched): the base of its next merge. */
+  known: Map<string, { record: R; revision: number }>;
 }
 
 export class TeamSync {
@@ -56,8 +59,8 @@ export class TeamSync {
 
   private constructor(o: TeamSyncOptions) {
     this.#o = o;
-    this.#teams = { kv: o.teams, what: "team", decode: decodeTeam, merge: mergeTeam };
-    this.#keys = { kv: o.keys, what: "API key", decode: decodeKey, merge: mergeKey };
+    this.#teams = { kv: o.teams, what: "team", decode: decodeTeam, merge: mergeTeam, known: new Map() };
+    this.#keys = { kv: o.keys, what: "API key", decode: decodeKey, merge: mergeKey, known: new Map() };
   }
 
   /** Push what this node has, then mirror both buckets; changes made through the store from now on are written. */
@@ -66,11 +69,11 @@ export class TeamSync {
     o.store.onChange((change) => sync.#changed(change));
     for (const teamId of o.store.teamIds()) {
       const record = sync.#teamRecord(teamId);
-      if (record) await sync.#write(sync.#teams, teamId, record, true);
+      if (record) await sync.#write(sync.#teams, teamId, record, "stored");
     }
     for (const publicId of o.store.keyPublicIds()) {
       const record = sync.#keyRecord(publicId);
-      if (record) await sync.#write(sync.#keys, publicId, record, true);
+      if (record) await sync.#write(sync.#keys, publicId, record, "stored");
     }
     // Teams first: a key is imported once its team is there (a key met before its team waits for it).
     await sync.#watch(sync.#teams, (r) => sync.#importTeam(r));
@@ -98,13 +101,16 @@ export class TeamSync {
   // ---- local changes to the buckets
 
   #changed(change: TeamStoreChange): void {
-    // The record is taken now, as this change left it: a later import must not be what gets written for it.
+    if (this.#closed) return;
+    // The record and its base are taken now, as this change left them: a later import must not be what gets written.
     if (change.kind === "team") {
       const record = this.#teamRecord(change.teamId);
-      if (record) this.#enqueue(`t:${change.teamId}`, () => this.#write(this.#teams, change.teamId, record, false));
+      const base = this.#teams.known.get(change.teamId)?.record;
+      if (record) this.#enqueue(`t:${change.teamId}`, () => this.#write(this.#teams, change.teamId, record, base));
     } else {
       const record = this.#keyRecord(change.publicId);
-      if (record) this.#enqueue(`k:${change.publicId}`, () => this.#write(this.#keys, change.publicId, record, false));
+      const base = this.#keys.known.get(change.publicId)?.record;
+      if (record) this.#enqueue(`k:${change.publicId}`, () => this.#write(this.#keys, change.publicId, record, base));
     }
   }
 
@@ -120,25 +126,34 @@ export class TeamSync {
   }
 
   /** Write `ours` over whatever is stored, merged (revision-checked: a concurrent writer's change is merged, not lost). */
-  async #write<R extends object>(bucket: Bucket<R>, id: string, ours: R, keepStored: boolean): Promise<void> {
+  async #write<R extends object>(bucket: Bucket<R>, id: string, ours: R, base: MergeBase<R>): Promise<void> {
     const what = `write ${bucket.what} ${id}`;
     for (let attempt = 1; attempt <= ATTEMPTS; attempt++) {
       const entry = await whenClusterAnswers(what, () => bucket.kv.get(id), { logger: this.#o.logger });
       try {
         if (!entry || entry.operation !== "PUT") {
-          await bucket.kv.create(id, encodeRecord(ours as TeamRecord));
+          this.#know(bucket, id, ours, await bucket.kv.create(id, encodeRecord(ours as TeamRecord)));
           return;
         }
         const stored = bucket.decode(entry.value);
-        const merged = bucket.merge(stored, ours, keepStored);
+        const merged = bucket.merge(stored, ours, base);
+        this.#know(bucket, id, stored, entry.revision);
         if (sameRecord(merged, stored)) return;
-        await bucket.kv.update(id, encodeRecord(merged as TeamRecord), entry.revision);
+        this.#know(bucket, id, merged, await bucket.kv.update(id, encodeRecord(merged as TeamRecord), entry.revision));
         return;
       } catch (err) {
         if (!isRevisionConflict(err)) throw clusterError(err, what);
       }
     }
     throw clusterError(new Error(`still changed by other writers after ${ATTEMPTS} attempts`), what);
+  }
+
+  /** Remember a record at a revision unless a newer one is known; false when it was older. */
+  #know<R>(bucket: Bucket<R>, id: string, record: R, revision: number): boolean {
+    const known = bucket.known.get(id);
+    if (known && known.revision > revision) return false;
+    bucket.known.set(id, { record, revision });
+    return true;
   }
 
   #teamRecord(teamId: string): TeamRecord | undefined {
@@ -183,7 +198,9 @@ export class TeamSync {
     // Records are never deleted (a deletion or revocation is a field): a purge by hand leaves local rows as they are.
     if (entry.operation !== "PUT") return;
     try {
-      apply(bucket.decode(entry.value));
+      // A record older than one this node wrote or read is the watch catching up: importing it would undo, for a moment, a change made here.
+      if (!this.#know(bucket, entry.key, bucket.decode(entry.value), entry.revision)) return;
+      apply(bucket.known.get(entry.key)!.record);
     } catch (err) {
       this.#o.logger.warn({ err, bucket: bucket.what, key: entry.key }, "a cluster record could not be imported");
     }
