@@ -16,9 +16,9 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
       const row = ctx.sandboxes.get(id);
       return row !== undefined && ctx.teams.visibleSandboxes(caller, [row]).length === 1;
     };
-    // In a cluster, a down node's sandboxes are reported lost by another node, which has no row of theirs. Keys and
-    // teams are still each node's own (every node is given the same key, its default team's), so those reports go
-    // to the default team.
+    // In a cluster, a down node's sandboxes are reported lost by another node, which has no row of theirs. Owner
+    // records do not name a sandbox's team (teams are shared, but not which team each sandbox is), so those reports
+    // go to the default team.
     const ownedElsewhere = (id: string) => ctx.sandboxes.get(id) === undefined && (caller === null || caller.teamId === ctx.teams.defaultTeamId);
     const controller = new AbortController();
     const events = subscribeSandboxEvents(bus, { category: "lifecycle" }, { signal: controller.signal })[Symbol.asyncIterator]();
