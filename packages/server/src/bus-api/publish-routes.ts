@@ -1,3 +1,4 @@
+import type { ServerResponse } from "node:http";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import type { Bus, PubAck } from "@burrow/bus";
 import { assertClientSubject, bodyProps, decodeBody, encodeBody } from "./bus-errors.js";
@@ -70,7 +71,7 @@ export function registerPublishRoutes(app: FastifyInstance, bus: Bus, prefix: st
       for await (const m of sub) {
         const ok = res.write(`event: message\nid: ${++id}\ndata: ${JSON.stringify({ subject: m.subject, headers: m.headers, ...encodeBody(m.data) })}\n\n`);
         // Respect backpressure: a slow client makes the subscription buffer (and drop, past its bound) instead of us.
-        if (!ok) await new Promise<void>((r) => { res.once("drain", r); res.once("close", r); });
+        if (!ok) await drainedOrClosed(res);
         if (res.destroyed) break;
       }
     } finally {
@@ -78,5 +79,21 @@ export function registerPublishRoutes(app: FastifyInstance, bus: Bus, prefix: st
       await sub.close();
       if (!res.destroyed) res.end();
     }
+  });
+}
+
+/**
+ * Until the response drains or closes. Whichever comes first removes the other's listener: a long subscription
+ * waits many times, and listeners left behind piled up on the response (Node warned at 11 'close' listeners).
+ */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      res.off("close", done);
+      resolve();
+    };
+    res.once("drain", done);
+    res.once("close", done);
   });
 }
