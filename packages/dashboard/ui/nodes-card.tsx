@@ -3,30 +3,15 @@
 // memory, warm pool fill) and when it was last heard from; cordon and uncordon from here. GET /burrow/v1/nodes is
 // polled only when the server stats said this is a cluster node and the key may manage nodes.
 import { useState } from "preact/hooks";
+import type { NodeListWire } from "@burrow/protocol";
 import { api } from "./api.js";
 import { age, bytes } from "./format.js";
 import { usePoll } from "./use-poll.js";
 
 const POLL_MS = 2_000;
 
-interface NodeView {
-  name: string;
-  apiUrl: string;
-  version: string;
-  startedAt: string;
-  cordoned: boolean;
-  status: "up" | "down";
-  lastSeenAt: string;
-  load: {
-    freeMemoryBytes: number;
-    runningSandboxes: number;
-    capacity?: number;
-    poolFill: { template: string; ready: number; target: number }[];
-  };
-}
-
 export function NodesCard({ self }: { self: string }) {
-  const { data, error, refresh } = usePoll((signal) => api<{ self: string; nodes: NodeView[] }>("GET", "/burrow/v1/nodes", undefined, signal), POLL_MS, []);
+  const { data, error, refresh } = usePoll((signal) => api<NodeListWire>("GET", "/burrow/v1/nodes", undefined, signal), POLL_MS, []);
   const [busy, setBusy] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const setCordon = async (name: string, cordon: boolean) => {

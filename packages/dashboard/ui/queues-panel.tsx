@@ -2,6 +2,7 @@
 // polled from GET /burrow/v1/queues, which reads without touching the queues. Inspecting one lists its dead letters
 // (payload, headers, attempts, why, when) with requeue and drop, one or all, through the queue's dead-letter routes.
 import { useState } from "preact/hooks";
+import type { DeadLetterPageWire, QueueDepthWire } from "@burrow/protocol";
 import { api } from "./api.js";
 import "./bus-ops.css";
 import { usePoll } from "./use-poll.js";
@@ -9,31 +10,11 @@ import { usePoll } from "./use-poll.js";
 const DEPTH_POLL_MS = 1_500;
 const LETTERS_POLL_MS = 2_000;
 
-interface QueueDepth {
-  name: string;
-  ready: number;
-  inFlight: number;
-  deadLetters: number;
-}
-
-interface DeadLetter {
-  seq: number;
-  attempts: number;
-  reason: string;
-  lastError: string | null;
-  time: string;
-  priority: number | null;
-  queueSeq: number;
-  headers: Record<string, string>;
-  data?: string;
-  dataBase64: string;
-}
-
 const queuePath = (name: string) => `/burrow/v1/queues/${encodeURIComponent(name)}`;
 
 export function QueuesPanel() {
   const [open, setOpen] = useState<string | null>(null);
-  const { data, error, refresh } = usePoll((signal) => api<QueueDepth[]>("GET", "/burrow/v1/queues", undefined, signal), DEPTH_POLL_MS, []);
+  const { data, error, refresh } = usePoll((signal) => api<QueueDepthWire[]>("GET", "/burrow/v1/queues", undefined, signal), DEPTH_POLL_MS, []);
   if (error) return <p class="error" role="alert">{error}</p>;
   if (!data) return <p class="muted">loading…</p>;
   if (data.length === 0) return <p class="muted">No queue yet (POST /burrow/v1/queues/&#123;name&#125;/messages makes one).</p>;
@@ -76,7 +57,7 @@ function QueueDeadLetters({ name, onChange }: { name: string; onChange: () => vo
   const [confirmDrop, setConfirmDrop] = useState(false);
   const [busy, setBusy] = useState(false);
   const { data, error, refresh } = usePoll(
-    (signal) => api<{ items: DeadLetter[]; total: number }>("GET", `${queuePath(name)}/dead-letters?limit=100`, undefined, signal),
+    (signal) => api<DeadLetterPageWire>("GET", `${queuePath(name)}/dead-letters?limit=100`, undefined, signal),
     LETTERS_POLL_MS,
     [name],
   );

@@ -1,7 +1,7 @@
 // GET /burrow/v1/nodes and POST /burrow/v1/nodes/{name}/cordon|uncordon: the cluster's nodes as the nodes bucket
 // holds them, for the operator (instance admin key) only.
 import type { FastifyInstance, FastifyRequest } from "fastify";
-import { BurrowError, Code } from "@burrow/protocol";
+import { BurrowError, Code, type NodeListWire } from "@burrow/protocol";
 import type { Membership } from "./membership.js";
 
 function requireInstanceAdmin(request: FastifyRequest): void {
@@ -9,7 +9,7 @@ function requireInstanceAdmin(request: FastifyRequest): void {
 }
 
 export function registerClusterRoutes(app: FastifyInstance, membership: Membership): void {
-  app.get("/burrow/v1/nodes", { schema: { summary: "The cluster's nodes: record, load, up or down (instance admin)" } }, async (request) => {
+  app.get("/burrow/v1/nodes", { schema: { summary: "The cluster's nodes: record, load, up or down (instance admin)" } }, async (request): Promise<NodeListWire> => {
     requireInstanceAdmin(request);
     return { self: membership.nodeName, nodes: membership.list() };
   });

@@ -3,37 +3,21 @@
 // stored hash exactly as the team store keeps it, never the key; its team is null for "each node's default team",
 // which is per node (made at each node's first start, under its own id).
 import { BurrowError, Code } from "@burrow/protocol";
-import type { TeamQuotaOverrides } from "../teams/team-quotas.js";
+import type { KeySnapshot, TeamSnapshot } from "../teams/team-store.js";
 
 export const TEAM_RECORD_VERSION = 1;
 export const KEY_RECORD_VERSION = 1;
 
-export interface TeamRecord {
+/** A team as the store exports it (deletedAt, once set, stays: a deletion wins over a concurrent change). */
+export interface TeamRecord extends TeamSnapshot {
   v: number;
-  teamId: string;
-  name: string;
-  quotas: TeamQuotaOverrides;
-  /** Unix ms. */
-  createdAt: number;
-  /** Unix ms; once set, it stays (a deletion wins over a concurrent change). */
-  deletedAt: number | null;
 }
 
-export interface KeyRecord {
+/** A key as the store exports it (revokedAt, once set, stays: a revocation wins over a concurrent rename). */
+export interface KeyRecord extends Omit<KeySnapshot, "teamId"> {
   v: number;
-  publicId: string;
   /** null: the default team of whichever node reads it. */
   teamId: string | null;
-  name: string;
-  role: "member" | "admin";
-  /** sha256 of the key, as api_keys.hash. */
-  hash: string;
-  prefix: string;
-  suffix: string | null;
-  valueLength: number | null;
-  createdAt: number;
-  /** Unix ms; once set, it stays (a revocation wins over a concurrent rename). */
-  revokedAt: number | null;
 }
 
 const bad = (what: string) => new BurrowError(Code.DataLoss, `a ${what} record is incomplete`, { reason: "bad_cluster_record" });
@@ -50,7 +34,7 @@ const strOrNull = (v: unknown) => (typeof v === "string" ? v : null);
 export function decodeTeam(bytes: Uint8Array): TeamRecord {
   const r = parse(bytes);
   if (typeof r["teamId"] !== "string" || typeof r["name"] !== "string" || typeof r["createdAt"] !== "number") throw bad("team");
-  const quotas = r["quotas"] && typeof r["quotas"] === "object" ? (r["quotas"] as TeamQuotaOverrides) : {};
+  const quotas = r["quotas"] && typeof r["quotas"] === "object" ? (r["quotas"] as TeamRecord["quotas"]) : {};
   return { ...r, v: typeof r["v"] === "number" ? r["v"] : 1, teamId: r["teamId"], name: r["name"], quotas, createdAt: r["createdAt"], deletedAt: numOrNull(r["deletedAt"]) };
 }
 

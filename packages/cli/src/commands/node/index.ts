@@ -1,21 +1,11 @@
 // burrow node list | cordon NAME | uncordon NAME | drain NAME: the nodes of the cluster the server is a node of
 // (instance admin key). A cordoned node takes no new sandboxes; its sandboxes keep running. A drain cordons the node,
 // optionally pauses its sandboxes to disk, and waits until none runs there (sandboxes cannot move between nodes yet).
+import type { NodeListWire, NodeView } from "@burrow/protocol";
 import { apiRequest } from "../../api.js";
 import { defineCommand, usageError, type CommandGroup } from "../../command.js";
 import { clientConnection } from "../../connection.js";
 import { printJson, printRows } from "../../output.js";
-
-interface NodeView {
-  name: string;
-  apiUrl: string;
-  version: string;
-  startedAt: string;
-  cordoned: boolean;
-  status: "up" | "down";
-  lastSeenAt: string;
-  load: { freeMemoryBytes: number; runningSandboxes: number; poolFill: Array<{ template: string; ready: number; target: number }> };
-}
 
 const nodeList = defineCommand({
   name: "list",
@@ -23,7 +13,7 @@ const nodeList = defineCommand({
   summary: "List the cluster's nodes: up or down, cordoned, load",
   options: { json: { type: "boolean", description: "Print JSON" } },
   async run({ values, env }) {
-    const { self, nodes } = (await apiRequest(clientConnection(env), "GET", "/burrow/v1/nodes")).body as { self: string; nodes: NodeView[] };
+    const { self, nodes } = (await apiRequest(clientConnection(env), "GET", "/burrow/v1/nodes")).body as NodeListWire;
     if (values.json) return printJson({ self, nodes });
     printRows(
       nodes.map((n) => ({
