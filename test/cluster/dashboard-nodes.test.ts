@@ -8,7 +8,7 @@ import { Kvm } from "@nats-io/kv";
 import { NatsServerFixture } from "../../packages/bus/test/helpers/nats-server.js";
 import { openDashboard, type DashboardPage } from "../dashboard/browser-page.js";
 import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { tearDownCluster } from "./node-cleanup.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
 const instance = newTestInstance("clud");
@@ -48,7 +48,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await tearDownCluster([{ instance, server }], nats, [() => dash?.close()]);
+  await tearDownServers([{ instance, server }], { before: [() => dash?.close()], after: [() => nats?.stop()] });
 });
 
 it("lists the cluster's nodes with their state and cordons one from the page", { timeout: 120_000 }, async () => {

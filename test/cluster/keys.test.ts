@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { NatsCluster } from "./nats-cluster.js";
-import { tearDownCluster } from "./node-cleanup.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { keyedApi } from "../helpers/keyed-api.js";
@@ -85,7 +85,7 @@ describe("teams and keys shared by two nodes", () => {
   afterAll(async () => {
     // Each sandbox killed by the instance admin of the node that has it (the team's key is revoked by then).
     const kills = () => Promise.allSettled(made.map((m) => Sandbox.kill(m.id, opts(m.node, m.node.adminKey))));
-    await tearDownCluster(nodes, nats, [kills]);
+    await tearDownServers(nodes, { before: [kills], after: [() => nats?.stop()] });
   }, 300_000);
 
   it("a team and key made on A create, run and list on B and A; the key revoked on B is refused on A", { timeout: 300_000 }, async () => {

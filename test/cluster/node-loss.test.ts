@@ -13,7 +13,7 @@ import { Sandbox, SandboxNotFoundError } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
-import { tearDownCluster } from "./node-cleanup.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 
@@ -128,7 +128,7 @@ describe("a node lost and back", () => {
 
   afterAll(async () => {
     for (const id of [sandboxId, killedId]) if (id) await Sandbox.kill(id, opts(b)).catch(() => undefined);
-    await tearDownCluster(nodes, nats);
+    await tearDownServers(nodes, { after: [() => nats?.stop()] });
   });
 
   it("reports a SIGKILLed node's sandbox lost once, answers not found for it, and takes it back when the node returns", async () => {

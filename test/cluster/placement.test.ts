@@ -13,7 +13,7 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
-import { tearDownCluster } from "./node-cleanup.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { runBurrow } from "../cli/run-burrow.js";
@@ -122,7 +122,7 @@ describe("placement of creates over three nodes", () => {
   });
 
   afterAll(async () => {
-    await tearDownCluster(nodes, nats, [() => killAll(sandboxes)]);
+    await tearDownServers(nodes, { before: [() => killAll(sandboxes)], after: [() => nats?.stop()] });
   });
 
   it("30 creates through node A spread over all three nodes, each answered as its node gave it", async () => {

@@ -14,7 +14,7 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
-import { tearDownCluster } from "./node-cleanup.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { runBurrow } from "../cli/run-burrow.js";
@@ -119,7 +119,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
   });
 
   afterAll(async () => {
-    await tearDownCluster(nodes, nats, [() => Promise.allSettled(sandboxes.map((s) => s.kill()))]);
+    await tearDownServers(nodes, { before: [() => Promise.allSettled(sandboxes.map((s) => s.kill()))], after: [() => nats?.stop()] });
   });
 
   it("node list shows both nodes up; a cordon round-trips and outlives heartbeats", async () => {

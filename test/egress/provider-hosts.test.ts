@@ -5,12 +5,13 @@
 // failover, budgets and the provider key the gateway injects. The providers are fake ones on the host's loopback.
 // The real hosts are never resolved nor reached: the server's resolver forwards only to the fake internet's DNS
 // server (which knows .test names alone), and the test checks that it was never asked for a provider name.
-import { rmSync } from "node:fs";
 import { randomBytes } from "node:crypto";
 import { Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DNS_ADDRESS, type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
-import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { keyedApi, sdkOptions } from "../helpers/keyed-api.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 import { ANTHROPIC_SSE_EVENTS, FakeProvider } from "../models/fake-provider.js";
 
@@ -24,17 +25,9 @@ let server: ServerProcess;
 const providers: FakeProvider[] = [];
 const created: Sandbox[] = [];
 
-const opts = () => ({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url, debug: false as const });
+const opts = () => sdkOptions(server.url, server.url, server.apiKey);
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any; text: string }> {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { "x-api-key": server.apiKey, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, text, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, path: string, body?: unknown) => keyedApi(server.url, server.apiKey)(method, path, body);
 
 async function sh(sandbox: Sandbox, command: string): Promise<string> {
   internet.assertRouted();
@@ -63,25 +56,20 @@ describe("provider host names routed to the model gateway (own server, fake prov
       ["claude", "anthropic", c!, 1],
     ] as const) {
       const r = await api("POST", "/burrow/v1/models/providers", { name, kind, baseUrl: provider.baseUrl(kind), apiKey: `${KEY}-${name}`, models: [kind === "openai" ? "gpt-test" : "claude-test"], priority });
-      expect(r.status, r.text).toBe(201);
+      expect(r.status, JSON.stringify(r.json)).toBe(201);
     }
   });
 
   afterAll(async () => {
-    try {
-      await Promise.all(created.map((s) => s.kill().catch(() => undefined)));
-      if (server) await stopServerProcess(server, "SIGTERM");
-      burrowDown(instance);
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      await Promise.all(providers.map((p) => p.close()));
-    } finally {
-      await internet?.close();
-    }
+    await tearDownServers([{ instance, server }], {
+      before: [() => Promise.all(created.map((s) => s.kill().catch(() => undefined)))],
+      after: [() => Promise.all(providers.map((p) => p.close())), () => internet?.close()],
+    });
   });
 
   it("unmodified clients calling https://api.openai.com and https://api.anthropic.com reach the gateway: failover, injected keys, usage, budgets", async () => {
     const set = await api("PUT", "/burrow/v1/models/settings", { providerHosts: PROVIDER_HOSTS, sandboxBudget: { windowSec: 3600, requests: 3 } });
-    expect(set.status, set.text).toBe(200);
+    expect(set.status, JSON.stringify(set.json)).toBe(200);
     expect(set.json.providerHosts).toEqual(PROVIDER_HOSTS);
     const sandbox = await Sandbox.create("base", { ...opts(), timeoutMs: 300_000 });
     created.push(sandbox);

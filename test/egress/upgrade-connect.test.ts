@@ -9,7 +9,9 @@ import { join } from "node:path";
 import { Sandbox } from "e2b";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DNS_ADDRESS, type FakeInternet, startFakeInternet } from "../helpers/fake-internet.js";
-import { burrowDown, freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { keyedApi, sdkOptions } from "../helpers/keyed-api.js";
+import { tearDownServers } from "../helpers/tear-down.js";
 import { newTestInstance } from "../helpers/test-instance.js";
 
 const A = "203.0.113.10";
@@ -51,17 +53,9 @@ let server: ServerProcess;
 let caDir: string;
 const created: Sandbox[] = [];
 
-const opts = () => ({ apiKey: server.apiKey, apiUrl: server.url, sandboxUrl: server.url, debug: false as const });
+const opts = () => sdkOptions(server.url, server.url, server.apiKey);
 
-async function api(method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
-  const res = await fetch(`${server.url}${path}`, {
-    method,
-    headers: { "x-api-key": server.apiKey, ...(body !== undefined ? { "content-type": "application/json" } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  });
-  const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, path: string, body?: unknown) => keyedApi(server.url, server.apiKey)(method, path, body);
 
 async function sh(sandbox: Sandbox, command: string): Promise<string> {
   internet.assertRouted();
@@ -90,15 +84,10 @@ describe("upgrades and CONNECT through hosts with header transforms (own server,
   });
 
   afterAll(async () => {
-    try {
-      await Promise.all(created.map((s) => s.kill().catch(() => undefined)));
-      if (server) await stopServerProcess(server, "SIGTERM");
-      burrowDown(instance);
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      if (caDir) rmSync(caDir, { recursive: true, force: true });
-    } finally {
-      await internet?.close();
-    }
+    await tearDownServers([{ instance, server }], {
+      before: [() => Promise.all(created.map((s) => s.kill().catch(() => undefined)))],
+      after: [() => caDir && rmSync(caDir, { recursive: true, force: true }), () => internet?.close()],
+    });
   });
 
   it("a WebSocket handshake gets the rules' headers over HTTP and HTTPS, and frames go both ways", async () => {
