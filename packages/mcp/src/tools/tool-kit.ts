@@ -30,13 +30,43 @@ export function toResult(output: ToolOutput): CallToolResult {
   return { content: [{ type: "text", text: JSON.stringify(output, null, 2) }], structuredContent: output };
 }
 
-export function progressSender(extra: Extra): (message: string) => Promise<void> {
+/**
+ * The official TypeScript client hands a notification to its handler one microtask after reading it but settles a
+ * response at once, so a progress notification read in the same chunk as the tool's result finds its handler already
+ * gone and is dropped. A result sent this long after the last progress leaves the two in separate reads.
+ */
+const PROGRESS_SETTLE_MS = 25;
+
+interface ProgressSender {
+  send(message: string): Promise<void>;
+  /** Resolves once the last progress sent is PROGRESS_SETTLE_MS old (at once when none was sent). */
+  settled(signal: AbortSignal): Promise<void>;
+}
+
+function progressSender(extra: Extra): ProgressSender {
   const token = extra._meta?.progressToken;
   let count = 0;
-  return async (message: string) => {
-    if (token === undefined) return;
-    count += 1;
-    await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: count, message } });
+  let lastSentMs = 0;
+  return {
+    async send(message: string) {
+      if (token === undefined) return;
+      count += 1;
+      await extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress: count, message } });
+      lastSentMs = Date.now();
+    },
+    async settled(signal: AbortSignal) {
+      const wait = lastSentMs + PROGRESS_SETTLE_MS - Date.now();
+      if (count === 0 || wait <= 0 || signal.aborted) return;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(done, wait);
+        signal.addEventListener("abort", done, { once: true });
+        function done(): void {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        }
+      });
+    },
   };
 }
 
@@ -54,10 +84,13 @@ export function defineTool<Shape extends z.ZodRawShape>(
     openWorldHint: false,
   };
   const callback = async (args: z.infer<z.ZodObject<Shape>>, extra: Extra): Promise<CallToolResult> => {
+    const progress = progressSender(extra);
     try {
-      return toResult(await handler(args, { session, signal: extra.signal, progress: progressSender(extra) }));
+      return toResult(await handler(args, { session, signal: extra.signal, progress: (message) => progress.send(message) }));
     } catch (error) {
       return { isError: true, content: [{ type: "text", text: describeToolError(error) }] };
+    } finally {
+      await progress.settled(extra.signal);
     }
   };
   // The SDK's generic callback type cannot follow Shape through; the schema and the handler agree by construction.
