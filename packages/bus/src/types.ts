@@ -154,7 +154,10 @@ export interface KV {
   /** Compare-and-set: fails with Aborted (reason revision_conflict) unless the key's revision is `revision`. */
   update(key: string, value: Uint8Array, revision: number, opts?: CallOptions): Promise<number>;
   delete(key: string, opts?: CallOptions): Promise<void>;
+  /** The keys with a live value, sorted. */
   keys(opts?: CallOptions): Promise<string[]>;
+  /** Every live entry, sorted by key. */
+  entries(opts?: CallOptions): Promise<KvEntry[]>;
 }
 
 export interface KvOptions {

@@ -167,13 +167,13 @@ describe.each(["embedded", "nats"] as const)("alert watchers on a real %s bus", 
         await new Promise((r) => setTimeout(r, 100));
       }
       expect(to("/hb-a")).toEqual([]);
-      await until(() => to("/hb-a").length > 0, 3000);
+      await until(() => to("/hb-a").length > 0, 5000);
       await new Promise((r) => setTimeout(r, 1000));
       expect(to("/hb-a").map((x) => [x.kind, x.teamId, x.details["agentId"], x.details["group"]])).toEqual([["heartbeat_lost", TEAM_A, "worker", "g"]]);
       expect(to("/hb-b")).toEqual([]);
       // Back, then lost again: a second alert.
       await sendHeartbeat(bus, { agentId, group: "g" });
-      await until(() => to("/hb-a").length > 1, 3000);
+      await until(() => to("/hb-a").length > 1, 5000);
       expect(to("/hb-a")).toHaveLength(2);
     } finally {
       for (const h of [a, b]) alerts.webhooks.remove(h.id);

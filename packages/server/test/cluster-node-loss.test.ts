@@ -108,7 +108,7 @@ describe("node loss in JetStream KV", () => {
     const opts = { version: "0.1.0", heartbeatMs: 100, downAfterMs: 600, load, logger };
     const nodeOf = async (name: string, kv: ClusterKv) => {
       const membership = await Membership.open({ ...opts, kv: kv.nodes, nodeName: name });
-      const owners = await SandboxOwners.open(kv.owners, name, logger);
+      const owners = await SandboxOwners.open(kv, name, logger);
       closers.push(() => membership.close(), () => owners.close());
       await membership.join(`http://127.0.0.1:${name.charCodeAt(1)}`);
       return { membership, owners };

@@ -80,8 +80,8 @@ describe("cluster state in JetStream KV", () => {
 
   it("a create never takes another node's record and a node removes only its own", async () => {
     const [kv1, kv2] = [await connection("n1"), await connection("n2")];
-    const n1 = await SandboxOwners.open(kv1.owners, "n1", logger);
-    const n2 = await SandboxOwners.open(kv2.owners, "n2", logger);
+    const n1 = await SandboxOwners.open(kv1, "n1", logger);
+    const n2 = await SandboxOwners.open(kv2, "n2", logger);
     closers.push(() => n1.close(), () => n2.close());
 
     await n1.claim("sbx1");
@@ -108,12 +108,12 @@ describe("cluster state in JetStream KV", () => {
   it("a node claims what it has at start, drops its stale records, and follows created and killed events", async () => {
     const kv = await connection("n3");
     // Records a previous run of n3 left: one for a sandbox it still has, one for a sandbox gone since.
-    const before = await SandboxOwners.open(kv.owners, "n3", logger);
+    const before = await SandboxOwners.open(kv, "n3", logger);
     await before.claim("kept1");
     await before.claim("gone1");
     before.close();
 
-    const owners = await SandboxOwners.open(kv.owners, "n3", logger);
+    const owners = await SandboxOwners.open(kv, "n3", logger);
     closers.push(() => owners.close());
     const events = new SandboxEvents(logger);
     const stop = await syncOwnership(owners, () => ["kept1", "paused1"], events, logger);

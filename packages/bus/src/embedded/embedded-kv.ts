@@ -75,9 +75,13 @@ export class EmbeddedKv implements KV {
     })();
   }
 
-  async keys(): Promise<string[]> {
+  async entries(): Promise<KvEntry[]> {
     const min = this.ttlMs === undefined ? 0 : Date.now() - this.ttlMs;
-    const rows = this.db.prepare("SELECT key FROM kv WHERE bucket = ? AND ts >= ? ORDER BY key").all(this.bucket, min) as { key: string }[];
-    return (rows.map((r) => r.key));
+    const rows = this.db.prepare("SELECT key, value, revision FROM kv WHERE bucket = ? AND ts >= ? ORDER BY key").all(this.bucket, min) as { key: string; value: Buffer; revision: number }[];
+    return rows.map((r) => ({ key: r.key, value: r.value, revision: r.revision }));
+  }
+
+  async keys(): Promise<string[]> {
+    return (await this.entries()).map((e) => e.key);
   }
 }

@@ -109,9 +109,8 @@ export class LivenessMonitor {
   /** Reads presence once and emits up/down transitions. */
   async poll(): Promise<void> {
     const now = Date.now();
-    for (const key of await this.kv.keys()) {
-      const e = await this.kv.get(key);
-      if (!e) continue;
+    for (const e of await this.kv.entries({ signal: this.stop.signal })) {
+      const key = e.key;
       let v: PresenceValue;
       try {
         v = JSON.parse(dec.decode(e.value)) as PresenceValue;

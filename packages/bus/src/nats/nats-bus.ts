@@ -358,7 +358,7 @@ export class NatsBus implements Bus {
     assertName("bucket", bucket);
     try {
       const kv = await new Kvm(this.nc).create(bucket, { history: 1, ...(opts?.ttlMs ? { ttl: opts.ttlMs } : {}) });
-      return new NatsKvBucket(bucket, kv);
+      return new NatsKvBucket(bucket, kv, this.jsm);
     } catch (e) {
       throw fromNatsError(e, `kv ${bucket}`);
     }

@@ -1,12 +1,14 @@
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV as NatsKV } from "@nats-io/kv";
 import { BurrowError, Code } from "@burrow/protocol";
 import { REVISION_CONFLICT } from "../errors.js";
 import { assertKey } from "../names.js";
-import type { KV, KvEntry } from "../types.js";
+import type { CallOptions, KV, KvEntry } from "../types.js";
 import { fromNatsError } from "./nats-errors.js";
+import { kvStoredKeys } from "./kv-stored-keys.js";
 
 export class NatsKvBucket implements KV {
-  constructor(readonly bucket: string, private readonly kv: NatsKV) {}
+  constructor(readonly bucket: string, private readonly kv: NatsKV, private readonly jsm: JetStreamManager) {}
 
   async get(key: string): Promise<KvEntry | null> {
     assertKey(key);
@@ -56,13 +58,28 @@ export class NatsKvBucket implements KV {
     }
   }
 
-  async keys(): Promise<string[]> {
+  async entries(opts: CallOptions = {}): Promise<KvEntry[]> {
+    let keys: string[];
     try {
-      const out: string[] = [];
-      for await (const k of await this.kv.keys()) out.push(k);
-      return out.sort();
+      keys = await kvStoredKeys(this.jsm, this.bucket);
     } catch (err) {
       throw fromNatsError(err, "kv keys");
     }
+    const out: KvEntry[] = [];
+    // A few reads at a time: a large bucket must not open thousands of requests at once.
+    let next = 0;
+    const reader = async () => {
+      while (next < keys.length) {
+        opts.signal?.throwIfAborted();
+        const entry = await this.get(keys[next++]!);
+        if (entry) out.push(entry); // a deleted or purged key keeps a marker: not live
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(16, keys.length) }, reader));
+    return out.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  async keys(opts: CallOptions = {}): Promise<string[]> {
+    return (await this.entries(opts)).map((e) => e.key);
   }
 }

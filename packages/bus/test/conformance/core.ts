@@ -140,6 +140,9 @@ export function coreSuite(get: () => { backend: BusBackend; bus: Bus }): void {
       await kv.delete("a");
       expect(await kv.get("a")).toBeNull();
       expect(await kv.keys()).toEqual(["b.c"]);
+      await kv.put("0", enc("first"));
+      expect((await kv.entries()).map((e) => [e.key, dec(e.value)])).toEqual([["0", "first"], ["b.c", "x"]]);
+      expect((await kv.entries()).find((e) => e.key === "b.c")!.revision).toBe((await kv.get("b.c"))!.revision);
       await kv.create("a", enc("reborn"));
       expect(dec((await kv.get("a"))!.value)).toBe("reborn");
     });

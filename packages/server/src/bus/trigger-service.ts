@@ -135,11 +135,7 @@ export class TriggerService {
   }
 
   async list(): Promise<StoredTrigger[]> {
-    const out: StoredTrigger[] = [];
-    for (const k of await this.kv.keys()) {
-      const t = await this.get(k);
-      if (t) out.push(t);
-    }
+    const out = (await this.kv.entries()).map((e) => JSON.parse(dec.decode(e.value)) as StoredTrigger);
     return out.sort((a, b) => a.createdAtMs - b.createdAtMs);
   }
 

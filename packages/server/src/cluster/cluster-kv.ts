@@ -2,7 +2,7 @@
 // own, not the agent bus's: the bus may be embedded while the node is clustered, and cluster state must not wait
 // behind a flood of bus traffic.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { clusterError } from "./cluster-errors.js";
@@ -23,6 +23,8 @@ export const KEYS_BUCKET = "burrow_keys";
 
 export interface ClusterKv {
   readonly nc: NatsConnection;
+  /** For what the buckets' own API does badly (listing keys: kvStoredKeys). */
+  readonly jsm: JetStreamManager;
   readonly nodes: KV;
   readonly owners: KV;
   readonly losses: KV;
@@ -53,6 +55,7 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
   }
   try {
     const kvm = new Kvm(nc);
+    const jsm = await whenClusterAnswers("reach JetStream", () => jetstreamManager(nc), { logger });
     // A replicated bucket is made by a Raft election among the servers: on a loaded machine, or while two nodes
     // start at once, that outlasts one request's timeout. Creating is idempotent, so it is simply asked again.
     const nodes = await whenClusterAnswers(`open bucket ${NODES_BUCKET}`, () => bucket(kvm, NODES_BUCKET, replicas), { logger });
@@ -60,7 +63,7 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     const losses = await whenClusterAnswers(`open bucket ${LOSSES_BUCKET}`, () => bucket(kvm, LOSSES_BUCKET, replicas), { logger });
     const teams = await whenClusterAnswers(`open bucket ${TEAMS_BUCKET}`, () => bucket(kvm, TEAMS_BUCKET, replicas), { logger });
     const keys = await whenClusterAnswers(`open bucket ${KEYS_BUCKET}`, () => bucket(kvm, KEYS_BUCKET, replicas), { logger });
-    return { nc, nodes, owners, losses, teams, keys, close: () => nc.close() };
+    return { nc, jsm, nodes, owners, losses, teams, keys, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw clusterError(err, "open the cluster's buckets");

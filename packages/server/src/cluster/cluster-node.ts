@@ -58,7 +58,7 @@ export class ClusterNode {
           await Promise.all([owners?.restartWatch(), node?.restartTeamWatches()]);
         },
       });
-      owners = await SandboxOwners.open(kv.owners, config.nodeName, logger);
+      owners = await SandboxOwners.open(kv, config.nodeName, logger);
       node = new ClusterNode(config, membership, owners, kv, logger);
       return node;
     } catch (err) {

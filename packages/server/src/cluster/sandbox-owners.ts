@@ -4,9 +4,12 @@
 // a direct read on a miss (a sandbox created elsewhere a moment ago may not have been mirrored yet). A record of a
 // node that went down is kept, marked lost (lost-sweep.ts): the id stays taken, requests for it are answered "not
 // found", and the node, if it comes back with the sandbox, takes it back (reconcile.ts).
+import type { JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
+import { kvStoredKeys } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
+import { OWNERS_BUCKET, type ClusterKv } from "./cluster-kv.js";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
 import { WatchedBucket } from "./watched-bucket.js";
 
@@ -51,12 +54,14 @@ const SANDBOX_ID = /^[a-z0-9]{1,64}$/;
 export class SandboxOwners {
   private constructor(
     private readonly kv: KV,
+    private readonly jsm: JetStreamManager,
     private readonly nodeName: string,
     private readonly mirror: WatchedBucket<OwnerRecord>,
   ) {}
 
-  static async open(kv: KV, nodeName: string, logger: Logger): Promise<SandboxOwners> {
-    return new SandboxOwners(kv, nodeName, await WatchedBucket.open(kv, decodeOwner, logger, "sandbox owners"));
+  static async open(cluster: Pick<ClusterKv, "owners" | "jsm">, nodeName: string, logger: Logger): Promise<SandboxOwners> {
+    const kv = cluster.owners;
+    return new SandboxOwners(kv, cluster.jsm, nodeName, await WatchedBucket.open(kv, decodeOwner, logger, "sandbox owners"));
   }
 
   /** The owning node as mirrored, without a round trip; undefined when the mirror has no record. */
@@ -155,7 +160,7 @@ export class SandboxOwners {
   async ownedBy(node: string): Promise<Map<string, StoredOwner>> {
     const found = new Map<string, StoredOwner>();
     try {
-      for await (const key of await this.kv.keys()) {
+      for (const key of await kvStoredKeys(this.jsm, OWNERS_BUCKET)) {
         const entry = await this.kv.get(key);
         const mirrored = entry?.operation === "PUT" ? this.mirror.apply(entry) : undefined;
         if (entry && mirrored?.value.node === node) found.set(key, { record: mirrored.value, revision: entry.revision });
