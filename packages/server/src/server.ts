@@ -44,6 +44,9 @@ import { WebhookStore } from "./alerts/webhook-store.js";
 import { startAlertWatches } from "./alerts/alert-watches.js";
 import { openTeamServices } from "./teams/team-services.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
+import type { LocalTemplates } from "./cluster/cluster-templates.js";
+import { clusterTemplateTeams } from "./cluster/template-teams.js";
+import { PUBLIC_TEMPLATE_NAMES } from "./teams/ownership.js";
 
 export interface ServerDeps {
   orchestrator: Orchestrator;
@@ -57,6 +60,8 @@ export interface ServerDeps {
   upstream?: UpstreamResolver;
   /** Template builder behind E2B's Template API; without it template builds answer 501. */
   templates?: TemplateBuildService;
+  /** The orchestrator's manifests and layers: on a node of a cluster they are shared (cluster/cluster-templates.ts). */
+  templateStore?: LocalTemplates;
   /**
    * The agent bus: serves /burrow/v1 (publish, subscribe, queues, agents) and receives sandbox lifecycle events.
    * The caller owns it (creates and closes it).
@@ -319,6 +324,16 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       defaultTeamId: teams.defaultTeamId,
     });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
+    // Templates and snapshots made on any node are started on any node (cluster/cluster-templates.ts).
+    if (cluster && deps.templateStore) {
+      const builder = deps.templates;
+      await cluster.shareTemplates({
+        local: deps.templateStore,
+        teams: clusterTemplateTeams(teams.ownership, teams.defaultTeamId),
+        deleteLocal: async (templateId) => (await builder?.deleteTemplate(templateId)) ?? false,
+        shipped: PUBLIC_TEMPLATE_NAMES,
+      });
+    }
     // Creates go to the node placement chooses (cluster/create-placement.ts).
     const placement = cluster?.placement({
       runningSandboxes: () => store.sandboxes.countRunning(),

@@ -45,6 +45,16 @@ describe("placeCreate", () => {
     expect(plan.order).toEqual(["b"]);
   });
 
+  it("a template in the cluster's bucket may go to a node without it, after the nodes that have it unless they are much fuller", () => {
+    const nodes = [node("self", { templates: new Set(["base"]), freeMemoryBytes: 1024 * GiB }), node("has", { templates: new Set(["tpl"]), sandboxes: 500, freeMemoryBytes: 1024 * GiB }), node("cordoned", { cordoned: true })];
+    const fetchable = { template: ["tpl"], self: "self", fetchable: true, random: draws(0) };
+    expect(placeCreate(nodes, fetchable).order).toEqual(["has", "self"]);
+    // 1,500 of 2,000 taken outweighs a fetch.
+    expect(placeCreate([nodes[0]!, node("has", { templates: new Set(["tpl"]), sandboxes: 1500, freeMemoryBytes: 1024 * GiB })], fetchable).order).toEqual(["self", "has"]);
+    // Not in the bucket: only the node that has it.
+    expect(placeCreate(nodes, { ...fetchable, fetchable: false }).order).toEqual(["has"]);
+  });
+
   it("orders the drawn nodes by load, then the rest, and this node last when it was not drawn", () => {
     const nodes = [node("self", { sandboxes: 0 }), node("b", { sandboxes: 5 }), node("c", { sandboxes: 1 }), node("d", { sandboxes: 3 }), node("e", { sandboxes: 2 })];
     // Draws (a partial shuffle): position 1 of 5 (b), then position 1 + 3 of the rest (e), with 2 choices.

@@ -97,6 +97,7 @@ async function runServer(config: UpConfig): Promise<void> {
       {
         orchestrator,
         templates: orchestrator.templateBuilder,
+        templateStore: orchestrator.templateBuilder.store,
         bus,
         registry,
         logger: logger.child({ component: "server" }),

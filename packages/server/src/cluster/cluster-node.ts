@@ -8,6 +8,7 @@ import type { SandboxEvents } from "../lifecycle/events.js";
 import type { ClusterConfig } from "./cluster-config.js";
 import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
 import { CreatePlacement, type LocalFacts } from "./create-placement.js";
+import { ClusterTemplates, type ClusterTemplatesOptions } from "./cluster-templates.js";
 import { ClusterForwarder } from "./forwarder.js";
 import { LostSweep } from "./lost-sweep.js";
 import { Membership } from "./membership.js";
@@ -30,6 +31,7 @@ export class ClusterNode {
   readonly #stopSync: Array<() => void> = [];
   #lostSweep: LostSweep | undefined;
   #teamSync: TeamSync | undefined;
+  #templates: ClusterTemplates | undefined;
 
   private constructor(
     readonly config: ClusterConfig,
@@ -102,7 +104,14 @@ export class ClusterNode {
   placement(local: LocalFacts): CreatePlacement {
     const recent = RecentCreates.open(this.kv.nc, this.logger);
     this.#stopSync.push(() => recent.close());
-    return new CreatePlacement({ membership: this.membership, recent, local, logger: this.logger });
+    return new CreatePlacement({ membership: this.membership, recent, local, logger: this.logger, templates: this.#templates });
+  }
+
+  /** Templates and snapshots published to and fetched from the cluster (cluster-templates.ts); before placement(). */
+  async shareTemplates(o: Pick<ClusterTemplatesOptions, "local" | "teams" | "deleteLocal" | "shipped">): Promise<ClusterTemplates> {
+    const { nodeName, replicas, heartbeatMs } = this.config;
+    this.#templates = await ClusterTemplates.open({ ...o, nc: this.kv.nc, replicas, nodeName, intervalMs: heartbeatMs, logger: this.logger });
+    return this.#templates;
   }
 
   /** Join with the URL other nodes reach this one at (the configured one, else the one it listens on). */
@@ -115,6 +124,7 @@ export class ClusterNode {
   async close(): Promise<void> {
     for (const stop of this.#stopSync.splice(0)) stop();
     await this.#lostSweep?.close();
+    await this.#templates?.close();
     await this.#teamSync?.flush();
     this.#teamSync?.close();
     await this.membership.close();

@@ -12,6 +12,7 @@ import type { Membership } from "./membership.js";
 import type { NodeView } from "./node-record.js";
 import { placeCreate, type PlacementNode, type PlacementPlan } from "./placement.js";
 import type { RecentCreates } from "./recent-creates.js";
+import type { ClusterTemplates } from "./cluster-templates.js";
 
 /** What this node knows of itself now, fresher than its record. */
 export interface LocalFacts {
@@ -29,6 +30,8 @@ export interface CreatePlacementDeps {
   logger: Logger;
   /** Drawn nodes (power of k choices). */
   choices?: number;
+  /** Templates in the cluster's bucket: a node without one fetches it before creating (cluster-templates.ts). */
+  templates?: Pick<ClusterTemplates, "find" | "ensureLocal"> | undefined;
 }
 
 interface CreateBody {
@@ -60,16 +63,19 @@ export class CreatePlacement {
     const cordoned = this.#d.membership.node(self)?.cordoned ?? false;
     if (isForwarded(request.headers) || (body.volumeMounts?.length ?? 0) > 0) {
       if (cordoned) throw unavailable(`node ${self} is cordoned: it takes no new sandboxes`, "node_cordoned");
+      await this.#d.templates?.ensureLocal(body.templateID, request.apiKeyId, clientGone(reply));
       return false;
     }
     const names = this.#templateNames(body.templateID);
-    const plan = placeCreate(this.#nodes(names), { template: names, self, ...(this.#d.choices ? { choices: this.#d.choices } : {}) });
+    const fetchable = this.#d.templates?.find(body.templateID) !== undefined;
+    const plan = placeCreate(this.#nodes(names), { template: names, self, fetchable, ...(this.#d.choices ? { choices: this.#d.choices } : {}) });
     if (plan.order.length === 0) return this.#nowhere(plan, body.templateID, cordoned);
     const passedOver: string[] = [];
     const signal = clientGone(reply);
     for (const node of plan.order) {
       if (node === self) {
         this.#track(self, reply);
+        if (fetchable) await this.#d.templates?.ensureLocal(body.templateID, request.apiKeyId, signal);
         return false;
       }
       const view = this.#d.membership.node(node);

@@ -3,9 +3,10 @@
 // best of them first. Drawing, rather than always taking the best node, keeps nodes that place at the same moment
 // from all choosing the same one while the records they read are a heartbeat old.
 //
-// A node can take a sandbox when it is up, not cordoned, has the template (layers are node-local) and has room.
-// Among those, one with a warm sandbox of the template wins (a pooled create is several times faster than a cold
-// one); then the lower share of the node's room already in use. Room is the lesser of its admission limit and what
+// A node can take a sandbox when it is up, not cordoned, has the template (or the template is in the cluster's
+// bucket, which it then fetches: cluster-templates.ts) and has room. Among those, one with a warm sandbox of the
+// template wins (a pooled create is several times faster than a cold one); then the lower share of the node's room
+// already in use, a node that would have to fetch the template counted as FETCH_PENALTY fuller. Room is the lesser of its admission limit and what
 // its free memory holds at a conservative size per sandbox, so that sandbox counts decide while memory is plentiful
 // and memory decides when it is short.
 
@@ -32,6 +33,8 @@ export interface PlacementRequest {
   self: string;
   /** Nodes drawn. @default PLACEMENT_CHOICES */
   choices?: number;
+  /** The template is in the cluster's bucket: a node without it can fetch it (at FETCH_PENALTY). */
+  fetchable?: boolean;
   /** In [0, 1). @default Math.random */
   random?: () => number;
   /** Memory a node keeps free: below it a node has no room. @default MIN_FREE_MEMORY_BYTES */
@@ -54,6 +57,8 @@ export const PLACEMENT_CHOICES = 3;
 export const MIN_FREE_MEMORY_BYTES = 512 * 1024 * 1024;
 /** Far above an idle sandbox (~8 MB) and below a busy one's limit: room shrinks before memory runs out. */
 export const BYTES_PER_SANDBOX = 64 * 1024 * 1024;
+/** Added to the share of room in use of a node that would fetch the template: a fetch costs seconds, not a ban. */
+export const FETCH_PENALTY = 0.5;
 
 interface Scored {
   node: PlacementNode;
@@ -61,11 +66,15 @@ interface Scored {
   load: number;
 }
 
-function skipReason(node: PlacementNode, template: readonly string[], room: number): SkipReason | undefined {
+function hasTemplate(node: PlacementNode, template: readonly string[]): boolean {
+  return node.templates !== undefined && template.some((name) => node.templates!.has(name));
+}
+
+function skipReason(node: PlacementNode, request: PlacementRequest, room: number): SkipReason | undefined {
   if (!node.up) return "down";
   if (node.cordoned) return "cordoned";
   if (!node.templates) return "templates_unknown";
-  if (!template.some((name) => node.templates!.has(name))) return "no_template";
+  if (!request.fetchable && !hasTemplate(node, request.template)) return "no_template";
   if (room <= 0) return "full";
   return undefined;
 }
@@ -80,12 +89,13 @@ export function placeCreate(nodes: readonly PlacementNode[], request: PlacementR
   const cold: Scored[] = [];
   for (const node of nodes) {
     const room = Math.min(node.capacity - node.sandboxes, Math.floor((node.freeMemoryBytes - floor) / perSandbox));
-    const why = skipReason(node, request.template, room);
+    const why = skipReason(node, request, room);
     if (why) {
       skipped.push({ node: node.name, why });
       continue;
     }
-    const scored = { node, warm: node.warm > 0, load: node.sandboxes / (node.sandboxes + room) };
+    const penalty = hasTemplate(node, request.template) ? 0 : FETCH_PENALTY;
+    const scored = { node, warm: node.warm > 0, load: node.sandboxes / (node.sandboxes + room) + penalty };
     (scored.warm ? warm : cold).push(scored);
   }
   const better = (a: Scored, b: Scored) =>

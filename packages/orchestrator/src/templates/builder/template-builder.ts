@@ -56,6 +56,11 @@ export class TemplateBuilder {
     });
   }
 
+  /** The manifests and layers it builds into: a node of a cluster publishes and fetches them (server/src/cluster). */
+  get store(): TemplateStore {
+    return this.deps.store;
+  }
+
   /** POST /v3/templates: reserve a build of `name` (reusing the template id when the name exists). */
   requestBuild(input: RequestBuildInput): RequestedBuild {
     return requestedBuild(this.registry.reserve(input));
