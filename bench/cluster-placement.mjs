@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Sandbox } from "e2b";
 import { placeCreate } from "../packages/server/dist/cluster/placement.js";
+import { pinHeaders } from "./lib/forward-pin.mjs";
 import { median, percentile, report } from "./lib/stats.mjs";
 
 const GiB = 1024 ** 3;
@@ -99,7 +100,7 @@ export async function runPlacementCreateBenchmarks({ startNats, startNode }) {
     }
     await killAll((await createRate(a, 4, 2)).ids);
     const two = await createRate(a, count, concurrency);
-    const onB = (await Sandbox.list({ ...b.opts, limit: 100, apiHeaders: { "X-Burrow-Forwarded-By": "bench" } }).nextItems()).length;
+    const onB = (await Sandbox.list({ ...b.opts, limit: 100, apiHeaders: await pinHeaders(nats.url, "GET", "/v2/sandboxes") }).nextItems()).length;
     await killAll(two.ids);
     report("creates/s through A, 2 nodes (1 machine)", two.rate, "/s", alone.rate, "A alone in the cluster");
     process.stdout.write(`  placed on B: ${onB} of ${count}\n`);
@@ -108,8 +109,8 @@ export async function runPlacementCreateBenchmarks({ startNats, startNode }) {
     await fetch(`${a.opts.apiUrl}/burrow/v1/nodes/place-a/cordon`, { method: "POST", headers: { "X-API-Key": apiKey } });
     const viaA = [];
     const atB = [];
-    const pinnedB = { ...b.opts, apiHeaders: { "X-Burrow-Forwarded-By": "bench" } };
     for (let i = 0; i < 20; i++) {
+      const pinnedB = { ...b.opts, apiHeaders: await pinHeaders(nats.url, "POST", "/v2/sandboxes") };
       for (const [out, opts] of [[viaA, a.opts], [atB, pinnedB]]) {
         const t0 = performance.now();
         const sandbox = await Sandbox.create("base", { ...opts, timeoutMs: 600_000 });

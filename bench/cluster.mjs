@@ -17,6 +17,7 @@ import { startServer } from "@burrow/server";
 import { pino } from "pino";
 import { median, percentile, report } from "./lib/stats.mjs";
 import { freePort, freeSubnet } from "./lib/host.mjs";
+import { pinHeaders } from "./lib/forward-pin.mjs";
 import { runPlacementCreateBenchmarks, runPlacementDecisionBenchmarks } from "./cluster-placement.mjs";
 
 const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 200);
@@ -99,8 +100,9 @@ export async function runClusterBenchmarks() {
     }
     const lists = { own: [], merged: [] };
     for (let i = 0; i < 50; i++) {
-      // Marked as forwarded, node B answers from its own sandboxes alone: the list without the cluster.
-      lists.own.push(await timed(() => Sandbox.list({ ...b.opts, apiHeaders: { "X-Burrow-Forwarded-By": "bench" } }).nextItems()));
+      // Marked as forwarded (signed), node B answers from its own sandboxes alone: the list without the cluster.
+      const ownList = await pinHeaders(nats.url, "GET", "/v2/sandboxes");
+      lists.own.push(await timed(() => Sandbox.list({ ...b.opts, apiHeaders: ownList }).nextItems()));
       lists.merged.push(await timed(() => Sandbox.list(a.opts).nextItems()));
     }
     report("commands.run('true') through node A, p50", median(forwarded.run), "ms", median(direct.run), "direct to node B", "≤ +2 ms");

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { NatsCluster } from "./nats-cluster.js";
+import { clusterSigning } from "./forward-pin.js";
+import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
@@ -52,8 +54,9 @@ describe("teams and keys shared by two nodes", () => {
   const [a, b] = nodes as [Node, Node];
   const url = (node: Node) => `http://127.0.0.1:${node.port}`;
   const opts = (node: Node, apiKey: string) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
-  /** Marked as forwarded, a create is made by the node it reaches: how a test puts a sandbox on a given node. */
-  const pinned = (node: Node, apiKey: string) => ({ ...opts(node, apiKey), apiHeaders: { "X-Burrow-Forwarded-By": "test" } });
+  let signing: ForwardSigning;
+  /** Marked as forwarded (signed), a create is made by the node it reaches: how a test puts a sandbox on a given node. */
+  const pinned = (node: Node, apiKey: string) => ({ ...opts(node, apiKey), apiHeaders: signing.headers("POST", "/v2/sandboxes") });
   const made: Array<{ id: string; node: Node }> = [];
 
   beforeAll(async () => {
@@ -73,6 +76,7 @@ describe("teams and keys shared by two nodes", () => {
       }),
     );
     for (const result of started) if (result.status === "rejected") throw result.reason;
+    signing = await clusterSigning(nats!.urls);
     for (const node of nodes) {
       await until(`${node.name} sees both nodes up`, async () => {
         const res = await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-Key": node.adminKey } });

@@ -13,6 +13,8 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
+import { clusterSigning } from "./forward-pin.js";
+import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
@@ -50,8 +52,9 @@ describe("placement of creates over three nodes", () => {
   const [a, b, c] = nodes as [Node, Node, Node];
   const url = (node: Node) => `http://127.0.0.1:${node.port}`;
   const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
-  /** Marked as forwarded, a create is made by the node it reaches: how a test puts a sandbox on a given node. */
-  const pinned = (node: Node) => ({ ...opts(node), apiHeaders: { "X-Burrow-Forwarded-By": "test" } });
+  let signing: ForwardSigning;
+  /** Marked as forwarded (signed), a create is made by the node it reaches: how a test puts a sandbox on a given node. */
+  const pinned = (node: Node) => ({ ...opts(node), apiHeaders: signing.headers("POST", "/v2/sandboxes") });
   const cli = (node: Node, args: string[]) =>
     runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: url(node), E2B_SANDBOX_URL: url(node) } });
   const sandboxes = new Set<string>();
@@ -112,6 +115,7 @@ describe("placement of creates over three nodes", () => {
       }),
     );
     for (const result of started) if (result.status === "rejected") throw result.reason;
+    signing = await clusterSigning(nats.urls);
     // Every node sees the three up, with the templates they have.
     for (const node of nodes) {
       await until(`${node.name} sees three nodes`, async () => {
@@ -159,7 +163,7 @@ describe("placement of creates over three nodes", () => {
     // Even a create another node forwards to it is refused, in the API's error shape.
     const refused = await fetch(`${url(c)}/sandboxes`, {
       method: "POST",
-      headers: { "X-API-Key": API_KEY, "content-type": "application/json", "X-Burrow-Forwarded-By": "test" },
+      headers: { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes") },
       body: JSON.stringify({ templateID: "base" }),
     });
     expect(refused.status).toBe(503);

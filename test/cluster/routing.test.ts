@@ -14,6 +14,8 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
+import { clusterSigning } from "./forward-pin.js";
+import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
@@ -98,6 +100,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
   const cli = (node: Node, args: string[]) =>
     runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: `http://127.0.0.1:${node.port}`, E2B_SANDBOX_URL: `http://127.0.0.1:${node.port}` } });
   const sandboxes: Sandbox[] = [];
+  let signing: ForwardSigning;
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
@@ -116,6 +119,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
         });
       }),
     );
+    signing = await clusterSigning(nats.urls);
   });
 
   afterAll(async () => {
@@ -209,8 +213,12 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     const byHeaders = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000" });
     expect(byHeaders).toEqual({ status: 200, body: "served by a sandbox on node B\n" });
     // What another node already forwarded is answered where it arrives, never forwarded again (no loops).
-    const marked = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", "X-Burrow-Forwarded-By": "node-b" });
+    const marked = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", ...signing.headers("GET", "/index.html") });
     expect(marked.status).toBe(502);
+    // A client's mark without the cluster's signature (or with one for another path) is ignored: forwarded as any.
+    for (const forged of [{ "X-Burrow-Forwarded-By": "node-b" }, signing.headers("GET", "/other.html")]) {
+      expect(await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", ...forged })).toEqual(byHeaders);
+    }
 
     // An upgraded connection (as WebSockets are) to the sandbox through A.
     await viaA.files.write("/home/user/upgrade-echo.py", UPGRADE_ECHO);
@@ -232,7 +240,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     const v1 = await fetch(`http://127.0.0.1:${a.port}/sandboxes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
     expect(v1.map((s) => s.sandboxID).sort()).toEqual([onA.sandboxId, onB.sandboxId].sort());
     // Node B alone lists only its own.
-    const fromB = await fetch(`http://127.0.0.1:${b.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, "X-Burrow-Forwarded-By": "test" } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
+    const fromB = await fetch(`http://127.0.0.1:${b.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes") } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
     expect(fromB.map((s) => s.sandboxID)).toEqual([onB.sandboxId]);
 
     // A fork through A happens on B (where the layers are); its child is recorded as B's and usable through A.
@@ -302,7 +310,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     expect((await viaA.commands.run("echo still here")).stdout).toBe("still here\n");
     await waitForHeartbeats(Date.now());
     const after = (await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId).sort();
-    const own = async (node: Node) => (await fetch(`http://127.0.0.1:${node.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, "X-Burrow-Forwarded-By": "test" } })).text();
+    const own = async (node: Node) => (await fetch(`http://127.0.0.1:${node.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes") } })).text();
     const diag = `before ${before.map((s) => s.sandboxId)} created ${created!.sandboxId} A ${await own(a)} B ${await own(b)} nodes ${(await cli(a, ["node", "list", "--json"])).stdout}`;
     expect(after, diag).toEqual([...before.map((s) => s.sandboxId), created!.sandboxId].sort());
     const listed = await cli(a, ["node", "list", "--json"]);

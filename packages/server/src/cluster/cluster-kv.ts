@@ -20,6 +20,8 @@ export const LOSSES_BUCKET = "burrow_node_losses";
 /** Teams, by team id, and API keys (their hashes), by public id (team-sync.ts). */
 export const TEAMS_BUCKET = "burrow_teams";
 export const KEYS_BUCKET = "burrow_keys";
+/** Cluster-wide settings made once: the forwarding secret (forward-secret.ts). */
+export const SETTINGS_BUCKET = "burrow_cluster";
 
 export interface ClusterKv {
   readonly nc: NatsConnection;
@@ -30,6 +32,7 @@ export interface ClusterKv {
   readonly losses: KV;
   readonly teams: KV;
   readonly keys: KV;
+  readonly settings: KV;
   close(): Promise<void>;
 }
 
@@ -63,7 +66,8 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     const losses = await whenClusterAnswers(`open bucket ${LOSSES_BUCKET}`, () => bucket(kvm, LOSSES_BUCKET, replicas), { logger });
     const teams = await whenClusterAnswers(`open bucket ${TEAMS_BUCKET}`, () => bucket(kvm, TEAMS_BUCKET, replicas), { logger });
     const keys = await whenClusterAnswers(`open bucket ${KEYS_BUCKET}`, () => bucket(kvm, KEYS_BUCKET, replicas), { logger });
-    return { nc, jsm, nodes, owners, losses, teams, keys, close: () => nc.close() };
+    const settings = await whenClusterAnswers(`open bucket ${SETTINGS_BUCKET}`, () => bucket(kvm, SETTINGS_BUCKET, replicas), { logger });
+    return { nc, jsm, nodes, owners, losses, teams, keys, settings, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw clusterError(err, "open the cluster's buckets");

@@ -9,11 +9,14 @@ import type { ClusterConfig } from "./cluster-config.js";
 import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
 import { CreatePlacement, type LocalFacts } from "./create-placement.js";
 import { ClusterTemplates, type ClusterTemplatesOptions } from "./cluster-templates.js";
+import { ForwardSigning } from "./forwarded-header.js";
+import { loadForwardKey } from "./forward-secret.js";
 import { ClusterForwarder } from "./forwarder.js";
 import { LostSweep } from "./lost-sweep.js";
 import { Membership } from "./membership.js";
 import { sampleNodeLoad, type LoadSources } from "./node-load.js";
 import { ownedOrchestrator } from "./owned-orchestrator.js";
+import { whenClusterAnswers } from "./cluster-retry.js";
 import { RecentCreates } from "./recent-creates.js";
 import { syncOwnership } from "./ownership-sync.js";
 import type { LocalSandboxes } from "./reconcile.js";
@@ -47,6 +50,7 @@ export class ClusterNode {
     try {
       let owners: SandboxOwners | undefined;
       let node: ClusterNode | undefined;
+      const signing = new ForwardSigning(await whenClusterAnswers("read the cluster's forwarding secret", () => loadForwardKey(kv.settings), { logger }), config.nodeName);
       const membership = await Membership.open({
         kv: kv.nodes,
         nodeName: config.nodeName,
@@ -55,6 +59,7 @@ export class ClusterNode {
         downAfterMs: config.downAfterMs,
         load: () => sampleNodeLoad(deps),
         logger,
+        signing,
         // Both watches share the connection and its fate: the owners' mirror is restarted with the nodes'.
         onStaleWatch: async () => {
           await Promise.all([owners?.restartWatch(), node?.restartTeamWatches()]);

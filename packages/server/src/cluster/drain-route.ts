@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { drainNode, type DrainableSandboxes } from "./drain.js";
-import { FORWARDED_HEADER, isForwarded } from "./forwarded-header.js";
+import { isForwarded } from "./forwarded-header.js";
 import type { Membership } from "./membership.js";
 
 interface DrainBody {
@@ -44,7 +44,7 @@ export function registerDrainRoute(app: FastifyInstance, membership: Membership,
       if (!view) throw new BurrowError(Code.NotFound, `node "${name}" is not in the cluster`, { reason: "node_not_found" });
       if (isForwarded(request.headers)) throw new BurrowError(Code.FailedPrecondition, `this is node ${membership.nodeName}, not ${name}`, { reason: "wrong_node" });
       if (view.status !== "up") throw new BurrowError(Code.Unavailable, `node ${name} is down: it cannot pause its sandboxes`, { reason: "node_down" });
-      const headers: Record<string, string> = { "content-type": "application/json", [FORWARDED_HEADER]: membership.nodeName };
+      const headers: Record<string, string> = { "content-type": "application/json", ...membership.signing.headers("POST", request.url) };
       for (const header of ["x-api-key", "authorization"]) {
         const value = request.headers[header];
         if (typeof value === "string") headers[header] = value;

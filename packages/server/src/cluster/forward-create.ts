@@ -1,8 +1,8 @@
 // A create sent on to the node placement chose: the same method, path and body (as parsed: validation only ever
-// adds defaults the receiving node would add too) with the caller's headers, marked forwarded so that the node
+// adds defaults the receiving node would add too) with the caller's headers, marked forwarded (signed) so that the node
 // creates it itself. Its answer comes back as it was given: status, body and the headers that describe them.
 import type { FastifyRequest } from "fastify";
-import { FORWARDED_HEADER } from "./forwarded-header.js";
+import type { ForwardSigning } from "./forwarded-header.js";
 
 export type ForwardedAnswer =
   | { kind: "answer"; status: number; headers: Record<string, string>; body: string }
@@ -17,14 +17,14 @@ const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "E
 /** Headers of the connection or of a body that is re-encoded: not passed either way. */
 const HOP_HEADERS = new Set(["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "expect", "content-encoding", "accept-encoding"]);
 
-export async function forwardCreate(apiUrl: string, self: string, request: FastifyRequest, signal: AbortSignal): Promise<ForwardedAnswer> {
+export async function forwardCreate(apiUrl: string, signing: ForwardSigning, request: FastifyRequest, signal: AbortSignal): Promise<ForwardedAnswer> {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || HOP_HEADERS.has(name)) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
   headers.set("content-type", "application/json");
-  headers.set(FORWARDED_HEADER, self);
+  for (const [name, value] of Object.entries(signing.headers("POST", request.url))) headers.set(name, value);
   try {
     const res = await fetch(`${apiUrl}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body ?? {}), signal });
     const body = await res.text();

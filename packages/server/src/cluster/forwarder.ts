@@ -17,7 +17,7 @@ import { proxyUpgrade } from "../gateway/proxy-upgrade.js";
 import { goneBody, jsonAnswer, sendJson, sendRawJson } from "../gateway/responses.js";
 import type { GatewayAnswer } from "../gateway/retry-answer.js";
 import { routeRequest } from "../gateway/route.js";
-import { FORWARDED_HEADER, isForwarded } from "./forwarded-header.js";
+import { isForwarded } from "./forwarded-header.js";
 import { fanOutList, isListRequest } from "./list-fanout.js";
 import { rememberKill } from "./lost-kill.js";
 import type { Membership } from "./membership.js";
@@ -64,6 +64,8 @@ export class ClusterForwarder {
    * this node answers it, for a request taken while its owner was being looked up. Never throws.
    */
   handleRequest(req: IncomingMessage, res: ServerResponse, local: () => void): boolean {
+    // First: a client's forwarded mark must be gone before anything (this, the create route) reads it.
+    this.#d.membership.signing.admit(req);
     try {
       const target = this.#target(req);
       if (!target) return false;
@@ -98,6 +100,7 @@ export class ClusterForwarder {
 
   /** The same for WebSocket (and other upgrade) requests. */
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, local: () => void): boolean {
+    this.#d.membership.signing.admit(req);
     try {
       const target = this.#target(req);
       if (!target || target.kind !== "sandbox") return false;
@@ -183,7 +186,7 @@ export class ClusterForwarder {
   }
 
   #forwardHttp(req: IncomingMessage, res: ServerResponse, node: string, upstream: Upstream, sandboxId: string): void {
-    markForwarded(req, this.#d.membership.nodeName);
+    this.#d.membership.signing.mark(req);
     proxyHttp(req, res, {
       target: upstream,
       agent: this.#connections.agent(node),
@@ -195,7 +198,7 @@ export class ClusterForwarder {
   }
 
   #forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, node: string, upstream: Upstream, sandboxId: string): void {
-    markForwarded(req, this.#d.membership.nodeName);
+    this.#d.membership.signing.mark(req);
     proxyUpgrade(req, socket, head, {
       target: upstream,
       track: (...items) => this.#connections.track(node, ...items),
@@ -209,10 +212,4 @@ export class ClusterForwarder {
     const why = failure.kind === "upstream" ? `${failure.failure.kind}: ${failure.failure.code}` : failure.kind;
     return jsonAnswer(502, JSON.stringify({ code: 502, message: `node ${node}, which has sandbox ${sandboxId}, could not be reached (${why})` }));
   }
-}
-
-/** Both views of the head: proxyHttp sends rawHeaders, proxyUpgrade the headers object. */
-function markForwarded(req: IncomingMessage, nodeName: string): void {
-  req.rawHeaders.push(FORWARDED_HEADER, nodeName);
-  req.headers[FORWARDED_HEADER] = nodeName;
 }

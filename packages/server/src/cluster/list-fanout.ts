@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Logger } from "pino";
 import { sendJson } from "../gateway/responses.js";
-import { FORWARDED_HEADER } from "./forwarded-header.js";
+import type { ForwardSigning } from "./forwarded-header.js";
 import type { Membership } from "./membership.js";
 
 /** Per node: its whole answer must arrive within this, or the list fails (503) rather than hang. */
@@ -26,13 +26,13 @@ export function isListRequest(req: IncomingMessage): boolean {
 }
 
 /** Request headers passed on to each node: all but the connection's own and the body's. */
-function passedHeaders(req: IncomingMessage, nodeName: string): Headers {
+function passedHeaders(req: IncomingMessage, signing: ForwardSigning): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || ["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade"].includes(name)) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
-  headers.set(FORWARDED_HEADER, nodeName);
+  for (const [name, value] of Object.entries(signing.headers("GET", req.url ?? "/"))) headers.set(name, value);
   return headers;
 }
 
@@ -45,7 +45,7 @@ export async function fanOutList(req: IncomingMessage, res: ServerResponse, memb
     const nodes = membership.list().filter((n) => n.status === "up" || n.name === me);
     const answers = await Promise.all(
       nodes.map(async (node) => {
-        const answer = await fetch(`${node.apiUrl}${req.url}`, { headers: passedHeaders(req, me), signal: AbortSignal.timeout(NODE_TIMEOUT_MS) }).then(
+        const answer = await fetch(`${node.apiUrl}${req.url}`, { headers: passedHeaders(req, membership.signing), signal: AbortSignal.timeout(NODE_TIMEOUT_MS) }).then(
           async (r) => ({ node: node.name, status: r.status, headers: r.headers, body: await r.text() }),
           (err: unknown) => ({ node: node.name, status: 0, headers: new Headers(), body: String(err) }),
         );

@@ -6,6 +6,8 @@ import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
+import { randomBytes } from "node:crypto";
+import { ForwardSigning } from "./forwarded-header.js";
 import { decodeNodeRecord, encodeNodeRecord, NODE_RECORD_VERSION, type NodeLoad, type NodeRecord, type NodeView } from "./node-record.js";
 import { WatchedBucket, type MirroredEntry } from "./watched-bucket.js";
 
@@ -22,6 +24,11 @@ export interface MembershipOptions {
   downAfterMs: number;
   load: () => Promise<NodeLoad>;
   logger: Logger;
+  /**
+   * How this node marks what it sends to other nodes (forwarded-header.ts), keyed from the cluster's secret; without
+   * it a key of this node's own (no other node accepts what it forwards: for membership alone).
+   */
+  signing?: ForwardSigning;
   /**
    * Called when this node's own heartbeats stop coming back through the watch although they are written: the
    * cluster's watches have gone silent and must be restarted. Called at most once per down window.
@@ -68,6 +75,11 @@ export class Membership {
 
   get nodeName(): string {
     return this.#o.nodeName;
+  }
+
+  /** How this node marks (signs) what it sends to other nodes, and checks what they send. */
+  get signing(): ForwardSigning {
+    return (this.#o.signing ??= new ForwardSigning(randomBytes(32), this.#o.nodeName));
   }
 
   /** Every node the bucket knows, by name. */

@@ -1,0 +1,127 @@
+// Trust and teams across two Burrow nodes (the real CLI, own state directories and subnets) on a 3-server NATS
+// JetStream cluster on the loopback, with the official e2b SDK. A client's `X-Burrow-Forwarded-By` (unsigned, or
+// signed for another request) no longer pins a create to the node it reached: placement happens; a mark signed with
+// the cluster's key, as nodes send them, is still honoured.
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Sandbox } from "e2b";
+import { connect } from "@nats-io/transport-node";
+import { Kvm } from "@nats-io/kv";
+import { NatsCluster } from "./nats-cluster.js";
+import { clusterSigning } from "./forward-pin.js";
+import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
+import { tearDownServers } from "../helpers/tear-down.js";
+import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+
+const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
+const DOWN_AFTER_MS = 4_000;
+
+interface Node {
+  name: string;
+  instance: TestInstance;
+  port: number;
+  server?: ServerProcess;
+}
+
+async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+describe("forwarded marks, team quotas and lost events across two nodes", () => {
+  let nats: NatsCluster;
+  let signing: ForwardSigning;
+  const nodes: Node[] = [];
+  for (const name of ["node-a", "node-b"]) {
+    let instance = newTestInstance(`tm${name.slice(-1)}`);
+    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
+      rmSync(instance.stateDir, { recursive: true, force: true });
+      instance = newTestInstance(`tm${name.slice(-1)}`);
+    }
+    nodes.push({ name, instance, port: 0 });
+  }
+  const [a, b] = nodes as [Node, Node];
+  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
+  const opts = (node: Node, apiKey = API_KEY) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
+  const made = new Set<string>();
+
+  const ownerOf = async (sandboxId: string): Promise<{ node: string; lostAt?: string } | undefined> => {
+    const nc = await connect({ servers: nats.urls });
+    try {
+      const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
+      return entry?.operation === "PUT" ? entry.json<{ node: string; lostAt?: string }>() : undefined;
+    } finally {
+      await nc.close();
+    }
+  };
+  const cordon = (node: Node, what: "cordon" | "uncordon", via: Node) => fetch(`${url(via)}/burrow/v1/nodes/${node.name}/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
+  const knowsCordon = async (node: Node, cordoned: boolean) => {
+    const seen = (await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ name: string; cordoned: boolean }> };
+    return seen.nodes.find((n) => n.name === node.name)?.cordoned === cordoned;
+  };
+
+  beforeAll(async () => {
+    nats = await NatsCluster.start(3);
+    const started = await Promise.allSettled(
+      nodes.map(async (node, i) => {
+        node.port = await freePort();
+        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
+        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
+          BURROW_API_KEY: API_KEY,
+          BURROW_CLUSTER_HEARTBEAT_MS: "500",
+          BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS),
+          BURROW_CLUSTER_REPLICAS: "3",
+        });
+      }),
+    );
+    for (const result of started) if (result.status === "rejected") throw result.reason;
+    for (const node of nodes) {
+      await until(`${node.name} sees both nodes up with base`, async () => {
+        const seen = ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ status: string; load: { templates?: string[] } }> }).nodes;
+        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
+      }, 60_000);
+    }
+    signing = await clusterSigning(nats.urls);
+  }, 600_000);
+
+  afterAll(async () => {
+    const kills = () => Promise.allSettled([...made].flatMap((id) => nodes.filter((n) => n.server).map((n) => Sandbox.kill(id, opts(n)))));
+    await tearDownServers(nodes, { before: [kills], after: [() => nats?.stop()] });
+  }, 300_000);
+
+  it("a client's forwarded mark does not pin a create; a node's signed mark does", { timeout: 300_000 }, async () => {
+    // A cordoned: a create through A can only be placed on B; one A is made to make itself is refused.
+    expect((await cordon(a, "cordon", b)).status).toBe(200);
+    await until("A knows it is cordoned", () => knowsCordon(a, true));
+    try {
+      // Unsigned, and signed by the cluster for another request (the SDK creates with POST /v2/sandboxes): both
+      // ignored, so the create is placed on B.
+      for (const forged of [{ "X-Burrow-Forwarded-By": "node-b" }, signing.headers("POST", "/sandboxes")]) {
+        const sandbox = await Sandbox.create("base", { ...opts(a), apiHeaders: forged, timeoutMs: 120_000 }).catch((err: unknown) => {
+          throw new Error(`${String(err)}\nA: ${a.server!.output().slice(-3000)}\nB: ${b.server!.output().slice(-3000)}`);
+        });
+        made.add(sandbox.sandboxId);
+        expect(await ownerOf(sandbox.sandboxId), JSON.stringify(Object.keys(forged))).toMatchObject({ node: "node-b" });
+      }
+      // Signed as a node signs what it forwards: A makes it itself, hence refuses (cordoned).
+      const pinned = await fetch(`${url(a)}/sandboxes`, {
+        method: "POST",
+        headers: { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes") },
+        body: JSON.stringify({ templateID: "base" }),
+      });
+      expect(pinned.status).toBe(503);
+      expect(await pinned.json()).toEqual({ code: 503, message: "node node-a is cordoned: it takes no new sandboxes" });
+    } finally {
+      await cordon(a, "uncordon", b);
+    }
+    await until("A knows it is uncordoned", () => knowsCordon(a, false));
+    for (const id of made) await Sandbox.kill(id, opts(a));
+    made.clear();
+  });
+});
