@@ -20,6 +20,8 @@ import { median, report } from "./lib/stats.mjs";
 
 const ROUNDS = Number(process.env.BENCH_FORK_ROUNDS ?? 3);
 const CHILDREN = 10;
+// Prepared sandboxes kept by the server (pool.shells): 0 measures children launched from nothing.
+const SHELLS = Number(process.env.BENCH_FORK_SHELLS ?? CHILDREN);
 const WRITTEN_MB = 100;
 const TICKS = "/home/user/ticks.txt";
 /** Gaps shorter than this are not recorded by the ticker (it sleeps 1 ms between ticks). */
@@ -105,7 +107,9 @@ export async function runForkBenchmarks() {
       if (msg === "sandbox launched") launches.push(obj);
     },
   };
-  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool: { template: "base", size: 0 }, orchestratorLogger }).catch((error) => {
+  // As many prepared sandboxes as children: each child takes one and gets the fork's root (launcher --swap-root).
+  const pool = { template: "base", size: 0, shells: SHELLS };
+  const burrow = await startBurrow({ stateDir, instance, subnet: freeSubnet(), pool, orchestratorLogger }).catch((error) => {
     rmSync(stateDir, { recursive: true, force: true });
     throw error;
   });
@@ -128,6 +132,7 @@ export async function runForkBenchmarks() {
     const copyMs = [];
     for (let round = 0; round < ROUNDS; round++) {
       // Forks: the request, then every child answering a command.
+      await burrow.orchestrator.warmPoolReady();
       const forkStart = nowNs();
       const results = await source.fork({ count: CHILDREN, timeoutMs: 600_000 });
       const forkAnswered = nowNs();
@@ -150,7 +155,8 @@ export async function runForkBenchmarks() {
       copyMs.push(ms(nowNs() - copyStart));
       rmSync(copyTo, { recursive: true, force: true });
 
-      // Baseline: 10 plain creates started together, each answering a command.
+      // Baseline: 10 plain creates started together, each answering a command (from prepared sandboxes too).
+      await burrow.orchestrator.warmPoolReady();
       const createStart = nowNs();
       const created = await Promise.all(
         Array.from({ length: CHILDREN }, async () => {

@@ -15,6 +15,7 @@ const WARM_RUNS = Number(process.env.BENCH_WARM_RUNS ?? 20);
 const RTT_RUNS = Number(process.env.BENCH_RTT_RUNS ?? 200);
 const IDLE_SANDBOXES = Number(process.env.BENCH_IDLE_SANDBOXES ?? 100);
 const POOL_SIZE = 4;
+const SHELLS = 4;
 
 function spawnOnce(cmd, args) {
   return new Promise((resolve, reject) => {
@@ -41,6 +42,8 @@ export async function runSandboxBenchmarks() {
   const subnet = freeSubnet();
   const burrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: 0 } });
   const { opts } = burrow;
+  /** Cold creates (no pool, no prepared sandbox): the baseline of the prepared-sandbox figure further down. */
+  const cold = [];
   try {
     process.stdout.write("\n== sandboxes (official e2b SDK → Burrow) ==\n");
     process.stdout.write(`load average at start: ${loadAverage()} (${cpus().length} CPUs)\n`);
@@ -52,7 +55,6 @@ export async function runSandboxBenchmarks() {
       spawnOnce("bwrap", ["--unshare-all", "--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "/bin/true"]),
     );
 
-    const cold = [];
     for (let i = 0; i < COLD_RUNS; i++) {
       let sandbox;
       cold.push(await timeMs(async () => (sandbox = await Sandbox.create("base", opts))));
@@ -130,7 +132,7 @@ export async function runSandboxBenchmarks() {
   }
 
   // Warm pool: a fresh server with a pool; each create claims a ready sandbox.
-  const warmBurrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: POOL_SIZE } });
+  const warmBurrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: POOL_SIZE, shells: 0 } });
   try {
     await warmBurrow.orchestrator.warmPoolReady();
     const warm = [];
@@ -145,9 +147,27 @@ export async function runSandboxBenchmarks() {
     );
     report("create, warm pool, p50", median(warm), "ms", median(bareNs), "unshare /bin/true", "≤ 10 ms");
     report("create, warm pool, p95", percentile(warm, 95), "ms", percentile(bareNs, 95), "unshare /bin/true p95");
-    process.stdout.write(`load average at end: ${loadAverage()}\n`);
   } finally {
     await stopBurrow(warmBurrow);
+  }
+
+  // Prepared sandboxes: no pool of the template, SHELLS sandboxes running on a first root; a create takes one and
+  // swaps the template's root in (launcher --swap-root). Beside it, cold launches in the same run.
+  const shellBurrow = await startBurrow({ stateDir, instance, subnet, pool: { template: "base", size: 0, shells: SHELLS } });
+  try {
+    await shellBurrow.orchestrator.warmPoolReady();
+    const fromShell = [];
+    for (let i = 0; i < WARM_RUNS; i++) {
+      await shellBurrow.orchestrator.warmPoolReady();
+      let sandbox;
+      fromShell.push(await timeMs(async () => (sandbox = await Sandbox.create("base", shellBurrow.opts))));
+      await sandbox.kill();
+    }
+    report("create of a template without a pool, from a prepared sandbox, p50", median(fromShell), "ms", median(cold), "cold launch (above)", "≤ 50 ms");
+    report("create of a template without a pool, from a prepared sandbox, p95", percentile(fromShell, 95), "ms", percentile(cold, 95), "cold launch p95");
+    process.stdout.write(`load average at end: ${loadAverage()}\n`);
+  } finally {
+    await stopBurrow(shellBurrow);
     rmSync(stateDir, { recursive: true, force: true });
   }
 }

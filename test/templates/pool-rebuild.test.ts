@@ -41,8 +41,9 @@ describe("warm pool across rebuilds of its template", () => {
     const out: Pooled[] = [];
     for (const sandboxId of readdirSync(dir)) {
       try {
-        const record = JSON.parse(readFileSync(join(dir, sandboxId, "sandbox.json"), "utf8")) as { pooled: boolean; pid: number };
-        if (record.pooled) out.push({ sandboxId, pid: record.pid });
+        const record = JSON.parse(readFileSync(join(dir, sandboxId, "sandbox.json"), "utf8")) as { pooled: boolean; pid: number; templateId: string };
+        // Prepared sandboxes ("shells", template "*") are a pool of their own.
+        if (record.pooled && record.templateId !== "*") out.push({ sandboxId, pid: record.pid });
       } catch {
         // Being created or removed.
       }

@@ -37,8 +37,9 @@ async function metrics(): Promise<string> {
 /** Creates counted by the orchestrator, by where their sandbox came from. */
 async function claims(): Promise<{ pool: number; launch: number }> {
   const counts = { pool: 0, launch: 0 };
-  for (const m of (await metrics()).matchAll(/^burrow_sandbox_claim_duration_seconds_count\{source="(pool|launch)"\} (\d+)/gm)) {
-    counts[m[1] as "pool" | "launch"] = Number(m[2]);
+  // A prepared sandbox given the template's root ("shell") is not a pooled sandbox of the template: a launch here.
+  for (const m of (await metrics()).matchAll(/^burrow_sandbox_claim_duration_seconds_count\{source="(pool|shell|launch)"\} (\d+)/gm)) {
+    counts[m[1] === "pool" ? "pool" : "launch"] += Number(m[2]);
   }
   return counts;
 }

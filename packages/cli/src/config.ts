@@ -14,6 +14,8 @@ export const DEFAULT_INSTANCE = "main";
 export const DEFAULT_SUBNET = "10.213.0.0/16";
 /** Idle sandboxes `burrow up` keeps ready: a create takes one instead of starting a sandbox. */
 export const DEFAULT_POOL_SIZE = 2;
+/** Prepared sandboxes `burrow up` keeps (with a pool): a create of a template without a ready sandbox takes one. */
+export const DEFAULT_POOL_SHELLS = 2;
 export const DEFAULT_BUS = "embedded";
 export const DEFAULT_LOG_LEVEL = "info";
 /** Where client commands find the API when E2B_API_URL is unset: `burrow up`'s default address. */

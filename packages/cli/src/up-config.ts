@@ -25,6 +25,7 @@ export interface UpFlags {
   subnet?: string | undefined;
   poolSize?: string | undefined;
   poolSizes?: string | undefined;
+  poolShells?: string | undefined;
   memoryPauseMaxAgeMs?: string | undefined;
   bus?: string | undefined;
   host?: string | undefined;
@@ -53,6 +54,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
   if (flags.stateDir?.trim() === "") throw usageError("--state-dir must not be empty");
   const poolSize = optionalInteger("--pool-size", flags.poolSize);
   const poolSizes = flags.poolSizes === undefined ? undefined : parsePoolSizes("--pool-sizes", flags.poolSizes);
+  const poolShells = optionalInteger("--pool-shells", flags.poolShells);
   const port = optionalInteger("--port", flags.port, { max: 65_535 });
   const modelGatewayPort = optionalInteger("--model-gateway-port", flags.modelGatewayPort, { max: 65_535 });
   const memoryPauseMaxAgeMs = optionalInteger("--memory-pause-max-age-ms", flags.memoryPauseMaxAgeMs, { min: 1 });
@@ -65,7 +67,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
     const orchestrator = resolveOrchestratorConfig(
       {
         ...defined({ stateDir: flags.stateDir, instance: flags.instance, subnet: flags.subnet, memoryPauseMaxAgeMs }),
-        pool: defined({ size: poolSize, sizes: poolSizes }),
+        pool: defined({ size: poolSize, sizes: poolSizes, shells: poolShells }),
       },
       env,
     );

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import * as orchestrator from "@burrow/orchestrator";
 import * as server from "@burrow/server";
 import { CliError } from "../src/cli-error.js";
-import { DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET, resolveCliConfig } from "../src/config.js";
+import { DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SHELLS, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET, resolveCliConfig } from "../src/config.js";
 import { resolveDownConfig, resolveUpConfig } from "../src/up-config.js";
 
 function usageErrorOf(fn: () => unknown): CliError {
@@ -24,6 +24,9 @@ describe("defaults in --help", () => {
     const resolved = resolveUpConfig({}, {});
     expect(resolved.orchestrator).toMatchObject({ stateDir: DEFAULT_STATE_DIR, instance: DEFAULT_INSTANCE, subnet: DEFAULT_SUBNET });
     expect(resolved.orchestrator.pool.size).toBe(DEFAULT_POOL_SIZE);
+    expect(resolved.orchestrator.pool.shells).toBe(DEFAULT_POOL_SHELLS);
+    expect(DEFAULT_POOL_SHELLS).toBe(orchestrator.DEFAULT_POOL_SHELLS);
+    expect(resolveUpConfig({ poolShells: "5" }, {}).orchestrator.pool.shells).toBe(5);
     expect(resolved.bus).toEqual({ kind: DEFAULT_BUS });
     expect(DEFAULT_STATE_DIR).toBe(orchestrator.DEFAULT_STATE_DIR);
     expect(DEFAULT_STATE_DIR).toBe(server.DEFAULT_STATE_DIR);

@@ -38,7 +38,7 @@ static int parse_num(const char *s, unsigned long *out) {
 }
 
 /* Field 22 (starttime) of /proc/PID/stat; the comm field may hold spaces and parentheses, so count from the last ')'. */
-static int start_time_of(unsigned long pid, unsigned long long *out) {
+int start_time_of(unsigned long pid, unsigned long long *out) {
   char path[64], buf[1024];
   snprintf(path, sizeof path, "/proc/%lu/stat", pid);
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -56,7 +56,7 @@ static int start_time_of(unsigned long pid, unsigned long long *out) {
   return 0;
 }
 
-static int open_ns(unsigned long pid, const char *which) {
+int open_ns(unsigned long pid, const char *which) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%lu/%s", pid, which);
   return open(path, O_RDONLY | O_CLOEXEC);

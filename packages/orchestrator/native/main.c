@@ -26,8 +26,7 @@
 static int out_fd = 1;
 char *g_arg_start, *g_arg_end;
 
-static void die(const char *step, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
-static void die(const char *step, const char *fmt, ...) {
+void die(const char *step, const char *fmt, ...) {
   int saved = errno;
   char what[512], text[768];
   va_list ap;
@@ -65,7 +64,7 @@ static void join_cgroups(const struct config *cfg) {
 
 /* The upper's root directory is the sandbox's "/": it must belong to sandbox root, or root inside
  * sees "/" as owned by nobody. A freshly created upper is owned by host root, so shift it. */
-static void own_upper(const struct config *cfg) {
+void own_upper(const struct config *cfg) {
   struct stat st;
   if (stat(cfg->upper, &st)) die("upper", "stat %s", cfg->upper);
   if (!S_ISDIR(st.st_mode)) {
@@ -101,7 +100,7 @@ static const char *under(char *buf, size_t len, int parent, const char *path) {
   return buf;
 }
 
-static void mount_overlay(const struct config *cfg) {
+void mount_overlay(const struct config *cfg) {
   int userns = -1;
   char upper_buf[32], work_buf[32], lower_buf[32];
   const char *upper = cfg->upper, *work = cfg->work;
@@ -178,6 +177,7 @@ int main(int argc, char **argv) {
   /* Nothing the caller leaked to us may reach the sandbox. */
   close_range(3, ~0U, 0);
   if (argc > 1 && strcmp(argv[1], "--attach-volumes") == 0) return attach_main(argc, argv);
+  if (argc > 1 && strcmp(argv[1], "--swap-root") == 0) return swap_main(argc, argv);
   g_arg_start = argv[0];
   g_arg_end = argv[argc - 1] + strlen(argv[argc - 1]) + 1;
   struct config cfg;

@@ -118,6 +118,16 @@ int attach_volumes(const struct config *cfg, struct msg *m);
 void close_volume_trees(const struct config *cfg);
 /* attach.c: the --attach-volumes mode (argv[1]), run instead of a launch; returns the exit code. */
 int attach_main(int argc, char **argv);
+/* Field 22 of /proc/PID/stat (0, or -1), and an O_RDONLY fd of /proc/PID/<which> (or -1). */
+int start_time_of(unsigned long pid, unsigned long long *out);
+int open_ns(unsigned long pid, const char *which);
+/* swap.c: the --swap-root mode (argv[1]): a running sandbox's "/" becomes a new overlay; returns the exit code. */
+int swap_main(int argc, char **argv);
+/* main.c: report {"error","step"} on stdout and exit 1; the overlay of cfg mounted at cfg->merged (dies on failure). */
+void die(const char *step, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+void mount_overlay(const struct config *cfg);
+/* main.c: the upper's root made sandbox root's (the merged root's owner comes from it; dies on failure). */
+void own_upper(const struct config *cfg);
 
 /* mask.c */
 int mask_kernel_files(struct msg *m);

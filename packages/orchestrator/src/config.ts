@@ -18,6 +18,13 @@ export interface PoolConfig {
    * pool's own template takes `size`; other names are not pooled.
    */
   sizes?: Readonly<Record<string, number>>;
+  /**
+   * Prepared sandboxes of no template yet ("shells"): started on the pool's template with a writable layer of their
+   * own, they give a create of any template that has no ready sandbox of its own the template's root in place of
+   * theirs (launcher --swap-root), so init, envd and the network are already up. 0 disables them.
+   * @default 2 while `size` > 0, else 0 (env BURROW_POOL_SHELLS)
+   */
+  shells?: number;
 }
 
 /** A range of host uids: base … base+count-1. */
@@ -139,6 +146,7 @@ export const DEFAULT_SUBNET = "10.213.0.0/16";
 export const DEFAULT_POOL_TEMPLATE = "base";
 /** Idle sandboxes kept ready: a create takes one instead of starting a sandbox. */
 export const DEFAULT_POOL_SIZE = 2;
+export const DEFAULT_POOL_SHELLS = 2;
 export const DEFAULT_UID_BASE = 100_000;
 export const DEFAULT_UID_COUNT = 65_536;
 // Owners and per-sandbox ranges share 0x70000000…0x7FFDFFFF: above the container ranges other tools pick from
@@ -183,6 +191,8 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
   const [subnetSource, subnet] = setting("subnet", input.subnet, "BURROW_SUBNET") ?? ["subnet", DEFAULT_SUBNET];
   checkSubnet(subnetSource, subnet);
   const poolSize = setting("pool.size", input.pool?.size, "BURROW_POOL_SIZE");
+  const resolvedPoolSize = poolSize ? nonNegativeInteger(...poolSize) : DEFAULT_POOL_SIZE;
+  const shells = setting("pool.shells", input.pool?.shells, "BURROW_POOL_SHELLS");
   const memoryPauseMaxAge = setting("memoryPauseMaxAgeMs", input.memoryPauseMaxAgeMs, "BURROW_MEMORY_PAUSE_MAX_AGE_MS");
   const uidBase = input.uidBase ?? DEFAULT_UID_BASE;
   const uidCount = input.uidCount ?? DEFAULT_UID_COUNT;
@@ -227,8 +237,9 @@ export function resolveOrchestratorConfig(input: OrchestratorConfigInput = {}, e
     uidRangesBase,
     pool: Object.freeze({
       template: input.pool?.template ?? DEFAULT_POOL_TEMPLATE,
-      size: poolSize ? nonNegativeInteger(...poolSize) : DEFAULT_POOL_SIZE,
+      size: resolvedPoolSize,
       sizes: poolSizes(input.pool?.sizes, env),
+      shells: shells ? nonNegativeInteger(...shells) : resolvedPoolSize > 0 ? DEFAULT_POOL_SHELLS : 0,
     }),
     defaultLimits: Object.freeze({ ...DEFAULT_LIMITS, ...input.defaultLimits }),
     envdReadyTimeoutMs: input.envdReadyTimeoutMs ?? 15_000,

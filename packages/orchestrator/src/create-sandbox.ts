@@ -24,6 +24,7 @@ import { ensureShippedTemplate, isShippedTemplate } from "./templates/shipped-te
 import { startTemplateProcess } from "./templates/start-template-process.js";
 import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
 import type { SandboxLimits } from "./types.js";
+import type { Logger } from "./logger.js";
 
 export interface CreateSandboxDeps {
   templates: TemplateStore;
@@ -34,6 +35,7 @@ export interface CreateSandboxDeps {
   live: LiveSandboxes;
   /** The egress CA sandboxes trust (egress/sandbox-trust.ts), when header transforms are on. */
   sandboxCaPem?: () => string | undefined;
+  logger?: Logger | undefined;
 }
 
 export function createSandbox(deps: CreateSandboxDeps, opts: CreateSandboxOptions): Promise<SandboxRecord> {
@@ -59,9 +61,13 @@ async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions)
       sandbox = undefined;
     }
   }
-  const createdFrom = sandbox ? "pool" : "launch";
+  let createdFrom: NonNullable<SandboxRecord["createdFrom"]> = sandbox ? "pool" : "launch";
   // The template has a pool and it had nothing ready: this create waits for a launch (alerts: pool_exhausted).
   const poolEmpty = !taken && pools.serves(template);
+  if (!sandbox) {
+    sandbox = await fromShell(deps, template, volumes, opts.signal);
+    if (sandbox) createdFrom = "shell";
+  }
   if (!sandbox) {
     sandbox = await inSpan("orchestrator.launch", () =>
       host.launch(template, limits, {
@@ -83,6 +89,30 @@ async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions)
   }
   deps.live.add(sandbox, { layers: [...template.layers], runtime: template.runtime, envVars: { ...opts.envVars } });
   return { ...toRecord(sandbox), createdFrom, ...(poolEmpty ? { poolEmpty } : {}) };
+}
+
+/**
+ * A prepared sandbox given the template's root (SandboxHost.swapRoot) and the create's volumes, or undefined when
+ * none is ready or making it one failed (it is destroyed and the create launches instead).
+ */
+async function fromShell(
+  deps: CreateSandboxDeps,
+  template: TemplateManifest,
+  volumes: NonNullable<CreateSandboxOptions["volumeMounts"]>,
+  signal: AbortSignal | undefined,
+): Promise<HostedSandbox | undefined> {
+  const shell = deps.pools.takeShell();
+  if (!shell) return undefined;
+  try {
+    await inSpan("orchestrator.swap_root", () => deps.host.swapRoot(shell, template, signal));
+    if (volumes.length > 0) await inSpan("orchestrator.attach_volumes", () => deps.host.attachVolumes(shell, volumes, signal));
+    return shell;
+  } catch (error) {
+    await deps.host.destroy(shell).catch(() => undefined);
+    if (signal?.aborted) throw error;
+    deps.logger?.warn({ err: error, template: template.templateId }, "a prepared sandbox could not take the template's root; launching instead");
+    return undefined;
+  }
 }
 
 /** The template a create names; the shipped code-interpreter, mcp-gateway, desktop and browser are built the first time they are asked for. */

@@ -33,6 +33,7 @@ export {
   DEFAULT_STATE_DIR,
   DEFAULT_CACHE_DIR,
   DEFAULT_SUBNET,
+  DEFAULT_POOL_SHELLS,
   DEFAULT_LIMITS,
   type OrchestratorConfig,
   type PoolConfig,

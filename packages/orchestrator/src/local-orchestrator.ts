@@ -191,8 +191,11 @@ export class LocalOrchestrator implements Orchestrator {
     // A checkpoint's id names it as a template: the sandbox starts on its files (a branch of one).
     const checkpoint = this.checkpointStore.get(opts.template);
     if (checkpoint) return startChild(this.branchDeps(), checkpoint, opts);
-    const { templates, host } = this.parts;
-    return createSandbox({ templates, builder: this.templateBuilder, host, pools: this.pools, live: this.live, sandboxCaPem: () => this.parts.egress.sandboxCaPem }, opts);
+    const { templates, host, logger } = this.parts;
+    return createSandbox(
+      { templates, builder: this.templateBuilder, host, pools: this.pools, live: this.live, logger, sandboxCaPem: () => this.parts.egress.sandboxCaPem },
+      opts,
+    );
   }
 
   snapshotSandbox(sandboxId: string, opts?: SnapshotSandboxOptions): Promise<SnapshotInfo | undefined> {

@@ -59,8 +59,11 @@ export interface SandboxRecord {
   volumeMounts?: VolumeMount[];
   /** The sandbox's /proc/sys/kernel/random/boot_id: new at every (cold) boot, kept by a memory pause and resume. */
   bootId?: string;
-  /** Set by createSandbox: whether the sandbox was claimed from the warm pool or launched for this create. */
-  createdFrom?: "pool" | "launch";
+  /**
+   * Set by createSandbox: claimed from a pool of its template, a prepared sandbox given the template's root
+   * (`shell`), or launched for this create.
+   */
+  createdFrom?: "pool" | "shell" | "launch";
   /** Set by createSandbox when the template has a pool and none of its sandboxes was ready (the create launched one). */
   poolEmpty?: boolean;
 }
@@ -418,8 +421,11 @@ export interface SandboxLogChunk {
 export interface PoolFill {
   /** The template reference the pool follows (an alias such as `base`, or a name). */
   template: string;
-  /** `warm`: the configured pool; `prestarted`: a shipped template's, its start command already run. */
-  kind: "warm" | "prestarted";
+  /**
+   * `warm`: the configured pool; `prestarted`: a shipped template's, its start command already run; `shells`: prepared
+   * sandboxes for any template (template "*").
+   */
+  kind: "warm" | "prestarted" | "shells";
   /** Sandboxes the pool keeps ready when full. */
   target: number;
   ready: number;

@@ -11,7 +11,7 @@ import { writeTrustedCa } from "./egress/sandbox-trust.js";
 import { envdAt, waitForEnvd } from "./envd-client/index.js";
 import { envdListening } from "./envd-listening.js";
 import { randomId } from "./ids.js";
-import { launchSandbox } from "./launcher/index.js";
+import { launchSandbox, swapRoot } from "./launcher/index.js";
 import type { Logger } from "./logger.js";
 import type { ReaperPaths } from "./reaper/reaper.js";
 import type { SandboxStorage } from "./storage/disk-storage.js";
@@ -51,6 +51,10 @@ export interface SandboxHostDeps {
 }
 
 const SANDBOX_HOSTNAME = "sandbox";
+/** Where a prepared sandbox's first root keeps its writable layer, work dir and mount point, inside its directory. */
+const SHELL_DIR = "shell";
+/** The template id in a prepared sandbox's record until swapRoot gives it a template. */
+export const SHELL_TEMPLATE_ID = "*";
 /** How long to wait for envd's "listening" log line before polling /health regardless. */
 const ENVD_LISTENING_HINT_MS = 3000;
 
@@ -73,6 +77,11 @@ export class SandboxHost {
       writableDir?: string;
       /** Volumes bound into it (kept in its record for cold boots). */
       volumes?: readonly VolumeMount[] | undefined;
+      /**
+       * A prepared sandbox: it runs on `template`'s layers over a writable layer of its own (`shell/` in its
+       * directory) until swapRoot gives it the root of the template a create names over its real one.
+       */
+      shell?: boolean;
     },
   ): Promise<HostedSandbox> {
     const { config, cgroups, network } = this.deps;
@@ -97,8 +106,13 @@ export class SandboxHost {
           if (opts.writableDir) await rename(opts.writableDir, dir);
           else await this.deps.storage.createWritableDir(dir);
           await this.prepareWritableLayer(dir, upper);
-          const ca = this.deps.trustedCa?.();
-          if (ca !== undefined) await writeTrustedCa(upper, ca, template.layers.map((l) => this.deps.layerPath(l)), config.uidBase);
+          if (opts.shell) {
+            await mkdir(join(dir, SHELL_DIR, "work"), { recursive: true });
+            await mkdir(join(dir, SHELL_DIR, "rootfs"));
+            await mkdir(join(dir, SHELL_DIR, "upper"));
+            return;
+          }
+          await this.writeTrustedCa(upper, template);
         })(),
         (async () => {
           cgroup = await cgroups.open(sandboxId);
@@ -115,14 +129,24 @@ export class SandboxHost {
       const preparedAt = performance.now();
       const bootId = randomUUID();
       const launched = await this.startInit(
-        { dir, layers: template.layers, cgroup: sandboxCgroup, initToken, bootId, plumbing: sandboxNet.plumbing, volumes: opts.volumes },
+        {
+          dir: opts.shell ? join(dir, SHELL_DIR) : dir,
+          layers: template.layers,
+          cgroup: sandboxCgroup,
+          initToken,
+          bootId,
+          plumbing: sandboxNet.plumbing,
+          volumes: opts.volumes,
+          log,
+        },
         opts.signal,
       );
       pid = launched.pid;
       const launchedAt = performance.now();
       const record: SandboxRecordFile = {
         sandboxId,
-        templateId: template.templateId,
+        // A prepared sandbox has no template until swapRoot gives it one; pools and tests count it apart.
+        templateId: opts.shell ? SHELL_TEMPLATE_ID : template.templateId,
         pid: launched.pid,
         pidStartTime: launched.startTime,
         usernsOwner: launched.usernsOwner,
@@ -228,6 +252,8 @@ export class SandboxHost {
       bootId: string;
       plumbing: NetworkReservation["plumbing"];
       volumes?: readonly VolumeMount[] | undefined;
+      /** @default <dir>/envd.log */
+      log?: string;
     },
     signal: AbortSignal | undefined,
   ) {
@@ -245,7 +271,7 @@ export class SandboxHost {
         usernsOwners: config.usernsOwners,
         ...(config.uidRangesBase === undefined ? {} : { uidRangesBase: config.uidRangesBase }),
         cgroups: [...p.cgroup.procsPaths],
-        log: join(p.dir, "envd.log"),
+        log: p.log ?? join(p.dir, "envd.log"),
         bootId: p.bootId,
         noNewPrivileges: config.noNewPrivileges,
         env: { ENVD_PORT: String(ENVD_PORT), BURROW_ENVD_INIT_TOKEN: p.initToken },
@@ -265,6 +291,48 @@ export class SandboxHost {
   private async envdReady(reservation: NetworkReservation, log: string, signal: AbortSignal | undefined): Promise<void> {
     await Promise.all([reservation.firewall, envdListening(log, { timeoutMs: ENVD_LISTENING_HINT_MS, signal })]);
     await waitForEnvd(envdAt(reservation.network.ip), { timeoutMs: this.deps.config.envdReadyTimeoutMs, signal });
+  }
+
+  /**
+   * Give a prepared sandbox (launched with `shell`) the root of `template`: its layers over the sandbox's real
+   * writable layer, with the CA and the files a launch writes there; what runs in it (init, envd) carries on in the
+   * new root (launcher --swap-root). The shell's own writable layer is removed afterwards. Rejects when the swap
+   * failed: the caller destroys the sandbox.
+   */
+  async swapRoot(sandbox: HostedSandbox, template: TemplateManifest, signal?: AbortSignal): Promise<void> {
+    const { config } = this.deps;
+    const { record, dir } = sandbox;
+    const started = performance.now();
+    await this.writeTrustedCa(join(dir, "upper"), template);
+    const caWritten = performance.now();
+    await swapRoot(
+      {
+        reaper: this.deps.reaper,
+        pid: record.pid,
+        pidStartTime: record.pidStartTime,
+        uidBase: config.uidBase,
+        uidCount: config.uidCount,
+        hostUidBase: record.hostUidBase ?? config.uidBase,
+        lower: template.layers.map((layerId) => this.deps.layerPath(layerId)),
+        upper: join(dir, "upper"),
+        work: join(dir, "work"),
+        merged: join(dir, "rootfs"),
+      },
+      signal,
+    );
+    sandbox.record = { ...record, templateId: template.templateId };
+    this.deps.logger.debug(
+      { sandboxId: record.sandboxId, caMs: Math.round(caWritten - started), swapMs: Math.round(performance.now() - caWritten) },
+      "sandbox root swapped",
+    );
+    void removeTree(join(dir, SHELL_DIR)).catch((error: unknown) =>
+      this.deps.logger.warn({ sandboxId: record.sandboxId, err: error }, "could not remove a prepared sandbox's first root"),
+    );
+  }
+
+  private async writeTrustedCa(upper: string, template: TemplateManifest): Promise<void> {
+    const ca = this.deps.trustedCa?.();
+    if (ca !== undefined) await writeTrustedCa(upper, ca, template.layers.map((l) => this.deps.layerPath(l)), this.deps.config.uidBase);
   }
 
   /**

@@ -18,6 +18,8 @@ export interface SandboxPoolsDeps {
 
 export class SandboxPools {
   private warm: WarmPool | undefined;
+  /** Prepared sandboxes of no template yet (config pool.shells), for creates no pool serves. */
+  private shells: WarmPool | undefined;
   /** Stops the warm pool following template changes (set while a pool runs). */
   private unfollowTemplates: (() => void) | undefined;
   private readonly prestarted: PrestartedPools;
@@ -27,28 +29,54 @@ export class SandboxPools {
     this.prestarted = new PrestartedPools({ size: config.pool.size > 0 ? 1 : 0, sizes: config.pool.sizes, templates, host, logger });
   }
 
-  /** Start filling the warm pool (when it has a size). */
+  /** Start filling the warm pool and the prepared sandboxes (those that have a size). */
   start(): void {
     const { config, templates, host, logger } = this.deps;
     const { pool } = config;
-    if (pool.size <= 0) return;
+    const shellCount = pool.shells ?? 0;
+    if (pool.size <= 0 && shellCount <= 0) return;
     if (!templates.resolve(pool.template)) {
       logger.warn({ template: pool.template }, "warm pool template not found; the pool fills once it exists");
     }
-    const warm = new WarmPool({
-      template: pool.template,
-      size: pool.size,
-      resolve: (ref) => templates.resolve(ref),
-      // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
-      // claiming one then needs no firewall change. Nothing runs in them until they are claimed.
-      launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, signal }),
-      destroy: (sandbox) => host.destroy(sandbox),
-      logger,
-    });
+    const warm =
+      pool.size > 0
+        ? new WarmPool({
+            template: pool.template,
+            size: pool.size,
+            resolve: (ref) => templates.resolve(ref),
+            // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
+            // claiming one then needs no firewall change. Nothing runs in them until they are claimed.
+            launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, signal }),
+            destroy: (sandbox) => host.destroy(sandbox),
+            logger,
+          })
+        : undefined;
+    // The shells' first root is the pool's template too: any layers would do, and these are on every host.
+    const shells =
+      shellCount > 0
+        ? new WarmPool({
+            template: pool.template,
+            size: shellCount,
+            resolve: (ref) => templates.resolve(ref),
+            launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, shell: true, signal }),
+            destroy: (sandbox) => host.destroy(sandbox),
+            logger,
+          })
+        : undefined;
     this.warm = warm;
+    this.shells = shells;
     // A rebuild, a moved tag or a delete of the pool's template: sandboxes of the old build go, new ones come.
-    this.unfollowTemplates = templates.onChange(() => warm.refresh());
-    warm.fill();
+    this.unfollowTemplates = templates.onChange(() => {
+      warm?.refresh();
+      shells?.refresh();
+    });
+    warm?.fill();
+    shells?.fill();
+  }
+
+  /** A prepared sandbox of no template yet (SandboxHost.swapRoot makes it one), or undefined when none is ready. */
+  takeShell(): HostedSandbox | undefined {
+    return this.shells?.takeAny();
   }
 
   /** Keep sandboxes of the shipped template `name` ready, their start command run (PrestartedPools.use). */
@@ -70,6 +98,8 @@ export class SandboxPools {
   status(): PoolFill[] {
     const out: PoolFill[] = [];
     if (this.warm) out.push({ kind: "warm", ...this.warm.status() });
+    // Shells serve every template: "*", so that nothing reads them as sandboxes of the template they first run.
+    if (this.shells) out.push({ kind: "shells", ...this.shells.status(), template: "*" });
     for (const s of this.prestarted.status()) out.push({ kind: "prestarted", ...s });
     return out;
   }
@@ -82,18 +112,21 @@ export class SandboxPools {
   /** Refill in the background what takes emptied. */
   fill(): void {
     this.warm?.fill();
+    this.shells?.fill();
     this.prestarted.fill();
   }
 
   /** Wait until every pool is full (start-up, benchmarks). */
   async waitFull(signal?: AbortSignal): Promise<void> {
     await this.warm?.waitFull(signal);
+    await this.shells?.waitFull(signal);
     await this.prestarted.waitFull(signal);
   }
 
   async close(): Promise<void> {
     this.unfollowTemplates?.();
     await this.warm?.close();
+    await this.shells?.close();
     await this.prestarted.close();
   }
 }

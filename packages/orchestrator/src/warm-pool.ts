@@ -81,6 +81,12 @@ export class WarmPool {
     return taken?.sandbox;
   }
 
+  /** Take any ready sandbox of the current build (prepared sandboxes, whose root is replaced when claimed). */
+  takeAny(): HostedSandbox | undefined {
+    this.discardStale();
+    return this.ready.shift()?.sandbox;
+  }
+
   /**
    * Templates changed (a build was published, a tag moved, a template was deleted): kill the pooled sandboxes of a
    * build the reference no longer names, cancel a launch of one, and refill from the current build.

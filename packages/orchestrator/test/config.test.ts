@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   DEFAULT_LIMITS,
   DEFAULT_MEMORY_PAUSE_MAX_AGE_MS,
+  DEFAULT_POOL_SHELLS,
   DEFAULT_POOL_SIZE,
   DEFAULT_UPLOAD_LIMITS,
   DEFAULT_USERNS_OWNERS,
@@ -20,6 +21,7 @@ const FULL_ENV = {
   BURROW_INSTANCE: "env",
   BURROW_SUBNET: "10.9.0.0/16",
   BURROW_POOL_SIZE: "5",
+  BURROW_POOL_SHELLS: "3",
   BURROW_POOL_SIZES: "code-interpreter-v1=2, desktop=0",
   BURROW_IMAGE_DIR: "/srv/images",
   BURROW_REGISTRY_MIRRORS: "docker.io=http://127.0.0.1:5000,docker.io=https://m2.example/",
@@ -41,7 +43,7 @@ describe("resolveOrchestratorConfig", () => {
       uidCount: 65_536,
       usernsOwners: DEFAULT_USERNS_OWNERS,
       uidRangesBase: 0x7001_0000,
-      pool: { template: "base", size: DEFAULT_POOL_SIZE, sizes: {} },
+      pool: { template: "base", size: DEFAULT_POOL_SIZE, sizes: {}, shells: DEFAULT_POOL_SHELLS },
       defaultLimits: DEFAULT_LIMITS,
       envdReadyTimeoutMs: 15_000,
       noNewPrivileges: false,
@@ -89,7 +91,7 @@ describe("resolveOrchestratorConfig", () => {
       stateDir: "/srv/burrow",
       instance: "env",
       subnet: "10.9.0.0/16",
-      pool: { template: "base", size: 5, sizes: { "code-interpreter-v1": 2, desktop: 0 } },
+      pool: { template: "base", size: 5, sizes: { "code-interpreter-v1": 2, desktop: 0 }, shells: 3 },
       imageImportDir: "/srv/images",
       registries: {
         insecure: ["127.0.0.1:5000", "registry.lan"],
@@ -116,7 +118,7 @@ describe("resolveOrchestratorConfig", () => {
       stateDir: "/tmp/b",
       instance: "flag",
       subnet: "10.8.0.0/24",
-      pool: { template: "base", size: 0, sizes: { desktop: 1 } },
+      pool: { template: "base", size: 0, sizes: { desktop: 1 }, shells: 3 },
       imageImportDir: "/tmp/images",
       registries: { insecure: [], mirrors: {}, allowPublic: true },
       uploads: { maxBytes: 10 },
@@ -124,6 +126,13 @@ describe("resolveOrchestratorConfig", () => {
     });
     const empty = Object.fromEntries(Object.keys(FULL_ENV).map((name) => [name, ""]));
     expect(resolveOrchestratorConfig({}, empty)).toEqual(resolveOrchestratorConfig({}, {}));
+  });
+
+  it("keeps prepared sandboxes while there is a pool, none without one unless asked for", () => {
+    expect(resolveOrchestratorConfig({ pool: { size: 3 } }).pool.shells).toBe(DEFAULT_POOL_SHELLS);
+    expect(resolveOrchestratorConfig({ pool: { size: 0 } }).pool.shells).toBe(0);
+    expect(resolveOrchestratorConfig({ pool: { size: 0, shells: 4 } }).pool.shells).toBe(4);
+    expect(resolveOrchestratorConfig({}, { BURROW_POOL_SIZE: "0" }).pool.shells).toBe(0);
   });
 
   it("reads only the environment it is given, never process.env", () => {
@@ -160,6 +169,7 @@ describe("resolveOrchestratorConfig", () => {
       [{ BURROW_STATE_DIR: " " }, "BURROW_STATE_DIR must not be empty"],
       [{ BURROW_POOL_SIZE: "1.5" }, "BURROW_POOL_SIZE must be a non-negative integer, got '1.5'"],
       [{ BURROW_POOL_SIZE: "-1" }, "BURROW_POOL_SIZE must be a non-negative integer, got '-1'"],
+      [{ BURROW_POOL_SHELLS: "x" }, "BURROW_POOL_SHELLS must be a non-negative integer, got 'x'"],
       [{ BURROW_POOL_SIZES: "desktop" }, "BURROW_POOL_SIZES must be template=N pairs separated by commas, got 'desktop'"],
       [{ BURROW_POOL_SIZES: "desktop=x" }, "BURROW_POOL_SIZES (desktop) must be a non-negative integer, got 'x'"],
       [{ BURROW_UPLOAD_MAX_BYTES: "1e9" }, "BURROW_UPLOAD_MAX_BYTES must be a positive integer, got '1e9'"],

@@ -5,7 +5,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Bus } from "@burrow/bus";
 import { defineCommand } from "../command.js";
-import { DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET } from "../config.js";
+import { DEFAULT_BUS, DEFAULT_INSTANCE, DEFAULT_POOL_SHELLS, DEFAULT_POOL_SIZE, DEFAULT_STATE_DIR, DEFAULT_SUBNET } from "../config.js";
 import type { UpConfig } from "../up-config.js";
 
 export const up = defineCommand({
@@ -26,6 +26,11 @@ export const up = defineCommand({
     subnet: { type: "string", value: "CIDR", description: `Sandbox addresses (default ${DEFAULT_SUBNET}, env BURROW_SUBNET)` },
     "pool-size": { type: "string", value: "N", description: `Idle sandboxes kept ready; 0 = no pool (default ${DEFAULT_POOL_SIZE}, env BURROW_POOL_SIZE)` },
     "pool-sizes": { type: "string", value: "T=N,…", description: "Idle sandboxes per template, e.g. code-interpreter-v1=2,desktop=0 (env BURROW_POOL_SIZES)" },
+    "pool-shells": {
+      type: "string",
+      value: "N",
+      description: `Prepared sandboxes that take the root of any template a create names (default ${DEFAULT_POOL_SHELLS} with a pool, 0 without; env BURROW_POOL_SHELLS)`,
+    },
     "memory-pause-max-age-ms": { type: "string", value: "MS", description: "A memory pause older than this becomes a filesystem pause (default 3600000, env BURROW_MEMORY_PAUSE_MAX_AGE_MS)" },
     bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}, env BURROW_BUS)` },
     cluster: { type: "string", value: "URLS", description: "Join the cluster coordinated by these NATS JetStream servers, nats://HOST:4222[,…] (env BURROW_CLUSTER)" },
@@ -42,6 +47,7 @@ export const up = defineCommand({
         subnet: values.subnet,
         poolSize: values["pool-size"],
         poolSizes: values["pool-sizes"],
+        poolShells: values["pool-shells"],
         memoryPauseMaxAgeMs: values["memory-pause-max-age-ms"],
         bus: values.bus,
         host: values.host,

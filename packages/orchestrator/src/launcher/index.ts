@@ -7,3 +7,4 @@ export type { LaunchReport } from "./launch-report.js";
 export { isSandboxInitAlive, readProcStat } from "./proc-stat.js";
 export { launcherBinaryPath, buildNative } from "./launcher-binary.js";
 export type { BuildNativeOptions } from "./launcher-binary.js";
+export { swapRoot, swapRootArgs, type SwapRootOptions } from "./swap-root.js";

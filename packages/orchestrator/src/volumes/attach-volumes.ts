@@ -2,8 +2,8 @@
 // burrow-reaper like a launch, makes the same mounts (idmapped like the layers, nosuid, nodev, read-write, mount
 // points made as sandbox root without following symlinks) that a launch with --volume makes. A create with
 // volumeMounts uses it to take a pooled sandbox instead of cold-launching one.
-import { BurrowError, Code } from "@burrow/protocol";
-import { runThroughReaper, type ReaperPaths } from "../reaper/reaper.js";
+import { runLauncherMode } from "../launcher/launcher-mode.js";
+import type { ReaperPaths } from "../reaper/reaper.js";
 
 export interface AttachVolumesOptions {
   reaper: ReaperPaths;
@@ -28,16 +28,10 @@ export function attachVolumesArgs(o: AttachVolumesOptions): string[] {
 
 /** Resolves once every volume is mounted; rejects (reason volume_attach_failed) with the step that failed. */
 export async function attachVolumes(o: AttachVolumesOptions, signal?: AbortSignal): Promise<void> {
-  const output = await runThroughReaper(o.reaper, attachVolumesArgs(o), signal);
-  if (signal?.aborted) throw new BurrowError(Code.Canceled, "volume attach canceled", { reason: "launch_canceled", cause: signal.reason });
-  const line = output.trim().split("\n").pop() ?? "";
-  let answer: { attached?: unknown; error?: unknown; step?: unknown } | undefined;
-  try {
-    answer = JSON.parse(line) as typeof answer;
-  } catch {
-    answer = undefined;
-  }
-  if (answer && answer.attached === o.volumes.length) return;
-  const why = answer && typeof answer.error === "string" ? `${String(answer.step)}: ${answer.error}` : JSON.stringify(output);
-  throw new BurrowError(Code.Internal, `volumes could not be attached to sandbox init ${o.pid}: ${why}`, { reason: "volume_attach_failed" });
+  await runLauncherMode(o.reaper, attachVolumesArgs(o), {
+    what: `attaching volumes to sandbox init ${o.pid}`,
+    reason: "volume_attach_failed",
+    succeeded: (answer) => answer.attached === o.volumes.length,
+    signal,
+  });
 }

@@ -10,7 +10,7 @@ export function registerPoolGauge(registry: Registry, orchestrator: Orchestrator
   const fill = () => orchestrator.poolFill?.() ?? [];
   new Gauge({
     name: POOL_GAUGE,
-    help: "Sandboxes of each pool (template, kind warm or prestarted): target size, ready, starting.",
+    help: "Sandboxes of each pool (template, kind warm, prestarted or shells — prepared for any template, template \"*\"): target size, ready, starting.",
     labelNames: ["template", "kind", "state"],
     registers: [registry],
     collect() {

@@ -52,7 +52,7 @@ export function createServerMetrics(registry: Registry, countRunning: () => numb
     }),
     orchestratorCreateDuration: new Histogram({
       name: "burrow_sandbox_claim_duration_seconds",
-      help: "The orchestrator's part of a create, by source: pool (a warm-pool sandbox claimed) or launch (started for the create).",
+      help: "The orchestrator's part of a create, by source: pool (a warm-pool sandbox claimed), shell (a prepared sandbox given the template's root) or launch (started for the create).",
       labelNames: ["source"],
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
       registers: [registry],
