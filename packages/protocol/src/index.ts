@@ -38,5 +38,5 @@ export type {
   TemplateTag,
 } from "./template-builds.js";
 export type { CheckpointWire, CheckpointTreeWire } from "./checkpoints.js";
-export type { NodeLoad, NodeRecord, NodeView, PoolFillEntry, NodeListWire } from "./nodes.js";
+export type { NodeCpu, NodeLoad, NodeRecord, NodeView, PoolFillEntry, NodeListWire } from "./nodes.js";
 export type { QueueDepthWire, DeadLetterWire, DeadLetterPageWire, RequeuedAllWire, DroppedAllWire } from "./queues.js";

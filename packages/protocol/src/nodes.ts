@@ -15,6 +15,17 @@ export interface NodeLoad {
    * are node-local, so placement sends a create only where its template is. Absent in version 1 records.
    */
   templates?: string[];
+  /** The node's CPU (absent from older nodes, and until a node has sampled twice): placement weighs it. */
+  cpu?: NodeCpu;
+}
+
+export interface NodeCpu {
+  /** CPUs the host has. */
+  cpus: number;
+  /** Share of all CPUs' time busy over the last heartbeat interval (0..1); absent until measured. */
+  busy?: number;
+  /** vCPUs of the sandboxes running on it (what they may ask for, beside what they use now). */
+  committedVcpu: number;
 }
 
 export interface PoolFillEntry {

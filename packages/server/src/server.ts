@@ -128,6 +128,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
           poolFill: () => deps.orchestrator.poolFill?.() ?? [],
           capacity: cfg.admission.maxSandboxes,
           templates: () => deps.orchestrator.listTemplates().flatMap((t) => [t.templateId, ...t.aliases]),
+          committedVcpu: () => store.sandboxes.list().reduce((sum, row) => sum + (row.state === "running" ? row.cpuCount : 0), 0),
         })
       : undefined;
     if (cluster) cleanups.push(() => cluster.close());

@@ -14,6 +14,7 @@ import { loadForwardKey } from "./forward-secret.js";
 import { ClusterForwarder } from "./forwarder.js";
 import { LostSweep } from "./lost-sweep.js";
 import { Membership } from "./membership.js";
+import { CpuUse } from "./cpu-use.js";
 import { sampleNodeLoad, type LoadSources } from "./node-load.js";
 import { ownedOrchestrator } from "./owned-orchestrator.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
@@ -50,6 +51,7 @@ export class ClusterNode {
     try {
       let owners: SandboxOwners | undefined;
       let node: ClusterNode | undefined;
+      const cpu = new CpuUse();
       const signing = new ForwardSigning(await whenClusterAnswers("read the cluster's forwarding secret", () => loadForwardKey(kv.settings), { logger }), config.nodeName);
       const membership = await Membership.open({
         kv: kv.nodes,
@@ -57,7 +59,7 @@ export class ClusterNode {
         version: VERSION,
         heartbeatMs: config.heartbeatMs,
         downAfterMs: config.downAfterMs,
-        load: () => sampleNodeLoad(deps),
+        load: () => sampleNodeLoad(deps, cpu),
         logger,
         signing,
         // Both watches share the connection and its fate: the owners' mirror is restarted with the nodes'.

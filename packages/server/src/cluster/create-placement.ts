@@ -157,6 +157,7 @@ export class CreatePlacement {
           capacity: local.capacity,
           freeMemoryBytes: view.load.freeMemoryBytes,
           warm: Math.max(0, warmOf(local.poolFill()) - inFlight),
+          cpu: view.load.cpu,
         };
       }
       const pending = recent.since(view.name) + inFlight;
@@ -170,6 +171,7 @@ export class CreatePlacement {
         freeMemoryBytes: view.load.freeMemoryBytes,
         // Ended sandboxes do not refill a pool: only creates since the record are taken off its warm ones.
         warm: Math.max(0, warmOf(view.load.poolFill) - Math.max(0, pending)),
+        cpu: view.load.cpu,
       };
     });
   }

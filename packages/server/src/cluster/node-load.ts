@@ -1,6 +1,7 @@
 // What a node reports about itself on each heartbeat. Placement (placement.ts) chooses by it.
 import { readFile } from "node:fs/promises";
-import { freemem } from "node:os";
+import { availableParallelism, freemem } from "node:os";
+import type { CpuUse } from "./cpu-use.js";
 import type { NodeLoad, PoolFillEntry } from "./node-record.js";
 
 /** MemAvailable (what the kernel could give without swapping), which os.freemem's MemFree understates. */
@@ -23,14 +24,19 @@ export interface LoadSources {
   capacity?: number;
   /** Ids and aliases of the templates it has (snapshots included). */
   templates?: () => string[];
+  /** vCPUs of the running sandboxes. */
+  committedVcpu?: () => number;
 }
 
-export async function sampleNodeLoad(sources: LoadSources): Promise<NodeLoad> {
+/** `cpu`: the node's sampler, kept between heartbeats (its figure is the use since the previous one). */
+export async function sampleNodeLoad(sources: LoadSources, cpu?: CpuUse): Promise<NodeLoad> {
+  const busy = await cpu?.sample();
   return {
     freeMemoryBytes: await availableMemory(),
     runningSandboxes: sources.runningSandboxes(),
     poolFill: sources.poolFill().map(({ template, ready, target }) => ({ template, ready, target })),
     ...(sources.capacity !== undefined ? { capacity: sources.capacity } : {}),
     ...(sources.templates ? { templates: sources.templates() } : {}),
+    ...(sources.committedVcpu ? { cpu: { cpus: availableParallelism(), committedVcpu: sources.committedVcpu(), ...(busy !== undefined ? { busy } : {}) } } : {}),
   };
 }

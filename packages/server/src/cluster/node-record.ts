@@ -5,7 +5,7 @@ import { BurrowError, Code, type NodeRecord } from "@burrow/protocol";
 /** 2: load carries capacity and templates (placement reads them); readers of 1 ignore them. */
 export const NODE_RECORD_VERSION = 2;
 
-export type { NodeLoad, NodeRecord, NodeView, PoolFillEntry } from "@burrow/protocol";
+export type { NodeCpu, NodeLoad, NodeRecord, NodeView, PoolFillEntry } from "@burrow/protocol";
 
 export function encodeNodeRecord(record: NodeRecord & Record<string, unknown>): Uint8Array {
   return new TextEncoder().encode(JSON.stringify(record));

@@ -8,7 +8,8 @@
 // template wins (a pooled create is several times faster than a cold one); then the lower share of the node's room
 // already in use, a node that would have to fetch the template counted as FETCH_PENALTY fuller. Room is the lesser of its admission limit and what
 // its free memory holds at a conservative size per sandbox, so that sandbox counts decide while memory is plentiful
-// and memory decides when it is short.
+// and memory decides when it is short; to which nodeLoadScore adds, when a record reports CPU, how busy the node's
+// CPUs were over the last heartbeat and how many vCPUs its sandboxes hold per CPU it has.
 
 /** A node as placement sees it: its record's figures, with what is known to have started there since. */
 export interface PlacementNode {
@@ -24,6 +25,8 @@ export interface PlacementNode {
   freeMemoryBytes: number;
   /** Ready pooled sandboxes of the requested template (0: a cold create). */
   warm: number;
+  /** Its CPUs, their use and the vCPUs committed there (absent from older records: counts alone decide). */
+  cpu?: { cpus: number; busy?: number | undefined; committedVcpu: number } | undefined;
 }
 
 export interface PlacementRequest {
@@ -57,6 +60,24 @@ export const PLACEMENT_CHOICES = 3;
 export const MIN_FREE_MEMORY_BYTES = 512 * 1024 * 1024;
 /** Far above an idle sandbox (~8 MB) and below a busy one's limit: room shrinks before memory runs out. */
 export const BYTES_PER_SANDBOX = 64 * 1024 * 1024;
+/**
+ * vCPUs committed per host CPU that count as one full share of load: sandboxes idle most of the time (agents wait on
+ * models), so a host runs several vCPUs per CPU before their demand meets its CPUs.
+ */
+export const VCPU_PER_CPU = 4;
+
+/**
+ * A node's load for placement (lower is better): its room in use (0..1), plus, when its record says, its CPUs' busy
+ * share over the last heartbeat (0..1) and its committed vCPUs per CPU over VCPU_PER_CPU. A sum rather than the
+ * largest term: each keeps telling nodes apart when another is equal (nodes on one host see the same busy share, and
+ * their vCPUs then decide).
+ */
+export function nodeLoadScore(node: Pick<PlacementNode, "sandboxes" | "cpu">, room: number): number {
+  const used = node.sandboxes / Math.max(1, node.sandboxes + room);
+  const cpu = node.cpu;
+  if (!cpu || cpu.cpus <= 0) return used;
+  return used + (cpu.busy ?? 0) + cpu.committedVcpu / (cpu.cpus * VCPU_PER_CPU);
+}
 /** Added to the share of room in use of a node that would fetch the template: a fetch costs seconds, not a ban. */
 export const FETCH_PENALTY = 0.5;
 
@@ -95,7 +116,7 @@ export function placeCreate(nodes: readonly PlacementNode[], request: PlacementR
       continue;
     }
     const penalty = hasTemplate(node, request.template) ? 0 : FETCH_PENALTY;
-    const scored = { node, warm: node.warm > 0, load: node.sandboxes / (node.sandboxes + room) + penalty };
+    const scored = { node, warm: node.warm > 0, load: nodeLoadScore(node, room) + penalty };
     (scored.warm ? warm : cold).push(scored);
   }
   const better = (a: Scored, b: Scored) =>
