@@ -4,6 +4,7 @@
 // SNI/Host mismatches and DNS rebinding gain nothing), QUIC is dropped, updates apply live, every proxied or refused
 // connection is audited (REST and bus), host services answer by name, and the rules survive a server restart.
 // Every name ends in .test and every address is the fake internet's (203.0.113.0/24) or this server's gateway.
+import { execFileSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
 import { rmSync } from "node:fs";
 import { ALL_TRAFFIC, Sandbox } from "e2b";
@@ -148,6 +149,47 @@ describe("egress domain rules (own server, fake internet with DNS)", () => {
     // The sandbox's lookup gets A (allowed), the proxy's gets B (denied by address).
     expect(await get(sandbox, "http://rebind.test/")).toMatch(new RegExp(`denied \\(${B.replaceAll(".", "\\.")}/32\\)\\n? 403$`));
     expect(await get(sandbox, `http://${B}/`)).toMatch(/ 403$/);
+  });
+
+  it("a connection to an address the resolver gave for an allowed name is connected upstream early, but carries nothing before the Host is judged", async () => {
+    const sandbox = await spawn({ allowOut: ["allowed.test"], denyOut: ["denied.test", ALL_TRAFFIC] });
+    // Resolves allowed.test (Burrow's resolver), connects to its address, sends half a request head, waits, then
+    // finishes it with a denied Host.
+    await sandbox.files.write(
+      "/tmp/early.py",
+      `import socket, time
+s = socket.create_connection((socket.gethostbyname("allowed.test"), 80), timeout=10)
+s.sendall(b"GET / HTTP/1.1\\r\\nHo")
+time.sleep(4)
+s.sendall(b"st: denied.test\\r\\nConnection: close\\r\\n\\r\\n")
+print(s.recv(4096).split(b"\\r\\n")[0].decode())
+`,
+    );
+    // The fake host's established connections on port 80, each `<peer> <bytes it received>`.
+    const atHost = () =>
+      execFileSync("ip", ["netns", "exec", internet.netns, "ss", "-Htni", "state", "established", "( sport = :80 )"], { encoding: "utf8" })
+        .split("\n")
+        .reduce<string[]>((out, line) => {
+          if (/^\S/.test(line)) out.push(line.trim().split(/\s+/)[3] ?? "");
+          else if (out.length > 0) out[out.length - 1] += ` ${/bytes_received:(\d+)/.exec(line)?.[1] ?? "0"}`;
+          return out;
+        }, []);
+    expect(atHost()).toEqual([]);
+    const run = await sandbox.commands.run("python3 /tmp/early.py", { background: true, timeoutMs: 60_000 });
+    let seen: string[] = [];
+    for (let i = 0; i < 30 && seen.length === 0; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      seen = atHost();
+    }
+    // Upstream is connected while the client has not finished its head, and has received no byte.
+    expect(seen).toHaveLength(1);
+    expect(seen[0]).toMatch(/ 0$/);
+    const out = await run.wait();
+    expect(out.stdout.trim()).toBe("HTTP/1.1 403 Forbidden");
+    for (let i = 0; i < 30 && atHost().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(atHost()).toEqual([]);
+    // And the early connection serves an allowed name as any other.
+    expect(await get(sandbox, "http://allowed.test/")).toBe(`hello from ${A} 200`);
   });
 
   it("QUIC (UDP 443) is dropped for sandboxes with domain rules; other UDP is not", async () => {

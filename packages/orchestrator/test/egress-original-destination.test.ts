@@ -1,10 +1,11 @@
 // The original destination of a DNAT'ed connection, read from the kernel's conntrack table: a temporary nft table
 // of this test's own DNATs loopback connections to 127.0.0.3:<port> to a listener on 127.0.0.1, and the listener
-// finds where each was going. The table is removed after.
+// finds where each was going, from the table and from the socket (SO_ORIGINAL_DST). The table is removed after.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { connect, createServer, type AddressInfo, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { socketOriginalDestination } from "../src/egress/native-relay.js";
 import { originalDestination } from "../src/egress/original-destination.js";
 
 const TABLE = `burrowodst${randomBytes(3).toString("hex")}`;
@@ -61,6 +62,20 @@ describe("originalDestination", () => {
     expect(found).toEqual({ ip: "127.0.0.1", port });
     expect(await originalDestination({ ip: "127.0.0.1", port: 1 }, { ip: "127.0.0.1", port })).toBeUndefined();
     expect(await originalDestination({ ip: "127.0.0.1", port: direct.localPort! }, { ip: "127.0.0.1", port }, "/nonexistent")).toBeUndefined();
+    direct.destroy();
+  });
+
+  it("SO_ORIGINAL_DST (the relay addon) tells the same of the accepted socket, without reading the table", async () => {
+    for (const to of [4444, 5555]) {
+      const { client, at } = await arrive(to);
+      expect(socketOriginalDestination(at)).toEqual({ ip: "127.0.0.3", port: to });
+      client.destroy();
+    }
+    const accepted = new Promise<Socket>((resolve) => waiting.push(resolve));
+    const direct = connect(port, "127.0.0.1");
+    await new Promise((resolve) => direct.once("connect", resolve));
+    // Not DNAT'ed: the listener itself, which the proxy never takes for an address its resolver gave.
+    expect(socketOriginalDestination(await accepted)).toEqual({ ip: "127.0.0.1", port });
     direct.destroy();
   });
 });

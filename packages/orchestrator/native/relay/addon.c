@@ -3,12 +3,17 @@
 //   add(handle, id, fdA, fdB, headToB?, headToA?)     hand over two connected sockets (dup'ed; close yours after)
 //   active(handle) -> number                          pairs being relayed
 //   stop(handle)                                      close every pair (reported with ECANCELED) and join the thread
+//   originalDestination(fd) -> [ip, port] | undefined where a DNAT'ed IPv4 connection was going (SO_ORIGINAL_DST)
 // onDone runs on the JS thread (a thread-safe function that does not keep the event loop alive). Compiled with the
 // system compiler against the running Node's headers (native/build.sh), no node-gyp.
 #define NAPI_VERSION 8
 #include <node_api.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <linux/netfilter_ipv4.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,12 +192,38 @@ static napi_value stop(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+// Node has no SO_ORIGINAL_DST; conntrack's procfs table has it too, but reading it costs a file of every tracked
+// connection, too slow for the egress proxy's accept path. Undefined when the connection was not NAT'ed (or not IPv4).
+static napi_value original_destination(napi_env env, napi_callback_info info) {
+  size_t argc = 1;
+  napi_value argv[1], out, ip_v, port_v, undefined;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  napi_get_undefined(env, &undefined);
+  int32_t fd;
+  if (argc < 1 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || fd < 0) {
+    napi_throw_type_error(env, NULL, "originalDestination(fd)");
+    return NULL;
+  }
+  struct sockaddr_in dst;
+  socklen_t len = sizeof dst;
+  if (getsockopt(fd, SOL_IP, SO_ORIGINAL_DST, &dst, &len) < 0 || dst.sin_family != AF_INET) return undefined;
+  char ip[INET_ADDRSTRLEN];
+  if (!inet_ntop(AF_INET, &dst.sin_addr, ip, sizeof ip)) return undefined;
+  napi_create_array_with_length(env, 2, &out);
+  napi_create_string_utf8(env, ip, NAPI_AUTO_LENGTH, &ip_v);
+  napi_create_uint32(env, ntohs(dst.sin_port), &port_v);
+  napi_set_element(env, out, 0, ip_v);
+  napi_set_element(env, out, 1, port_v);
+  return out;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
       {"add", NULL, add, NULL, NULL, NULL, napi_default, NULL},
       {"active", NULL, active, NULL, NULL, NULL, napi_default, NULL},
       {"stop", NULL, stop, NULL, NULL, NULL, napi_default, NULL},
+      {"originalDestination", NULL, original_destination, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -334,6 +334,19 @@ int relay_engine_add(struct relay_engine *e, uint64_t id, int fd_a, int fd_b, co
     pthread_mutex_lock(&e->lock);
     if (e->stopping) err = -ESHUTDOWN;
     else {
+      // The heads (a request the proxy read while judging it) go out from the caller's thread now, not after the
+      // worker wakes up: a short request's round trip does not wait for a thread switch. What cannot go now, the
+      // worker sends. Here, where nothing can fail any more (the caller would send the heads again) and before the
+      // worker can see the pair.
+      for (int i = 0; i < 2; i++) {
+        struct dir *d = &p->d[i];
+        if (d->head_len == 0) continue;
+        ssize_t n = send(d->dst, d->head, d->head_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n > 0) {
+          d->head_off = (size_t)n;
+          d->bytes += (uint64_t)n;
+        }
+      }
       p->next = e->incoming;
       e->incoming = p;
       atomic_fetch_add(&e->count, 1);

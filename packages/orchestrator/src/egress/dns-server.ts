@@ -19,6 +19,8 @@ export interface DnsServerOptions {
   hostNames: () => ReadonlySet<string>;
   /** A name refused (NXDOMAIN) for a sandbox: for the audit. */
   onRefused?: (ip: string, name: string, rule: string) => void;
+  /** IPv4 addresses forwarded to a sandbox for a name (with the answer's smallest TTL): for the egress proxy. */
+  onAnswered?: (ip: string, name: string, addresses: string[], ttlS: number) => void;
 }
 
 const NOERROR = 0;
@@ -137,6 +139,10 @@ async function answer(opts: DnsServerOptions, msg: Buffer, from: string, transpo
   }
   try {
     const forwarded = await opts.forwarder.ask(question.name, question.type);
+    if (opts.onAnswered && question.type === "A") {
+      const a = forwarded.answers.filter((r): r is dnsPacket.StringAnswer => r.type === "A");
+      if (a.length > 0) opts.onAnswered(from, name, a.map((r) => r.data), Math.min(...a.map((r) => r.ttl ?? 0)));
+    }
     return reply(forwarded.rcode, { answers: forwarded.answers, authorities: forwarded.authorities, truncated: forwarded.truncated });
   } catch {
     return reply(SERVFAIL);

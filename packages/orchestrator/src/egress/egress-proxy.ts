@@ -9,14 +9,20 @@
 // One more listener takes any port (sandboxes' inspect chains send the ports their `host:port` header transforms
 // name there): the original port comes from conntrack (original-destination.ts), and whether the client speaks TLS
 // or HTTP from its first byte (a TLS handshake record starts with 22, an HTTP/1 request with a letter).
+// Early upstream connect: when a connection to 80/443 was going (SO_ORIGINAL_DST) to an address Burrow's resolver
+// gave this sandbox for a name its rules allow (resolved-addresses.ts), the upstream connection is opened at accept,
+// in parallel with reading the name. Nothing is written on it before the verdict; it is used only when the judged
+// name resolves to that same address (else closed, and the connection made as always), so it changes when the
+// connection starts, never where bytes go. A short request then waits for one connect less.
 import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
-import { createNativeRelay, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
+import { createNativeRelay, socketOriginalDestination, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
 import { relay } from "./tunnel-proxy.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
 import { relayIfTransformed, type EgressInterceptor } from "./header-relay.js";
 import { originalDestination } from "./original-destination.js";
+import type { ResolvedAddresses } from "./resolved-addresses.js";
 
 export interface ProxyPolicy extends SandboxPolicy {
   sandboxId: string;
@@ -48,6 +54,11 @@ export interface EgressProxyOptions {
   anyPort?: boolean;
   /** Where conntrack entries are read (tests); the kernel's by default. */
   conntrackFile?: string;
+  /**
+   * What Burrow's resolver gave each sandbox: connections to such an address for an allowed name connect upstream
+   * while the name is read (see the file's comment). Without it, upstream connects wait for the verdict.
+   */
+  resolved?: ResolvedAddresses;
 }
 
 export interface EgressProxy {
@@ -65,6 +76,11 @@ const PEEK_TIMEOUT_MS = 10_000;
 /** Socket buffers of 1 MiB: fewer pauses and resumes of a bulk transfer spliced in user space. */
 const HIGH_WATER_MARK = 2 ** 20;
 const CONNECT_TIMEOUT_MS = 10_000;
+/**
+ * An early upstream connection older than this when the verdict comes is not used: a server may have given up on a
+ * connection that sent nothing (header timeouts), so a slow client gets a fresh one.
+ */
+const EARLY_MAX_AGE_MS = 1_000;
 
 export async function startEgressProxy(opts: EgressProxyOptions): Promise<EgressProxy> {
   const servers: Server[] = [];
@@ -164,6 +180,7 @@ function handle(opts: EgressProxyOptions, port: number, speech: Speech, client: 
   }
   let tls = speech === "tls";
   let buffered = Buffer.alloc(0);
+  const early = speech === "sniff" ? undefined : connectEarly(opts, policy, source, port, client);
   const timer = setTimeout(() => client.destroy(), PEEK_TIMEOUT_MS);
   const onData = (chunk: Buffer) => {
     if (speech === "sniff" && buffered.length === 0 && chunk.length > 0) tls = chunk[0] === TLS_HANDSHAKE;
@@ -176,16 +193,21 @@ function handle(opts: EgressProxyOptions, port: number, speech: Speech, client: 
     client.pause();
     const base = { sandboxId: policy.sandboxId, via: "proxy" as const, port, bytesOut: 0, bytesIn: 0 };
     if (result.state === "invalid") {
+      early?.discard();
       refuse(opts, client, tls, { ...base, verdict: "denied", rule: result.reason, atMs: Date.now() });
       return;
     }
     if (result.host === undefined) {
+      early?.discard();
       refuse(opts, client, tls, { ...base, verdict: "denied", rule: "no server name (SNI)", atMs: Date.now() });
       return;
     }
-    void decide(opts, policy, result.host).then(
+    void decide(opts, policy, result.host, early?.ip).then(
       ({ verdict, ip }) => {
         const record: EgressRecord = { ...base, host: result.host, ...(ip ? { ip } : {}), verdict: verdict.allowed ? "allowed" : "denied", rule: verdict.rule, atMs: 0 };
+        // The early connection serves only the address the verdict chose, and only when no user's proxy is in the way.
+        const usable = verdict.allowed && ip !== undefined && ip === early?.ip && !opts.tunnels?.(policy.sandboxId) ? early : undefined;
+        if (!usable) early?.discard();
         if (!verdict.allowed || ip === undefined) refuse(opts, client, tls, { ...record, atMs: Date.now() });
         else {
           // A sandbox whose egress goes through its user's proxy has its transformed requests go that way too.
@@ -193,20 +215,87 @@ function handle(opts: EgressProxyOptions, port: number, speech: Speech, client: 
           const target = { sandboxId: policy.sandboxId, host: result.host!, ip, port, tls, dial };
           const done = (bytes: { bytesOut: number; bytesIn: number }) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
           relayIfTransformed(opts.interceptor?.(), client, buffered, target, done).then(
-            (relayed) => relayed || splice(opts, client, ip, port, tls, buffered, record, relayer),
-            () => client.destroy(),
+            (relayed) => {
+              if (relayed) usable?.discard();
+              else splice(opts, client, ip, port, tls, buffered, record, relayer, usable);
+            },
+            () => {
+              usable?.discard();
+              client.destroy();
+            },
           );
         }
       },
-      () => client.destroy(),
+      () => {
+        early?.discard();
+        client.destroy();
+      },
     );
   };
   client.on("data", onData);
   client.once("close", () => clearTimeout(timer));
 }
 
-/** The verdict on a host and, when allowed, the address to connect to. */
-async function decide(opts: EgressProxyOptions, policy: SandboxPolicy, host: string): Promise<{ verdict: EgressVerdict; ip?: string }> {
+/** An upstream connection opened before the verdict (connectEarly). */
+interface EarlyUpstream {
+  readonly ip: string;
+  /** The socket, connected or connecting, now the caller's; undefined when it failed already or is too old. */
+  take(): Socket | undefined;
+  /** Close it unused. */
+  discard(): void;
+}
+
+/**
+ * Opens the upstream connection at once when the client was going to an address Burrow's resolver gave it for a name
+ * its rules allow (not forbidden, no user's proxy): see the file's comment. Undefined when it may not.
+ */
+function connectEarly(opts: EgressProxyOptions, policy: ProxyPolicy, source: string, port: number, client: Socket): EarlyUpstream | undefined {
+  if (!opts.resolved || opts.tunnels?.(policy.sandboxId)) return undefined;
+  const dst = socketOriginalDestination(client, opts.logger);
+  if (dst === undefined || dst.port !== port || opts.forbidden(dst.ip) !== undefined) return undefined;
+  const names = opts.resolved.namesOf(source, dst.ip);
+  const allowed = names.some((name) => {
+    const verdict = judgeHost(policy, name) ?? judgeAddress(policy, dst.ip);
+    return verdict.allowed;
+  });
+  if (!allowed) return undefined;
+  const upstream = connectUpstream(dst.ip, port);
+  const since = Date.now();
+  // Until taken: a failure just makes it unusable (the connection is then made as without it).
+  const onError = () => upstream.destroy();
+  const onClientClose = () => upstream.destroy();
+  upstream.on("error", onError);
+  client.once("close", onClientClose);
+  const release = () => {
+    upstream.off("error", onError);
+    client.off("close", onClientClose);
+  };
+  return {
+    ip: dst.ip,
+    take() {
+      release();
+      if (!upstream.destroyed && Date.now() - since <= EARLY_MAX_AGE_MS) return upstream;
+      upstream.destroy();
+      return undefined;
+    },
+    discard() {
+      release();
+      upstream.destroy();
+    },
+  };
+}
+
+function connectUpstream(ip: string, port: number): Socket {
+  const upstream = new Socket({ readableHighWaterMark: HIGH_WATER_MARK, writableHighWaterMark: HIGH_WATER_MARK, allowHalfOpen: true } as SocketConstructorOpts);
+  upstream.connect({ host: ip, port, noDelay: true });
+  return upstream;
+}
+
+/**
+ * The verdict on a host and, when allowed, the address to connect to: `prefer` when the name resolves to it (the
+ * address the client chose, already being connected to), else the first the name has that is not forbidden.
+ */
+async function decide(opts: EgressProxyOptions, policy: SandboxPolicy, host: string, prefer?: string): Promise<{ verdict: EgressVerdict; ip?: string }> {
   if (isIPv4(host)) {
     const verdict = judgeHost(policy, host)!;
     const why = opts.forbidden(host);
@@ -218,7 +307,8 @@ async function decide(opts: EgressProxyOptions, policy: SandboxPolicy, host: str
   if (ips.length === 0) return { verdict: { allowed: false, rule: `${host} does not resolve` } };
   // The first address the name has that is not forbidden; a name allowed by a domain entry may go where it points,
   // one that no domain entry names is judged by that address.
-  const ip = ips.find((a) => opts.forbidden(a) === undefined);
+  const usable = (a: string) => opts.forbidden(a) === undefined;
+  const ip = prefer !== undefined && ips.includes(prefer) && usable(prefer) ? prefer : ips.find(usable);
   if (ip === undefined) return { verdict: { allowed: false, rule: opts.forbidden(ips[0]!)! }, ip: ips[0]! };
   return { verdict: byName ?? judgeAddress(policy, ip), ip };
 }
@@ -233,9 +323,11 @@ function refuse(opts: EgressProxyOptions, client: Socket, tls: boolean, record: 
   client.end(`HTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
 
-function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, tls: boolean, first: Buffer, record: EgressRecord, relayer: Relayer): void {
+function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: number, tls: boolean, first: Buffer, record: EgressRecord, relayer: Relayer, early?: EarlyUpstream): void {
   const report = (bytes: RelayedBytes) => opts.audit.add({ ...record, ...bytes, atMs: Date.now() });
-  const dialed = opts.dial?.(record.sandboxId, ip, port);
+  // Taken here, where its failure handlers are attached in the same tick.
+  const ready = early?.take();
+  const dialed = ready ? undefined : opts.dial?.(record.sandboxId, ip, port);
   if (dialed) {
     dialed.then(
       (upstream) => relayer(client, upstream, first, report),
@@ -243,9 +335,12 @@ function splice(opts: EgressProxyOptions, client: Socket, ip: string, port: numb
     );
     return;
   }
-  const upstream = new Socket({ readableHighWaterMark: HIGH_WATER_MARK, writableHighWaterMark: HIGH_WATER_MARK, allowHalfOpen: true } as SocketConstructorOpts);
-  upstream.connect({ host: ip, port, noDelay: true });
+  const upstream = ready ?? connectUpstream(ip, port);
   client.setNoDelay(true);
+  if (!upstream.connecting) {
+    relayer(client, upstream, first, report);
+    return;
+  }
   const timer = setTimeout(() => upstream.destroy(new Error("connect timeout")), CONNECT_TIMEOUT_MS);
   // Until connected: either side ending ends both, and the attempt is audited with no bytes.
   const fail = () => {

@@ -10,6 +10,7 @@ import { startEgressProxy, type EgressProxy, type ProxyPolicy } from "./egress-p
 import { forbiddenDestinations } from "./forbidden-destinations.js";
 import type { EgressInterceptor } from "./header-relay.js";
 import { HostServices, type HostService } from "./host-services.js";
+import { ResolvedAddresses } from "./resolved-addresses.js";
 import { dialThroughUserProxy, startTunnelProxy, type TunnelProxy } from "./tunnel-proxy.js";
 import type { RelayKind } from "./native-relay.js";
 import type { UpstreamProxy } from "./upstream-proxy.js";
@@ -32,6 +33,8 @@ export class EgressService {
   readonly audit = new EgressAudit();
   readonly hostServices = new HostServices();
   readonly forwarder: DnsForwarder;
+  /** What the resolver gave each sandbox, for the proxy's early upstream connects. */
+  readonly #resolved = new ResolvedAddresses();
   #dns: DnsServer | undefined;
   #proxy: EgressProxy | undefined;
   /** Header transforms, handed over by the server (setInterceptor). */
@@ -67,6 +70,7 @@ export class EgressService {
         const e = network.egressOf(ip);
         if (e) this.audit.add({ sandboxId: e.sandboxId, atMs: Date.now(), via: "dns", verdict: "denied", rule, host: name, bytesOut: 0, bytesIn: 0 });
       },
+      onAnswered: (ip, name, addresses, ttlS) => this.#resolved.note(ip, name, addresses, ttlS),
     });
     try {
       const forbidden = forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []);
@@ -93,6 +97,7 @@ export class EgressService {
         interceptor: () => this.#interceptor,
         relay: this.#opts.relay ?? "native",
         anyPort: true,
+        resolved: this.#resolved,
         ...(this.#opts.logger ? { logger: this.#opts.logger } : {}),
         tunnels: (sandboxId) => upstreamOf(sandboxId) !== undefined,
         dial: (sandboxId, ip, port) => {

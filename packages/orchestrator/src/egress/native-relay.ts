@@ -40,6 +40,8 @@ interface RelayAddon {
   add(handle: RelayHandle, id: number, fdA: number, fdB: number, headToB?: Buffer, headToA?: Buffer): void;
   active(handle: RelayHandle): number;
   stop(handle: RelayHandle): void;
+  /** SO_ORIGINAL_DST of a descriptor: [ip, port], or undefined (not NAT'ed, not IPv4). Missing in older builds. */
+  originalDestination?(fd: number): [string, number] | undefined;
 }
 
 /** Where native/build.sh puts the addon (this file is src/egress/, compiled to dist/egress/). */
@@ -115,6 +117,17 @@ export function createNativeRelay(logger?: RelayLogger): NativeRelay | undefined
       if (handle) addon.stop(handle);
     },
   };
+}
+
+/**
+ * Where a DNAT'ed connection was going (SO_ORIGINAL_DST, through the addon: Node has no such call), or undefined
+ * when the addon cannot say (not loaded, not NAT'ed). The address of the listener itself for one not NAT'ed.
+ */
+export function socketOriginalDestination(socket: Socket, logger?: RelayLogger): { ip: string; port: number } | undefined {
+  const fd = fdOf(socket);
+  const addon = fd === undefined ? undefined : loadRelayAddon(logger);
+  const dst = fd === undefined ? undefined : addon?.originalDestination?.(fd);
+  return dst && { ip: dst[0], port: dst[1] };
 }
 
 function fdOf(socket: Socket): number | undefined {
