@@ -30,3 +30,4 @@ if (!only || only === "tracing") await (await import("./tracing.mjs")).runTracin
 if (!only || only === "egress") await (await import("./egress.mjs")).runEgressBenchmarks();
 if (!only || only === "dashboard") await (await import("./dashboard.mjs")).runDashboardBenchmarks();
 if (!only || only === "cluster") await (await import("./cluster.mjs")).runClusterBenchmarks();
+if (!only || only === "cluster-templates") await (await import("./cluster-templates.mjs")).runClusterTemplateBenchmarks();

@@ -144,10 +144,14 @@ it("publishes the template's own layers by digest and its base by name", async (
 
 it("a node without the template fetches it, files intact, stacked on its own base; a second create fetches nothing", async () => {
   expect(b.templates.find("my-tpl")?.templateId).toBe("tpl1");
+  // Listed before it is fetched, its team recorded here so that lists and checks scope it.
+  expect(b.templates.summaries().map((t) => [t.templateId, t.aliases, t.buildStatus])).toEqual([["tpl1", ["my-tpl"], "ready"]]);
+  await until(() => b.adopted.length > 0);
   await b.templates.ensureLocal("my-tpl:default", 1);
   const manifest = b.store.resolve("my-tpl");
   expect(manifest?.layers).toEqual([LAYER, "base-b"]);
-  expect(b.adopted).toEqual([["template", "tpl1", "team-1"]]);
+  expect(new Set(b.adopted.map((x) => JSON.stringify(x)))).toEqual(new Set([JSON.stringify(["template", "tpl1", "team-1"])]));
+  expect(b.templates.summaries()).toEqual([]);
   expect(b.templates.fetchedLayers).toBe(1);
   const layer = b.store.layerPath(LAYER);
   const greeting = lstatSync(join(layer, "etc", "greeting"));

@@ -41,6 +41,7 @@ import { registerVolumeApi } from "./volumes/index.js";
 import { registerClusterRoutes } from "../cluster/cluster-routes.js";
 import type { Membership } from "../cluster/membership.js";
 import type { CreatePlacement } from "../cluster/create-placement.js";
+import type { TemplateSummary } from "@burrow/protocol";
 import { registerDrainRoute } from "../cluster/drain-route.js";
 
 export interface CreateApiOptions {
@@ -65,6 +66,8 @@ export interface CreateApiOptions {
   cluster?: Membership | undefined;
   /** Where creates go on a node of a cluster; without it every create is this server's. */
   placement?: CreatePlacement | undefined;
+  /** The cluster's templates this node has not fetched yet, for GET /templates (cluster/cluster-templates.ts). */
+  clusterTemplates?: (() => TemplateSummary[]) | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -136,6 +139,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
       builder: opts.templates,
       resolveTemplate: (ref) => ctx.orchestrator.resolveTemplate(ref),
       admission: ctx.sandboxes.buildAdmission,
+      clusterTemplates: opts.clusterTemplates,
     });
   } else {
     registerTemplateAliasRoute(app, ctx);

@@ -17,7 +17,7 @@ import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import type { TemplateManifest } from "@burrow/orchestrator";
-import { BurrowError, Code } from "@burrow/protocol";
+import { BurrowError, Code, type TemplateSummary } from "@burrow/protocol";
 import type { Logger } from "pino";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import { packLayer, unpackLayer, type PackedLayer } from "./layer-archive.js";
@@ -84,6 +84,8 @@ export class ClusterTemplates {
   readonly #digests = new Map<string, PackedLayer>();
   readonly #layerFetches = new Map<string, Promise<void>>();
   readonly #imports = new Map<string, Promise<void>>();
+  /** Templates of other nodes whose team is recorded here (so that lists and checks scope them as local ones). */
+  readonly #adopted = new Set<string>();
   #syncing: Promise<void> | undefined;
   #again = false;
   #closed = false;
@@ -129,6 +131,22 @@ export class ClusterTemplates {
   /** Every template the cluster has. */
   records(): TemplateRecord[] {
     return [...this.#mirror.entries()].map(([, e]) => e.value);
+  }
+
+  /** GET /templates' entries for the cluster's templates this node does not have (yet): ready, like local ones. */
+  summaries(): TemplateSummary[] {
+    return this.records()
+      .filter((r) => !this.#o.local.get(r.templateId))
+      .map(({ manifest: m }) => ({
+        templateId: m.templateId,
+        aliases: [...m.aliases],
+        buildId: m.buildId?.toLowerCase(),
+        tags: Object.keys(m.tags ?? {}),
+        createdAt: m.createdAt,
+        cpuCount: m.defaults.cpuCount,
+        memoryMB: m.defaults.memoryMB,
+        buildStatus: "ready" as const,
+      }));
   }
 
   /**
@@ -240,7 +258,12 @@ export class ClusterTemplates {
   }
 
   async #syncOnce(): Promise<void> {
-    const { local, shipped } = this.#o;
+    const { local, shipped, teams } = this.#o;
+    for (const record of this.records()) {
+      if (this.#adopted.has(record.templateId) || local.get(record.templateId)) continue;
+      teams.adopt(record.kind, record.templateId, record.team);
+      this.#adopted.add(record.templateId);
+    }
     const here = new Set<string>();
     let failed: unknown;
     for (const manifest of local.list()) {

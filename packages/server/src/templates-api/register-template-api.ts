@@ -3,7 +3,7 @@
 // carry Connect code names, which that handler maps.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { Transform, type Readable } from "node:stream";
-import { BurrowError, Code } from "@burrow/protocol";
+import { BurrowError, Code, type TemplateSummary } from "@burrow/protocol";
 import { BuildAdmission, type BuildAdmissionPolicy } from "../admission/build-admission.js";
 import type { ResolveTemplate, TemplateBuildService } from "./template-build-service.js";
 import { UploadTokens } from "./upload-tokens.js";
@@ -16,6 +16,8 @@ export interface TemplateApiOptions {
   resolveTemplate: ResolveTemplate;
   /** Host-wide build admission (template limits against the host, builds at once); none when absent. */
   admission?: BuildAdmissionPolicy | undefined;
+  /** Templates other nodes of a cluster published that this node has not fetched yet, listed with its own. */
+  clusterTemplates?: (() => TemplateSummary[]) | undefined;
 }
 
 /** Path of the upload endpoint; the files check returns an absolute URL to it. */
@@ -204,7 +206,7 @@ export function registerTemplateApi(app: FastifyInstance, opts: TemplateApiOptio
   );
 
   app.get("/templates", { onRequest }, async () =>
-    builder.list().map((t) => ({
+    [...builder.list(), ...(opts.clusterTemplates?.() ?? [])].map((t) => ({
       templateID: t.templateId,
       buildID: t.buildId ?? "",
       aliases: t.aliases,
