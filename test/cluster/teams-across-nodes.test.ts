@@ -1,7 +1,10 @@
 // Trust and teams across two Burrow nodes (the real CLI, own state directories and subnets) on a 3-server NATS
 // JetStream cluster on the loopback, with the official e2b SDK. A client's `X-Burrow-Forwarded-By` (unsigned, or
 // signed for another request) no longer pins a create to the node it reached: placement happens; a mark signed with
-// the cluster's key, as nodes send them, is still honoured.
+// the cluster's key, as nodes send them, is still honoured. A team limited to 2 running sandboxes has one on each
+// node: its third create is refused (429 naming the quota and the usage) through either node. Node B SIGKILLed: the
+// `lost` event of its sandbox reaches the team's lifecycle stream on A (not another team's), the lost sandbox stops
+// counting, and a create succeeds again; a killed sandbox frees its place too.
 import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,7 +16,8 @@ import { NatsCluster } from "./nats-cluster.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { keyedApi } from "../helpers/keyed-api.js";
+import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
@@ -24,6 +28,51 @@ interface Node {
   instance: TestInstance;
   port: number;
   server?: ServerProcess;
+}
+
+interface CreatedTeam {
+  teamID: string;
+  adminKey: { id: string; key: string };
+}
+
+/** Lifecycle events from a node's GET /burrow/v1/lifecycle-events with a key, collected until stopped. */
+class LifecycleEvents {
+  readonly seen: Array<{ type: string; sandboxID: string }> = [];
+  readonly #controller = new AbortController();
+  readonly ready: Promise<void>;
+
+  constructor(url: string, apiKey: string) {
+    this.ready = (async () => {
+      const res = await fetch(`${url}/burrow/v1/lifecycle-events`, { headers: { "X-API-KEY": apiKey }, signal: this.#controller.signal });
+      if (!res.ok || !res.body) throw new Error(`lifecycle events: ${res.status}`);
+      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = (await reader.read()).value ?? "";
+      void (async () => {
+        try {
+          for (;;) {
+            for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+              const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "));
+              buffer = buffer.slice(end + 2);
+              if (data) this.seen.push(JSON.parse(data.slice(6)) as { type: string; sandboxID: string });
+            }
+            const next = await reader.read();
+            if (next.done) return;
+            buffer += next.value;
+          }
+        } catch {
+          // Stopped.
+        }
+      })();
+    })();
+  }
+
+  of(type: string, sandboxId: string): number {
+    return this.seen.filter((e) => e.type === type && e.sandboxID === sandboxId).length;
+  }
+
+  stop(): void {
+    this.#controller.abort();
+  }
 }
 
 async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
@@ -51,11 +100,11 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
   const opts = (node: Node, apiKey = API_KEY) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
   const made = new Set<string>();
 
-  const ownerOf = async (sandboxId: string): Promise<{ node: string; lostAt?: string } | undefined> => {
+  const ownerOf = async (sandboxId: string): Promise<{ node: string; lostAt?: string; teamId?: string | null } | undefined> => {
     const nc = await connect({ servers: nats.urls });
     try {
       const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
-      return entry?.operation === "PUT" ? entry.json<{ node: string; lostAt?: string }>() : undefined;
+      return entry?.operation === "PUT" ? entry.json<{ node: string; lostAt?: string; teamId?: string | null }>() : undefined;
     } finally {
       await nc.close();
     }
@@ -123,5 +172,68 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
     await until("A knows it is uncordoned", () => knowsCordon(a, false));
     for (const id of made) await Sandbox.kill(id, opts(a));
     made.clear();
+  });
+
+  it("a team's quota holds across nodes, and a lost node's sandboxes go to their team and stop counting", { timeout: 300_000 }, async () => {
+    const admin = keyedApi(url(a), API_KEY);
+    const team = (await admin("POST", "/burrow/v1/teams", { name: `quota-${randomBytes(3).toString("hex")}` })).json as CreatedTeam;
+    const other = (await admin("POST", "/burrow/v1/teams", { name: `other-${randomBytes(3).toString("hex")}` })).json as CreatedTeam;
+    expect((await admin("PATCH", `/burrow/v1/teams/${team.teamID}`, { quotas: { maxRunningSandboxes: 2 } })).status).toBe(200);
+    const key = team.adminKey.key;
+    await until("B knows the team, its key and its quota", async () => {
+      const seen = await keyedApi(url(b), key)("GET", `/burrow/v1/teams/${team.teamID}`);
+      return seen.status === 200 && (seen.json as { quotas: { maxRunningSandboxes: number } }).quotas.maxRunningSandboxes === 2;
+    });
+    await until("B knows the other team's key", async () => (await keyedApi(url(b), other.adminKey.key)("GET", "/sandboxes")).status === 200);
+
+    // Two through A: one made on A (signed as forwarded), one placed on B (A cordoned meanwhile).
+    const onA = await Sandbox.create("base", { ...opts(a, key), apiHeaders: signing.headers("POST", "/v2/sandboxes"), timeoutMs: 120_000 });
+    made.add(onA.sandboxId);
+    expect((await cordon(a, "cordon", b)).status).toBe(200);
+    await until("A knows it is cordoned", () => knowsCordon(a, true));
+    const onB = await Sandbox.create("base", { ...opts(a, key), timeoutMs: 120_000 }).finally(() => cordon(a, "uncordon", b));
+    made.add(onB.sandboxId);
+    await until("A knows it is uncordoned", () => knowsCordon(a, false));
+    expect(await ownerOf(onA.sandboxId)).toMatchObject({ node: "node-a", teamId: team.teamID });
+    await until("B's sandbox's record names its team", async () => (await ownerOf(onB.sandboxId))?.teamId === team.teamID);
+    expect(await ownerOf(onB.sandboxId)).toMatchObject({ node: "node-b" });
+    await new Promise((r) => setTimeout(r, 500));
+
+    // The third: refused through B and through A alike, naming the quota and the team's usage on both nodes.
+    for (const node of [b, a]) {
+      const third = await keyedApi(url(node), key)("POST", "/sandboxes", { templateID: "base" });
+      expect(third.status, `through ${node.name}: ${JSON.stringify(third.json)}`).toBe(429);
+      expect(third.json).toEqual({ code: 429, message: "team quota maxRunningSandboxes reached: your team has 2 running sandboxes and may run 2 at once (asked for 1 more)" });
+    }
+    // Another team is not held back by it (its sandbox made on B).
+    const others = await Sandbox.create("base", { ...opts(b, other.adminKey.key), apiHeaders: signing.headers("POST", "/v2/sandboxes"), timeoutMs: 120_000 });
+    made.add(others.sandboxId);
+    await until("the other team's record names its team", async () => (await ownerOf(others.sandboxId))?.teamId === other.teamID);
+
+    const teamEvents = new LifecycleEvents(url(a), key);
+    const otherEvents = new LifecycleEvents(url(a), other.adminKey.key);
+    await Promise.all([teamEvents.ready, otherEvents.ready]);
+    try {
+      await stopServerProcess(b.server!, "SIGKILL");
+      await until("the team's stream on A reports B's sandbox lost", () => teamEvents.of("lost", onB.sandboxId) === 1, DOWN_AFTER_MS + 30_000);
+      expect((await ownerOf(onB.sandboxId))?.lostAt).toEqual(expect.any(String));
+      // The other team's lost sandbox is its own to hear of; neither hears the other's.
+      await until("the other team's stream reports its sandbox lost", () => otherEvents.of("lost", others.sandboxId) === 1, 10_000);
+      expect(otherEvents.of("lost", onB.sandboxId)).toBe(0);
+      expect(teamEvents.of("lost", others.sandboxId)).toBe(0);
+    } finally {
+      teamEvents.stop();
+      otherEvents.stop();
+    }
+
+    // The lost sandbox no longer counts: a create succeeds (on A, the node left), and then the limit holds again.
+    const afterLoss = await Sandbox.create("base", { ...opts(a, key), timeoutMs: 120_000 });
+    made.add(afterLoss.sandboxId);
+    expect((await keyedApi(url(a), key)("POST", "/sandboxes", { templateID: "base" })).status).toBe(429);
+    // A killed sandbox frees its place.
+    expect(await Sandbox.kill(onA.sandboxId, opts(a, key))).toBe(true);
+    const afterKill = await Sandbox.create("base", { ...opts(a, key), timeoutMs: 120_000 });
+    made.add(afterKill.sandboxId);
+    for (const id of [afterLoss.sandboxId, afterKill.sandboxId]) await Sandbox.kill(id, opts(a, key));
   });
 });

@@ -311,9 +311,17 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       createdKey: apiKey.created,
       buildStatus: deps.templates ? (templateId, buildId) => buildStatusOf(deps.templates!, templateId, buildId) : undefined,
       volumes: () => store.volumes.list(),
+      usageElsewhere: cluster ? () => cluster.teamUsageElsewhere() : undefined,
     });
     cleanups.push(() => teams.close());
     // Teams and keys made on any node are known here, and authenticate locally (cluster/team-sync.ts).
+    // Other nodes count this node's sandboxes against their teams' quotas and send their `lost` events to their team.
+    cluster?.describeSandboxes(events, () => store.sandboxes.list().map((row) => row.sandboxId), (sandboxId) => {
+      const row = store.sandboxes.get(sandboxId);
+      if (!row) return undefined;
+      const team = teams.ownership.teamOfSandbox(row);
+      return { teamId: team === teams.defaultTeamId ? null : team, vcpu: row.cpuCount, memoryMB: row.memoryMB, paused: row.state !== "running" };
+    });
     await cluster?.syncTeams({ store: teams.store, defaultTeamId: teams.defaultTeamId, onRevoked: (keyId) => teams.streams.endAll(keyId) });
     freshAdmission = freshSandboxAdmission(teams, (ref) => deps.orchestrator.resolveTemplate(ref)?.defaults);
     const volumes = new VolumeService({
@@ -326,14 +334,15 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
     // Templates and snapshots made on any node are started on any node (cluster/cluster-templates.ts).
-    const shared = cluster && deps.templateStore
-      ? await cluster.shareTemplates({
-          local: deps.templateStore,
-          teams: clusterTemplateTeams(teams.ownership, teams.defaultTeamId),
-          deleteLocal: async (templateId) => (await deps.templates?.deleteTemplate(templateId)) ?? false,
-          shipped: PUBLIC_TEMPLATE_NAMES,
-        })
-      : undefined;
+    if (cluster && deps.templateStore) {
+      const builder = deps.templates;
+      await cluster.shareTemplates({
+        local: deps.templateStore,
+        teams: clusterTemplateTeams(teams.ownership, teams.defaultTeamId),
+        deleteLocal: async (templateId) => (await builder?.deleteTemplate(templateId)) ?? false,
+        shipped: PUBLIC_TEMPLATE_NAMES,
+      });
+    }
     // Creates go to the node placement chooses (cluster/create-placement.ts).
     const placement = cluster?.placement({
       runningSandboxes: () => store.sandboxes.countRunning(),
@@ -341,7 +350,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
       capacity: cfg.admission.maxSandboxes,
     });
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement, clusterTemplates: shared ? () => shared.summaries() : undefined });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

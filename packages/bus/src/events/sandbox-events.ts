@@ -49,6 +49,11 @@ export interface LifecycleEvent extends EventBase {
    * pause_converted `age` or `host_restart`.
    */
   reason?: string;
+  /**
+   * lost (reported by another node of a cluster than the sandbox's): its team's id; null: the default team of the
+   * node that had it. Absent when unknown.
+   */
+  teamId?: string | null;
   /** paused, pause_converted: how the sandbox is paused now (`memory`: frozen; `filesystem`: only its files kept). */
   pauseKind?: "memory" | "filesystem";
   /**

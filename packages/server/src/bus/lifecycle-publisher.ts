@@ -34,6 +34,7 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
         ...(event.reason ? { reason: event.reason } : {}),
         ...(event.pauseKind ? { pauseKind: event.pauseKind } : {}),
         ...(event.network ? { network: event.network } : {}),
+        ...(event.teamId !== undefined ? { teamId: event.teamId } : {}),
       },
       { durable: true },
     ).catch((error: unknown) => logger.warn({ err: error, sandboxId: event.sandboxId }, "could not publish a lifecycle event"));

@@ -21,7 +21,9 @@ import { whenClusterAnswers } from "./cluster-retry.js";
 import { RecentCreates } from "./recent-creates.js";
 import { syncOwnership } from "./ownership-sync.js";
 import type { LocalSandboxes } from "./reconcile.js";
-import { SandboxOwners } from "./sandbox-owners.js";
+import { followOwnerFacts } from "./owner-facts.js";
+import { SandboxOwners, type OwnerFacts } from "./sandbox-owners.js";
+import { teamUsageElsewhere, type RemoteUsage } from "./team-usage.js";
 import { TeamSync, type TeamSyncOptions } from "./team-sync.js";
 
 const VERSION = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
@@ -89,6 +91,19 @@ export class ClusterNode {
   async syncOwnership(localIds: () => string[], events: SandboxEvents, local: LocalSandboxes): Promise<void> {
     this.#stopSync.push(await syncOwnership(this.owners, localIds, events, this.logger, local, this.config.nodeName));
     this.#lostSweep = new LostSweep({ membership: this.membership, owners: this.owners, losses: this.kv.losses, events, local, logger: this.logger, intervalMs: this.config.heartbeatMs });
+  }
+
+  /**
+   * Write each of this node's sandboxes' team, size and pause into its owner record from now on (owner-facts.ts), the
+   * sandboxes it has now included. `events`: the same lifecycle events as syncOwnership's.
+   */
+  describeSandboxes(events: SandboxEvents, localIds: () => string[], facts: (sandboxId: string) => OwnerFacts | undefined): void {
+    this.#stopSync.push(followOwnerFacts({ owners: this.owners, events, localIds, facts, logger: this.logger }));
+  }
+
+  /** Teams' running usage on the other nodes (team-usage.ts), for quota checks here. */
+  teamUsageElsewhere(): Map<string | null, RemoteUsage> {
+    return teamUsageElsewhere(this.owners, this.config.nodeName);
   }
 
   /** Teams and API keys shared with every node (team-sync.ts): pushed from the store, mirrored into it. */

@@ -98,7 +98,9 @@ export class LostSweep {
       const lostAt = new Date();
       if (!(await owners.replace(sandboxId, { ...record, v: Math.max(record.v, OWNER_RECORD_VERSION), lostAt: lostAt.toISOString() }, revision))) continue;
       lost++;
-      events.emit({ type: "lost", sandboxId, templateId: record.templateId ?? UNKNOWN_TEMPLATE, metadata: {}, timestamp: lostAt });
+      // Its team, so that the event reaches that team's streams (this node has no row of the sandbox to ask).
+      const team = record.teamId !== undefined ? { teamId: record.teamId } : {};
+      events.emit({ type: "lost", sandboxId, templateId: record.templateId ?? UNKNOWN_TEMPLATE, metadata: {}, timestamp: lostAt, ...team });
       logger.warn({ sandboxId, node: node.name, lastSeenAt: node.lastSeenAt }, "sandbox lost: its node is down");
     }
     if (await finishLossMarker(this.#d.losses, taken)) this.#reported.add(key);

@@ -15,9 +15,20 @@ import { WatchedBucket } from "./watched-bucket.js";
 
 /**
  * 2: records may be marked lost (`lostAt`, `killedAt`) and name their template. Readers of 1 see a lost record as
- * the node's.
+ * the node's. 3: records say the sandbox's team and size and whether it is paused (owner-facts.ts), for the `lost`
+ * events of its team and the team's quota usage across nodes; readers of 2 keep these fields and ignore them.
  */
-export const OWNER_RECORD_VERSION = 2;
+export const OWNER_RECORD_VERSION = 3;
+
+/** What an owner record says of its sandbox beyond its node (version 3), as the owning node knows it. */
+export interface OwnerFacts {
+  /** The team's shared id; null: the owning node's default team (each node has its own, see team-sync.ts). */
+  teamId: string | null;
+  vcpu: number;
+  memoryMB: number;
+  /** Paused sandboxes hold no vCPU or memory quota. */
+  paused: boolean;
+}
 
 export interface OwnerRecord {
   v: number;
@@ -29,6 +40,11 @@ export interface OwnerRecord {
   lostAt?: string;
   /** A kill asked while it was lost (lost-kill.ts): the node, back, ends it instead of taking it back. */
   killedAt?: string;
+  /** Version 3 (owner-facts.ts); absent on records written before, or until the owner has written them. */
+  teamId?: string | null;
+  vcpu?: number;
+  memoryMB?: number;
+  paused?: boolean;
 }
 
 /** A record as stored, with the revision a revision-checked write must name. */
@@ -149,6 +165,27 @@ export class SandboxOwners {
    */
   async mine(): Promise<string[]> {
     return [...(await this.ownedBy(this.nodeName)).keys()].sort();
+  }
+
+  /** Every record the mirror holds, by sandbox id (no round trip). */
+  *cachedRecords(): Iterable<[string, OwnerRecord]> {
+    for (const [id, entry] of this.mirror.entries()) yield [id, entry.value];
+  }
+
+  /**
+   * Write what this node knows of its sandbox into its record (revision-checked, only when something changed and
+   * the record is still this node's and not lost). False when there is no such record to write.
+   */
+  async describe(sandboxId: string, facts: OwnerFacts): Promise<boolean> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const stored = await this.read(sandboxId);
+      if (!stored || stored.record.node !== this.nodeName || stored.record.lostAt !== undefined) return false;
+      const { record } = stored;
+      if (record.teamId === facts.teamId && record.vcpu === facts.vcpu && record.memoryMB === facts.memoryMB && (record.paused ?? false) === facts.paused) return true;
+      const next: OwnerRecord = { ...record, v: Math.max(record.v, OWNER_RECORD_VERSION), ...facts };
+      if (await this.replace(sandboxId, next, stored.revision)) return true;
+    }
+    throw new BurrowError(Code.Aborted, `the owner record of sandbox ${sandboxId} kept changing while its facts were written`, { reason: "revision_conflict" });
   }
 
   /** Ids the mirror holds as `node`'s and marked lost. */

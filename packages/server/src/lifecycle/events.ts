@@ -32,6 +32,11 @@ export interface SandboxLifecycleEvent {
   reason?: SandboxEndReason | SandboxPauseReason | SandboxResumeReason | PauseConversionReason;
   /** `paused` and `pause_converted`: how the sandbox is paused now. */
   pauseKind?: PauseKind;
+  /**
+   * `lost`, sent by a node that has no row of the sandbox (another node's): its team as its owner record says, null
+   * for the owning node's default team; absent when the record does not say (older nodes).
+   */
+  teamId?: string | null;
   /** `created`: its network as enforced from its start (empty lists: no rules; ingress only with a network config). */
   network?: SandboxEventNetwork;
 }

@@ -61,6 +61,11 @@ export interface TeamServicesDeps {
   buildStatus?: ((templateId: string, buildId: string) => string | undefined) | undefined;
   /** Volumes with their team and size limit, for the teams' disk totals. */
   volumes?: (() => readonly { teamId: string; sizeMB: number }[]) | undefined;
+  /**
+   * On a node of a cluster: teams' running sandboxes, vCPUs and memory on the other nodes (cluster/team-usage.ts;
+   * the key null is the default team), added to this node's own for quota checks, so a limit holds cluster-wide.
+   */
+  usageElsewhere?: (() => ReadonlyMap<string | null, { runningSandboxes: number; vcpu: number; memoryMB: number }>) | undefined;
 }
 
 export function openTeamServices(d: TeamServicesDeps): TeamServices {
@@ -100,7 +105,18 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
   const quotas = new TeamQuotas({
     defaults: d.quotaDefaults,
     overrides: (teamId) => store.team(teamId)?.quotas ?? {},
-    usage: (teamId) => running().get(teamId) ?? { ...NO_USAGE },
+    usage: (teamId) => {
+      const u = { ...(running().get(teamId) ?? NO_USAGE) };
+      if (!d.usageElsewhere) return u;
+      const elsewhere = d.usageElsewhere();
+      for (const other of [elsewhere.get(teamId), teamId === defaultTeamId ? elsewhere.get(null) : undefined]) {
+        if (!other) continue;
+        u.runningSandboxes += other.runningSandboxes;
+        u.vcpu += other.vcpu;
+        u.memoryMB += other.memoryMB;
+      }
+      return u;
+    },
     runningBuilds: (teamId) => {
       const set = builds.get(teamId);
       if (!set) return 0;

@@ -16,10 +16,11 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
       const row = ctx.sandboxes.get(id);
       return row !== undefined && ctx.teams.visibleSandboxes(caller, [row]).length === 1;
     };
-    // In a cluster, a down node's sandboxes are reported lost by another node, which has no row of theirs. Owner
-    // records do not name a sandbox's team (teams are shared, but not which team each sandbox is), so those reports
-    // go to the default team.
-    const ownedElsewhere = (id: string) => ctx.sandboxes.get(id) === undefined && (caller === null || caller.teamId === ctx.teams.defaultTeamId);
+    // In a cluster, a down node's sandboxes are reported lost by another node, which has no row of theirs: the event
+    // names the team from the owner record (null: the default team); without one (a record of an older node) it goes
+    // to the default team.
+    const ownedElsewhere = (id: string, teamId: string | null | undefined) =>
+      ctx.sandboxes.get(id) === undefined && (caller === null || caller.teamId === (teamId ?? ctx.teams.defaultTeamId));
     const controller = new AbortController();
     const events = subscribeSandboxEvents(bus, { category: "lifecycle" }, { signal: controller.signal })[Symbol.asyncIterator]();
     // Pull once so the subscription exists before the client is told it is live.
@@ -42,7 +43,7 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
         const e = next.value;
         const ended = e.type === "killed" || e.type === "timed_out";
         if (!ended && mine(e.sandboxId)) known.add(e.sandboxId);
-        else if (e.type === "lost" && ownedElsewhere(e.sandboxId)) known.add(e.sandboxId);
+        else if (e.type === "lost" && e.category === "lifecycle" && ownedElsewhere(e.sandboxId, e.teamId)) known.add(e.sandboxId);
         if (!known.has(e.sandboxId)) continue;
         if (ended) known.delete(e.sandboxId);
         res.write(`event: lifecycle\ndata: ${JSON.stringify({ type: e.type, sandboxID: e.sandboxId, templateID: e.templateId })}\n\n`);
