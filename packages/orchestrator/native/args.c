@@ -9,7 +9,7 @@
 
 static const char DEFAULT_PATH[] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
-static int parse_ulong(const char *s, unsigned long *out) {
+int parse_ulong(const char *s, unsigned long *out) {
   char *end;
   errno = 0;
   unsigned long v = strtoul(s, &end, 10);
@@ -18,7 +18,7 @@ static int parse_ulong(const char *s, unsigned long *out) {
   return 0;
 }
 
-static int bad_path(const char *p) { return p[0] != '/' || strpbrk(p, ",:\\") != NULL; }
+int bad_path(const char *p) { return p[0] != '/' || strpbrk(p, ",:\\") != NULL; }
 
 /* 8-4-4-4-12 lower-case hex digits, as the kernel prints its own boot id. */
 static int bad_boot_id(const char *v) {

@@ -31,14 +31,18 @@ static const struct {
 #define N_LIMITS (sizeof LIMITS / sizeof LIMITS[0])
 _Static_assert(N_LIMITS <= MAX_USERNS_LIMITS, "raise MAX_USERNS_LIMITS");
 
-static long read_long(const char *path) {
-  char buf[32];
+ssize_t read_text(const char *path, char *buf, size_t size) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
+  ssize_t n = read(fd, buf, size - 1);
   close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (n >= 0) buf[n] = 0;
+  return n;
+}
+
+static long read_long(const char *path) {
+  char buf[32];
+  if (read_text(path, buf, sizeof buf) <= 0) return -1;
   char *end;
   long v = strtol(buf, &end, 10);
   return end == buf || v < 0 ? -1 : v;

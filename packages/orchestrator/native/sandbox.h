@@ -81,8 +81,10 @@ struct msg {
 /* The process's argument area (argv strings, contiguous), recorded by main for hide_cmdline. */
 extern char *g_arg_start, *g_arg_end;
 
-/* args.c */
+/* args.c; parse_ulong: a decimal unsigned number (0, or -1); bad_path: not absolute, or holding one of , : \ */
 int parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen);
+int parse_ulong(const char *s, unsigned long *out);
+int bad_path(const char *p);
 
 /* report.c: the launcher's single line of JSON on stdout. */
 void report_pid(int fd, pid_t pid, uid_t owner, unsigned long host_base);
@@ -102,6 +104,8 @@ int idmapped_tree(int dirfd, const char *path, int userns);
 /* limits.c: per-namespace budgets. read_host_limits runs in the launcher (it sees the host's
  * values), write_userns_limits in the child (it sees and may set its namespace's). */
 void read_host_limits(struct config *cfg);
+/* The start of a small file as a NUL-terminated string: bytes read, or -1. */
+ssize_t read_text(const char *path, char *buf, size_t size);
 int write_userns_limits(const struct config *cfg, struct msg *m);
 
 /* child.c: runs in the new namespaces; never returns. */
@@ -118,9 +122,24 @@ int attach_volumes(const struct config *cfg, struct msg *m);
 void close_volume_trees(const struct config *cfg);
 /* attach.c: the --attach-volumes mode (argv[1]), run instead of a launch; returns the exit code. */
 int attach_main(int argc, char **argv);
-/* Field 22 of /proc/PID/stat (0, or -1), and an O_RDONLY fd of /proc/PID/<which> (or -1). */
-int start_time_of(unsigned long pid, unsigned long long *out);
-int open_ns(unsigned long pid, const char *which);
+/* running.c: the sandbox a mode acts on (its init's pid and recorded start time, field 22 of /proc/PID/stat) and
+ * its namespaces. parse_running_option: 1 when `a` is `mode` (the pid) or --start-time/--uid-base/--uid-count/
+ * --host-base (value parsed), 0 when not, -1 for a bad value. finish_running_options: 0 when all are there (and
+ * sets cfg->ranges_base), else -1. open_running (as host root, before anything else) and enter_running (then as
+ * sandbox root in its user and mount namespaces and root): NULL, or a printf format with one %s (the pid) naming
+ * what failed, errno set. */
+struct running {
+  unsigned long pid, start_time;
+  int userns, mntns, root;
+};
+int parse_running_option(const char *a, const char *v, const char *mode, struct running *r, struct config *cfg);
+/* A mode's own option (0, or -1 with err filled); parse_mode_args reads `--opt value` pairs with it after the
+ * shared ones and returns 0, or 2 once it reported a usage error. */
+typedef int (*mode_option_fn)(const char *a, const char *v, struct config *cfg, char *err, size_t errlen);
+int parse_mode_args(int argc, char **argv, const char *mode, struct running *r, struct config *cfg, mode_option_fn other);
+int finish_running_options(const struct running *r, struct config *cfg);
+const char *open_running(struct running *r);
+const char *enter_running(const struct running *r);
 /* swap.c: the --swap-root mode (argv[1]): a running sandbox's "/" becomes a new overlay; returns the exit code. */
 int swap_main(int argc, char **argv);
 /* main.c: report {"error","step"} on stdout and exit 1; the overlay of cfg mounted at cfg->merged (dies on failure). */

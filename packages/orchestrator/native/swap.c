@@ -15,7 +15,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,17 +28,6 @@
 
 #define SWAP_POINT "/.burrow-swap"
 
-static int parse_num(const char *s, unsigned long *out) {
-  char *end;
-  errno = 0;
-  unsigned long v = strtoul(s, &end, 10);
-  if (errno || *s == 0 || *end != 0 || s[0] == '-') return -1;
-  *out = v;
-  return 0;
-}
-
-static int bad_path(const char *p) { return p[0] != '/' || strpbrk(p, ",:\\") != NULL; }
-
 /* Moves the mount at /NAME (with its submounts) to SWAP_POINT/NAME, making the mount point as sandbox root. */
 static void move_into(const char *name, mode_t mode) {
   char from[64], to[96];
@@ -49,48 +37,30 @@ static void move_into(const char *name, mode_t mode) {
   if (mount(from, to, NULL, MS_MOVE, NULL)) die("swap", "move %s into the new root", from);
 }
 
+static int root_option(const char *a, const char *v, struct config *cfg, char *err, size_t errlen) {
+  if (strcmp(a, "--lower") == 0) {
+    if (cfg->n_lower == MAX_LOWER) return snprintf(err, errlen, "too many --lower"), -1;
+    cfg->lower[cfg->n_lower++] = v;
+  } else if (strcmp(a, "--upper") == 0) cfg->upper = v;
+  else if (strcmp(a, "--work") == 0) cfg->work = v;
+  else if (strcmp(a, "--merged") == 0) cfg->merged = v;
+  else return snprintf(err, errlen, "unknown option %s", a), -1;
+  if (bad_path(v)) return snprintf(err, errlen, "bad %s %s (absolute, no , : \\)", a, v), -1;
+  return 0;
+}
+
 int swap_main(int argc, char **argv) {
   struct config cfg;
   memset(&cfg, 0, sizeof cfg);
   cfg.uid_count = 65536;
-  unsigned long pid = 0, start_time = 0;
-  char err[512];
-  for (int i = 1; i < argc; i += 2) {
-    const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-    if (!v) return report_error(1, "args", "option without a value"), 2;
-    int bad = 0;
-    if (strcmp(a, "--swap-root") == 0) bad = parse_num(v, &pid) || pid < 2;
-    else if (strcmp(a, "--start-time") == 0) bad = parse_num(v, &start_time);
-    else if (strcmp(a, "--uid-base") == 0) bad = parse_num(v, &cfg.uid_base);
-    else if (strcmp(a, "--uid-count") == 0) bad = parse_num(v, &cfg.uid_count);
-    else if (strcmp(a, "--host-base") == 0) bad = parse_num(v, &cfg.host_base);
-    else if (strcmp(a, "--lower") == 0) {
-      if (cfg.n_lower == MAX_LOWER) return report_error(1, "args", "too many --lower"), 2;
-      bad = bad_path(v);
-      cfg.lower[cfg.n_lower++] = v;
-    } else if (strcmp(a, "--upper") == 0) bad = bad_path(cfg.upper = v);
-    else if (strcmp(a, "--work") == 0) bad = bad_path(cfg.work = v);
-    else if (strcmp(a, "--merged") == 0) bad = bad_path(cfg.merged = v);
-    else {
-      snprintf(err, sizeof err, "unknown option %s", a);
-      return report_error(1, "args", err), 2;
-    }
-    if (bad) return snprintf(err, sizeof err, "bad %s %s", a, v), report_error(1, "args", err), 2;
-  }
-  if (!pid || !start_time || !cfg.uid_base || !cfg.host_base || !cfg.n_lower || !cfg.upper || !cfg.work || !cfg.merged ||
-      cfg.uid_base + cfg.uid_count > 0xFFFFFFFFUL)
+  struct running r = {0};
+  int usage = parse_mode_args(argc, argv, "--swap-root", &r, &cfg, root_option);
+  if (usage) return usage;
+  if (finish_running_options(&r, &cfg) || !cfg.n_lower || !cfg.upper || !cfg.work || !cfg.merged)
     return report_error(1, "args", "need --swap-root PID, --start-time, --uid-base, --host-base, --lower, --upper, --work and --merged"), 2;
-  /* The launcher idmaps the layers exactly when the sandbox runs in a host range of its own. */
-  cfg.ranges_base = cfg.host_base != cfg.uid_base;
 
-  /* Everything of the sandbox is opened before any of it is entered, while host paths still resolve. */
-  int userns = open_ns(pid, "ns/user"), mntns = open_ns(pid, "ns/mnt"), root = open_ns(pid, "root");
-  if (userns < 0 || mntns < 0 || root < 0) die("swap", "namespaces of sandbox init %lu", pid);
-  unsigned long long now_start = 0;
-  if (start_time_of(pid, &now_start) || now_start != start_time) {
-    errno = ESRCH;
-    die("swap", "sandbox init %lu is gone (its pid is not the recorded process)", pid);
-  }
+  const char *step = open_running(&r);
+  if (step) die("swap", step, argv[2]);
 
   /* The new root, as the launcher makes it, in a mount namespace of this process only. */
   if (unshare(CLONE_NEWNS)) die("unshare", "private mount namespace");
@@ -100,10 +70,7 @@ int swap_main(int argc, char **argv) {
   int tree = (int)syscall(SYS_open_tree, AT_FDCWD, cfg.merged, OPEN_TREE_CLONE | O_CLOEXEC);
   if (tree < 0) die("overlay", "open_tree %s", cfg.merged);
 
-  if (setns(userns, CLONE_NEWUSER)) die("swap", "enter the user namespace of %lu", pid);
-  if (setgroups(0, NULL) || setresgid(0, 0, 0) || setresuid(0, 0, 0)) die("swap", "become root of %lu", pid);
-  if (setns(mntns, CLONE_NEWNS)) die("swap", "enter the mount namespace of %lu", pid);
-  if (fchdir(root) || chroot(".")) die("swap", "enter the root directory of %lu", pid);
+  if ((step = enter_running(&r))) die("swap", step, argv[2]);
   umask(022);
 
   if (mkdir(SWAP_POINT, 0700) && errno != EEXIST) die("swap", "mkdir " SWAP_POINT);

@@ -12,6 +12,7 @@ import { envdAt, waitForEnvd } from "./envd-client/index.js";
 import { envdListening } from "./envd-listening.js";
 import { randomId } from "./ids.js";
 import { launchSandbox, swapRoot } from "./launcher/index.js";
+import type { RunningSandboxTarget } from "./launcher/launcher-mode.js";
 import type { Logger } from "./logger.js";
 import type { ReaperPaths } from "./reaper/reaper.js";
 import type { SandboxStorage } from "./storage/disk-storage.js";
@@ -300,19 +301,13 @@ export class SandboxHost {
    * failed: the caller destroys the sandbox.
    */
   async swapRoot(sandbox: HostedSandbox, template: TemplateManifest, signal?: AbortSignal): Promise<void> {
-    const { config } = this.deps;
     const { record, dir } = sandbox;
     const started = performance.now();
     await this.writeTrustedCa(join(dir, "upper"), template);
     const caWritten = performance.now();
     await swapRoot(
       {
-        reaper: this.deps.reaper,
-        pid: record.pid,
-        pidStartTime: record.pidStartTime,
-        uidBase: config.uidBase,
-        uidCount: config.uidCount,
-        hostUidBase: record.hostUidBase ?? config.uidBase,
+        ...this.target(record),
         lower: template.layers.map((layerId) => this.deps.layerPath(layerId)),
         upper: join(dir, "upper"),
         work: join(dir, "work"),
@@ -330,6 +325,19 @@ export class SandboxHost {
     );
   }
 
+  /** The running sandbox as the launcher's modes name it. */
+  private target(record: SandboxRecordFile): RunningSandboxTarget {
+    const { config } = this.deps;
+    return {
+      reaper: this.deps.reaper,
+      pid: record.pid,
+      pidStartTime: record.pidStartTime,
+      uidBase: config.uidBase,
+      uidCount: config.uidCount,
+      hostUidBase: record.hostUidBase ?? config.uidBase,
+    };
+  }
+
   private async writeTrustedCa(upper: string, template: TemplateManifest): Promise<void> {
     const ca = this.deps.trustedCa?.();
     if (ca !== undefined) await writeTrustedCa(upper, ca, template.layers.map((l) => this.deps.layerPath(l)), this.deps.config.uidBase);
@@ -345,12 +353,7 @@ export class SandboxHost {
     const { record } = sandbox;
     await attachVolumes(
       {
-        reaper: this.deps.reaper,
-        pid: record.pid,
-        pidStartTime: record.pidStartTime,
-        uidBase: config.uidBase,
-        uidCount: config.uidCount,
-        hostUidBase: record.hostUidBase ?? config.uidBase,
+        ...this.target(record),
         volumes: volumes.map((v) => ({ hostDir: volumeDir(config.stateDir, v.volumeId), path: v.path })),
       },
       signal,

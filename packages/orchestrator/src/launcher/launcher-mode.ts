@@ -3,6 +3,25 @@
 import { BurrowError, Code } from "@burrow/protocol";
 import { runThroughReaper, type ReaperPaths } from "../reaper/reaper.js";
 
+/** The running sandbox a mode acts on, as its record names it. */
+export interface RunningSandboxTarget {
+  reaper: ReaperPaths;
+  /** Host pid of the sandbox init, whose namespaces and root are entered. */
+  pid: number;
+  /** Field 22 of the init's /proc/<pid>/stat at launch (its record's pidStartTime): a reused pid is refused. */
+  pidStartTime: string;
+  /** Canonical host uid of sandbox root on disk (--uid-base) and the size of the range. */
+  uidBase: number;
+  uidCount: number;
+  /** Host uid of root in this sandbox (its record's hostUidBase): its own range, or uidBase. */
+  hostUidBase: number;
+}
+
+/** The mode's arguments that name the sandbox: `--<mode> PID --start-time … --host-base …`. */
+export function targetArgs(mode: "attach-volumes" | "swap-root", o: RunningSandboxTarget): string[] {
+  return [`--${mode}`, String(o.pid), "--start-time", o.pidStartTime, "--uid-base", String(o.uidBase), "--uid-count", String(o.uidCount), "--host-base", String(o.hostUidBase)];
+}
+
 export interface LauncherModeAnswer {
   [field: string]: unknown;
   error?: unknown;

@@ -2,20 +2,9 @@
 // of `lower` over the sandbox's own upper and work, as a launch would, and pivots the sandbox's mount namespace into
 // it, so its running init and envd continue in the new root. A prepared sandbox (launched before its template was
 // known) becomes a sandbox of the template a create names.
-import type { ReaperPaths } from "../reaper/reaper.js";
-import { runLauncherMode } from "./launcher-mode.js";
+import { runLauncherMode, targetArgs, type RunningSandboxTarget } from "./launcher-mode.js";
 
-export interface SwapRootOptions {
-  reaper: ReaperPaths;
-  /** Host pid of the sandbox init, whose namespaces and root are entered. */
-  pid: number;
-  /** Field 22 of the init's /proc/<pid>/stat at launch (its record's pidStartTime): a reused pid is refused. */
-  pidStartTime: string;
-  /** Canonical host uid of sandbox root on disk (--uid-base) and the size of the range. */
-  uidBase: number;
-  uidCount: number;
-  /** Host uid of root in this sandbox (its record's hostUidBase): its own range, or uidBase. */
-  hostUidBase: number;
+export interface SwapRootOptions extends RunningSandboxTarget {
   /** Read-only layers, top first; the writable layer, its work dir (siblings) and a mount point on the host. */
   lower: readonly string[];
   upper: string;
@@ -24,8 +13,7 @@ export interface SwapRootOptions {
 }
 
 export function swapRootArgs(o: SwapRootOptions): string[] {
-  const args = ["--swap-root", String(o.pid), "--start-time", o.pidStartTime, "--uid-base", String(o.uidBase), "--uid-count", String(o.uidCount)];
-  args.push("--host-base", String(o.hostUidBase));
+  const args = targetArgs("swap-root", o);
   for (const layer of o.lower) args.push("--lower", layer);
   args.push("--upper", o.upper, "--work", o.work, "--merged", o.merged);
   return args;
