@@ -334,15 +334,14 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     });
     const apiContext: ApiContext = { config: cfg, sandboxes, sandboxMetrics, orchestrator: deps.orchestrator, apiKeys: store.apiKeys, networks: store.networks, secrets, models, registry, teams, volumes };
     // Templates and snapshots made on any node are started on any node (cluster/cluster-templates.ts).
-    if (cluster && deps.templateStore) {
-      const builder = deps.templates;
-      await cluster.shareTemplates({
-        local: deps.templateStore,
-        teams: clusterTemplateTeams(teams.ownership, teams.defaultTeamId),
-        deleteLocal: async (templateId) => (await builder?.deleteTemplate(templateId)) ?? false,
-        shipped: PUBLIC_TEMPLATE_NAMES,
-      });
-    }
+    const shared = cluster && deps.templateStore
+      ? await cluster.shareTemplates({
+          local: deps.templateStore,
+          teams: clusterTemplateTeams(teams.ownership, teams.defaultTeamId),
+          deleteLocal: async (templateId) => (await deps.templates?.deleteTemplate(templateId)) ?? false,
+          shipped: PUBLIC_TEMPLATE_NAMES,
+        })
+      : undefined;
     // Creates go to the node placement chooses (cluster/create-placement.ts).
     const placement = cluster?.placement({
       runningSandboxes: () => store.sandboxes.countRunning(),
@@ -350,7 +349,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
       capacity: cfg.admission.maxSandboxes,
     });
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement, clusterTemplates: shared ? () => shared.summaries() : undefined });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;
