@@ -26,6 +26,11 @@ function records(count) {
   }));
 }
 
+/** The same records with CPU figures (placement adds busy share and committed vCPUs per CPU to the score). */
+function withCpu(nodes) {
+  return nodes.map((n, i) => ({ ...n, cpu: { cpus: 8 * (1 + (i % 4)), busy: ((i * 13) % 100) / 100, committedVcpu: n.sandboxes * 2 } }));
+}
+
 /** What a cluster without placement would do: the first node that can take it. */
 function firstNode(nodes, template) {
   return nodes.find((n) => n.up && !n.cordoned && n.templates?.has(template) && n.sandboxes < n.capacity)?.name;
@@ -52,6 +57,9 @@ export function runPlacementDecisionBenchmarks() {
     const first = perCall(() => (sink += firstNode(nodes, "base")?.length ?? 0));
     report(`placeCreate over ${count} node records, p50`, median(placed), "µs", median(first), "first node that can take it");
     report(`placeCreate over ${count} node records, p95`, percentile(placed, 95), "µs", percentile(first, 95), "first node p95");
+    const cpuNodes = withCpu(nodes);
+    const byCpu = perCall(() => (sink += placeCreate(cpuNodes, { template: ["base"], self: "node-0" }).order.length));
+    report(`placeCreate over ${count} records with CPU figures, p50`, median(byCpu), "µs", median(placed), "the same without CPU");
     if (sink < 0) process.stdout.write("");
   }
 }
