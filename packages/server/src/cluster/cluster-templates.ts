@@ -198,6 +198,11 @@ export class ClusterTemplates {
     // The team first: the create that waits for this checks it as soon as the manifest is there.
     teams.adopt(record.kind, record.templateId, record.team);
     await local.save(manifest);
+    // A garbage collection here between a layer's rename and the save removed it as unreferenced: the saved manifest
+    // protects it now, so it is fetched again.
+    for (const [layerId, source] of Object.entries(record.layers)) {
+      if ("digest" in source && !renamed.has(layerId) && !(await isDirectory(local.layerPath(layerId)))) await this.#fetchLayer(layerId, source.digest, signal);
+    }
     this.#published.set(manifest.templateId, fingerprint(manifest));
     logger.info({ templateId: record.templateId, from: record.node, layersFetched: fetched, ms: Date.now() - started }, "fetched a template from the cluster");
   }
@@ -303,11 +308,14 @@ export class ClusterTemplates {
   async #publish(manifest: TemplateManifest, fp: string): Promise<void> {
     const { templateId } = manifest;
     const existing = await this.#kv.get(templateId);
-    if (existing?.operation === "PUT" && fingerprint(decodeTemplateRecord(existing.value).manifest) === fp) {
+    const previous = existing?.operation === "PUT" ? decodeTemplateRecord(existing.value) : undefined;
+    if (previous && fingerprint(previous.manifest) === fp) {
       this.#published.set(templateId, fp);
-      this.#mirror.apply(existing);
+      this.#mirror.apply(existing!);
       return;
     }
+    // Layers are immutable: one the previous record named (a node restarted since) need not be archived again.
+    for (const [layerId, source] of Object.entries(previous?.layers ?? {})) if ("digest" in source && !this.#digests.has(layerId)) this.#digests.set(layerId, source);
     const started = Date.now();
     const shippedLayers = this.#shippedLayers();
     const layers: Record<string, LayerSource> = {};
