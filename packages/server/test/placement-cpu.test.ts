@@ -1,5 +1,6 @@
 // Placement by CPU (cluster/placement.ts nodeLoadScore, cluster/cpu-use.ts): a node whose CPUs were busy over the last
 // heartbeat, or whose sandboxes hold more vCPUs per CPU it has, is placed on after an idler one with the same counts;
+// the score stays in [0, 1] as before, so a template fetch's penalty (0.5) keeps its weight;
 // records without CPU figures (older nodes) are placed by counts as before. The busy share comes from /proc/stat deltas.
 import { describe, expect, it } from "vitest";
 import { CpuUse, parseProcStat } from "../src/cluster/cpu-use.js";
@@ -15,10 +16,12 @@ function node(name: string, over: Partial<PlacementNode> = {}): PlacementNode {
 const plan = (nodes: PlacementNode[], self = "elsewhere") => placeCreate(nodes, { template: ["base"], self, choices: nodes.length, random: () => 0 }).order;
 
 describe("nodeLoadScore", () => {
-  it("is the share of room in use without CPU figures, and adds busy share and vCPUs per CPU with them", () => {
+  it("is the share of room in use without CPU figures, and the mean of it, busy share and vCPUs per CPU with them", () => {
     expect(nodeLoadScore({ sandboxes: 10 }, 30)).toBe(0.25);
-    expect(nodeLoadScore({ sandboxes: 10, cpu: { cpus: 8, committedVcpu: 0 } }, 30)).toBe(0.25);
-    expect(nodeLoadScore({ sandboxes: 10, cpu: { cpus: 8, busy: 0.5, committedVcpu: 16 } }, 30)).toBeCloseTo(0.25 + 0.5 + 16 / (8 * VCPU_PER_CPU));
+    const committed = 16 / (8 * VCPU_PER_CPU);
+    expect(nodeLoadScore({ sandboxes: 10, cpu: { cpus: 8, busy: 0.5, committedVcpu: 16 } }, 30)).toBeCloseTo((0.25 + 0.5 + committed / (1 + committed)) / 3);
+    // Bounded like the share alone, so that a template fetch's penalty keeps its weight however loaded a node is.
+    expect(nodeLoadScore({ sandboxes: 10, cpu: { cpus: 1, busy: 1, committedVcpu: 1000 } }, 0)).toBeLessThan(1);
   });
 });
 
@@ -39,9 +42,15 @@ describe("placement by CPU", () => {
   });
 
   it("a node fuller by count but with idle CPUs goes before an emptier one whose CPUs are saturated", () => {
-    // Counts: 90 of 100 vs 10 of 100; CPU: the emptier node is saturated. 0.9 + 0 vs 0.1 + 1 + 8/8.
+    // Counts: 90 of 100 vs 10 of 100; CPU: the emptier node is saturated. (0.9 + 0 + 0) / 3 vs (0.1 + 1 + 1/2) / 3.
     const nodes = [node("full", { sandboxes: 90, cpu: { cpus: 8, busy: 0, committedVcpu: 0 } }), node("hot", { cpu: { cpus: 8, busy: 1, committedVcpu: 32 } })];
     expect(plan(nodes)).toEqual(["full", "hot"]);
+  });
+
+  it("a busy node that has the template goes before an idle one that would fetch it while its load is under the penalty", () => {
+    // (0.1 + 0.6 + 1/2) / 3 = 0.4 against 0 + 0.5; an unbounded sum (0.1 + 0.6 + 1) would send it to be fetched.
+    const nodes = [node("has-it", { cpu: { cpus: 2, busy: 0.6, committedVcpu: 8 } }), node("would-fetch", { templates: new Set(["other"]), sandboxes: 0, cpu: { cpus: 64, busy: 0, committedVcpu: 0 } })];
+    expect(placeCreate(nodes, { template: ["base"], self: "x", choices: 2, random: () => 0, fetchable: true }).order).toEqual(["has-it", "would-fetch"]);
   });
 
   it("records without CPU figures are placed by counts as before", () => {

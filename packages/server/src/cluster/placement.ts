@@ -67,16 +67,18 @@ export const BYTES_PER_SANDBOX = 64 * 1024 * 1024;
 export const VCPU_PER_CPU = 4;
 
 /**
- * A node's load for placement (lower is better): its room in use (0..1), plus, when its record says, its CPUs' busy
- * share over the last heartbeat (0..1) and its committed vCPUs per CPU over VCPU_PER_CPU. A sum rather than the
- * largest term: each keeps telling nodes apart when another is equal (nodes on one host see the same busy share, and
- * their vCPUs then decide).
+ * A node's load for placement (lower is better), in [0, 1] like the share of room in use it was before CPU counted,
+ * so that other terms added to it (a template fetch's penalty) keep their weight: without CPU figures, the share of
+ * its room in use; with them, the mean of that share, its CPUs' busy share over the last heartbeat and its committed
+ * vCPUs per CPU over VCPU_PER_CPU, brought into [0, 1) as c / (1 + c). A mean rather than the largest term: each keeps
+ * telling nodes apart when another is equal (nodes on one host see the same busy share; their vCPUs then decide).
  */
 export function nodeLoadScore(node: Pick<PlacementNode, "sandboxes" | "cpu">, room: number): number {
   const used = node.sandboxes / Math.max(1, node.sandboxes + room);
   const cpu = node.cpu;
   if (!cpu || cpu.cpus <= 0) return used;
-  return used + (cpu.busy ?? 0) + cpu.committedVcpu / (cpu.cpus * VCPU_PER_CPU);
+  const committed = cpu.committedVcpu / (cpu.cpus * VCPU_PER_CPU);
+  return (used + (cpu.busy ?? 0) + committed / (1 + committed)) / 3;
 }
 /** Added to the share of room in use of a node that would fetch the template: a fetch costs seconds, not a ban. */
 export const FETCH_PENALTY = 0.5;
