@@ -6,13 +6,14 @@
 // descriptors come back to where they were; close() ends relayed connections; through a user's SOCKS5 proxy, bytes
 // that arrived with its handshake are not lost. The JS relay (the config's egressRelay "js") passes the same
 // exchanges, slow readers included.
+import { execFileSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { readdirSync } from "node:fs";
 import { connect, createServer, type Server, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EgressAudit, type EgressRecord } from "../src/egress/egress-audit.js";
 import { startEgressProxy, type EgressProxy } from "../src/egress/egress-proxy.js";
-import { loadRelayAddon, type RelayKind } from "../src/egress/native-relay.js";
+import { loadRelayAddon, socketReadNow, type RelayKind } from "../src/egress/native-relay.js";
 import { dialThroughUserProxy } from "../src/egress/tunnel-proxy.js";
 import { parseUpstreamProxy } from "../src/egress/upstream-proxy.js";
 
@@ -128,6 +129,29 @@ describe("egress proxy: kernel relay", () => {
 
   it("the addon is built and loads", () => {
     expect(loadRelayAddon()).toBeDefined();
+  });
+
+  it("readNow takes what a new connection has received before Node reads it, and Node's reads continue after it", async () => {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const got = new Promise<[string | undefined, string]>((resolve) =>
+        server.once("connection", (at: Socket) => {
+          // In the accept callback, as the proxy does: Node has not read yet.
+          const now = socketReadNow(at, 4)?.toString();
+          let rest = "";
+          at.on("data", (d: Buffer) => (rest += d.toString()));
+          at.on("end", () => resolve([now, rest]));
+        }),
+      );
+      // A client that connects, sends and closes while this process's event loop is blocked (execFileSync), so the
+      // bytes are there when Node accepts.
+      const port = (server.address() as { port: number }).port;
+      execFileSync("python3", ["-c", `import socket\ns = socket.create_connection(("127.0.0.1", ${port}))\ns.sendall(b"GET / HTTP/1.1\\r\\n")\ns.close()`]);
+      expect(await got).toEqual(["GET ", "/ HTTP/1.1\r\n"]);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("64 MiB each way are byte-exact, half-close gets the answer, the audit has the bytes, the addon carried it", async () => {

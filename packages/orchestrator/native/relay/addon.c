@@ -4,6 +4,7 @@
 //   active(handle) -> number                          pairs being relayed
 //   stop(handle)                                      close every pair (reported with ECANCELED) and join the thread
 //   originalDestination(fd) -> [ip, port] | undefined where a DNAT'ed IPv4 connection was going (SO_ORIGINAL_DST)
+//   readNow(fd, max) -> Buffer | undefined            what a socket has received already, without waiting
 // onDone runs on the JS thread (a thread-safe function that does not keep the event loop alive). Compiled with the
 // system compiler against the running Node's headers (native/build.sh), no node-gyp.
 #define NAPI_VERSION 8
@@ -217,6 +218,28 @@ static napi_value original_destination(napi_env env, napi_callback_info info) {
   return out;
 }
 
+// The egress proxy reads a new connection's first bytes in its accept callback: on a loaded host they are usually
+// there already, and Node would read them only in the event loop's next turn. Non-blocking; undefined when nothing
+// is there (EAGAIN), at EOF or on an error (Node then reads the end itself).
+static napi_value read_now(napi_env env, napi_callback_info info) {
+  size_t argc = 2;
+  napi_value argv[2], out, undefined;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  napi_get_undefined(env, &undefined);
+  int32_t fd, max;
+  if (argc < 2 || napi_get_value_int32(env, argv[0], &fd) != napi_ok || napi_get_value_int32(env, argv[1], &max) != napi_ok || fd < 0 ||
+      max <= 0) {
+    napi_throw_type_error(env, NULL, "readNow(fd, max)");
+    return NULL;
+  }
+  void *buf = malloc((size_t)max);
+  if (!buf) return throw_errno(env, "readNow", ENOMEM);
+  ssize_t n = recv(fd, buf, (size_t)max, MSG_DONTWAIT);
+  if (n <= 0 || napi_create_buffer_copy(env, (size_t)n, buf, NULL, &out) != napi_ok) out = undefined;
+  free(buf);
+  return out;
+}
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
@@ -224,6 +247,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"active", NULL, active, NULL, NULL, NULL, napi_default, NULL},
       {"stop", NULL, stop, NULL, NULL, NULL, napi_default, NULL},
       {"originalDestination", NULL, original_destination, NULL, NULL, NULL, napi_default, NULL},
+      {"readNow", NULL, read_now, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
   return exports;

@@ -14,9 +14,11 @@
 // in parallel with reading the name. Nothing is written on it before the verdict; it is used only when the judged
 // name resolves to that same address (else closed, and the connection made as always), so it changes when the
 // connection starts, never where bytes go. A short request then waits for one connect less.
+// The first bytes are read in the accept callback when they are there already (the relay addon's readNow; Node would
+// read them only in the event loop's next turn), so a loaded host judges the name one turn sooner.
 import { createServer, isIPv4, type Server, Socket, type SocketConstructorOpts } from "node:net";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
-import { createNativeRelay, socketOriginalDestination, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
+import { createNativeRelay, socketOriginalDestination, socketReadNow, type NativeRelay, type RelayedBytes, type RelayKind, type RelayLogger } from "./native-relay.js";
 import { relay } from "./tunnel-proxy.js";
 import { judgeAddress, judgeHost, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 import { MAX_PEEK_BYTES, peekHttpHost, peekTlsServerName, type Peek } from "./first-bytes.js";
@@ -234,6 +236,13 @@ function handle(opts: EgressProxyOptions, port: number, speech: Speech, client: 
   };
   client.on("data", onData);
   client.once("close", () => clearTimeout(timer));
+  // A listener for 80/443 runs this in its accept callback, before Node has read anything: the head is often there
+  // already (always on a loaded host), and read now it is judged in this turn of the event loop, not the next.
+  // (The any-port listener's sockets may have been read while conntrack was asked.)
+  if (speech !== "sniff") {
+    const arrived = socketReadNow(client, MAX_PEEK_BYTES, opts.logger);
+    if (arrived) onData(arrived);
+  }
 }
 
 /** An upstream connection opened before the verdict (connectEarly). */

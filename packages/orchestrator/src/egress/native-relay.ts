@@ -42,6 +42,8 @@ interface RelayAddon {
   stop(handle: RelayHandle): void;
   /** SO_ORIGINAL_DST of a descriptor: [ip, port], or undefined (not NAT'ed, not IPv4). Missing in older builds. */
   originalDestination?(fd: number): [string, number] | undefined;
+  /** What the socket has received, read now without waiting, or undefined (nothing yet). Missing in older builds. */
+  readNow?(fd: number, max: number): Buffer | undefined;
 }
 
 /** Where native/build.sh puts the addon (this file is src/egress/, compiled to dist/egress/). */
@@ -128,6 +130,15 @@ export function socketOriginalDestination(socket: Socket, logger?: RelayLogger):
   const addon = fd === undefined ? undefined : loadRelayAddon(logger);
   const dst = fd === undefined ? undefined : addon?.originalDestination?.(fd);
   return dst && { ip: dst[0], port: dst[1] };
+}
+
+/**
+ * What a socket Node has not read from yet has received already, read (consumed) now, at most `max` bytes; undefined
+ * when nothing is there or the addon cannot. Only for a socket Node has not read from: its next reads continue after.
+ */
+export function socketReadNow(socket: Socket, max: number, logger?: RelayLogger): Buffer | undefined {
+  const fd = fdOf(socket);
+  return fd === undefined ? undefined : loadRelayAddon(logger)?.readNow?.(fd, max);
 }
 
 function fdOf(socket: Socket): number | undefined {
