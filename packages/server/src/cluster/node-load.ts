@@ -34,7 +34,8 @@ export async function sampleNodeLoad(sources: LoadSources, cpu?: CpuUse): Promis
   return {
     freeMemoryBytes: await availableMemory(),
     runningSandboxes: sources.runningSandboxes(),
-    poolFill: sources.poolFill().map(({ template, ready, target }) => ({ template, ready, target })),
+    // Prepared sandboxes (template "*") serve any template: they are not a pool of one.
+    poolFill: sources.poolFill().filter(({ template }) => template !== "*").map(({ template, ready, target }) => ({ template, ready, target })),
     ...(sources.capacity !== undefined ? { capacity: sources.capacity } : {}),
     ...(sources.templates ? { templates: sources.templates() } : {}),
     ...(sources.committedVcpu ? { cpu: { cpus: availableParallelism(), committedVcpu: sources.committedVcpu(), ...(busy !== undefined ? { busy } : {}) } } : {}),
