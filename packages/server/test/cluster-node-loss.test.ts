@@ -12,7 +12,7 @@ import { finishLossMarker, takeLossMarker } from "../src/cluster/lost-marker.js"
 import { LostSweep } from "../src/cluster/lost-sweep.js";
 import { Membership } from "../src/cluster/membership.js";
 import { reconcileOwnership, type LocalSandbox, type LocalSandboxes } from "../src/cluster/reconcile.js";
-import { SandboxOwners } from "../src/cluster/sandbox-owners.js";
+import { OWNER_RECORD_VERSION, SandboxOwners } from "../src/cluster/sandbox-owners.js";
 import { SandboxEvents, type SandboxLifecycleEvent } from "../src/lifecycle/events.js";
 
 const logger = pino({ level: "silent" });
@@ -145,7 +145,7 @@ describe("node loss in JetStream KV", () => {
     expect(sweeps[1]!.seen).toEqual([]);
     for (const id of ["lost1", "lost2", "lost3"]) {
       const stored = await a.owners.read(id);
-      expect(stored?.record).toMatchObject({ node: "nc", v: 2, lostAt: expect.any(String) });
+      expect(stored?.record).toMatchObject({ node: "nc", v: OWNER_RECORD_VERSION, lostAt: expect.any(String) });
     }
     expect((await a.owners.read("mine1"))?.record.lostAt).toBeUndefined();
     // A request through another node finds the lost record in its mirror (the forwarder answers it not found).
