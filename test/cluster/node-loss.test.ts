@@ -13,6 +13,7 @@ import { Sandbox, SandboxNotFoundError } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
+import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
@@ -31,57 +32,6 @@ interface OwnerRecord {
   node: string;
   lostAt?: string;
   killedAt?: string;
-}
-
-/** Lifecycle events from a node's GET /burrow/v1/lifecycle-events, collected until stopped. */
-class LifecycleEvents {
-  readonly seen: Array<{ type: string; sandboxID: string }> = [];
-  readonly #controller = new AbortController();
-  readonly ready: Promise<void>;
-
-  constructor(url: string) {
-    this.ready = (async () => {
-      const res = await fetch(`${url}/burrow/v1/lifecycle-events`, { headers: { "X-API-KEY": API_KEY }, signal: this.#controller.signal });
-      if (!res.ok || !res.body) throw new Error(`lifecycle events: ${res.status}`);
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = "";
-      // The stream says it is subscribed before any event: the first chunk marks it ready.
-      const first = await reader.read();
-      buffer += first.value ?? "";
-      void (async () => {
-        try {
-          for (;;) {
-            for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-              const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "));
-              buffer = buffer.slice(end + 2);
-              if (data) this.seen.push(JSON.parse(data.slice(6)) as { type: string; sandboxID: string });
-            }
-            const next = await reader.read();
-            if (next.done) return;
-            buffer += next.value;
-          }
-        } catch {
-          // Stopped.
-        }
-      })();
-    })();
-  }
-
-  of(type: string, sandboxId: string): number {
-    return this.seen.filter((e) => e.type === type && e.sandboxID === sandboxId).length;
-  }
-
-  stop(): void {
-    this.#controller.abort();
-  }
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe("a node lost and back", () => {
@@ -146,7 +96,7 @@ describe("a node lost and back", () => {
     expect((await viaA.commands.run("echo before")).stdout.trim()).toBe("before");
     expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-b" });
 
-    const eventsA = new LifecycleEvents(a.server!.url);
+    const eventsA = new LifecycleEvents(a.server!.url, API_KEY);
     await eventsA.ready;
     try {
       // B's server is gone; its sandbox's processes are not (they outlive the server, as after any crash).

@@ -13,6 +13,7 @@ import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
+import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
@@ -33,54 +34,6 @@ interface Node {
 interface CreatedTeam {
   teamID: string;
   adminKey: { id: string; key: string };
-}
-
-/** Lifecycle events from a node's GET /burrow/v1/lifecycle-events with a key, collected until stopped. */
-class LifecycleEvents {
-  readonly seen: Array<{ type: string; sandboxID: string }> = [];
-  readonly #controller = new AbortController();
-  readonly ready: Promise<void>;
-
-  constructor(url: string, apiKey: string) {
-    this.ready = (async () => {
-      const res = await fetch(`${url}/burrow/v1/lifecycle-events`, { headers: { "X-API-KEY": apiKey }, signal: this.#controller.signal });
-      if (!res.ok || !res.body) throw new Error(`lifecycle events: ${res.status}`);
-      const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-      let buffer = (await reader.read()).value ?? "";
-      void (async () => {
-        try {
-          for (;;) {
-            for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-              const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "));
-              buffer = buffer.slice(end + 2);
-              if (data) this.seen.push(JSON.parse(data.slice(6)) as { type: string; sandboxID: string });
-            }
-            const next = await reader.read();
-            if (next.done) return;
-            buffer += next.value;
-          }
-        } catch {
-          // Stopped.
-        }
-      })();
-    })();
-  }
-
-  of(type: string, sandboxId: string): number {
-    return this.seen.filter((e) => e.type === type && e.sandboxID === sandboxId).length;
-  }
-
-  stop(): void {
-    this.#controller.abort();
-  }
-}
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe("forwarded marks, team quotas and lost events across two nodes", () => {
