@@ -181,9 +181,12 @@ describe("a start command that never becomes ready", () => {
     expect(error, "Sandbox.create should fail").toBeInstanceOf(Error);
     const listed = await Sandbox.list(conn).nextItems();
     expect(listed.filter((s) => s.templateId === templateId)).toEqual([]);
-    // Directories that appeared meanwhile can only be the warm pool refilling (pooled sandboxes of another template).
+    // Directories that appeared meanwhile can only be the pools refilling (pooled sandboxes of another template, or
+    // prepared ones, which the failed create may have taken): a refill writes its record while its envd starts.
     for (const id of readdirSync(sandboxesDir).filter((d) => !before.has(d))) {
       const recordFile = join(sandboxesDir, id, "sandbox.json");
+      for (let i = 0; i < 100 && existsSync(join(sandboxesDir, id)) && !existsSync(recordFile); i++) await new Promise((r) => setTimeout(r, 100));
+      if (!existsSync(join(sandboxesDir, id))) continue; // a refill that failed and was cleaned up
       expect(existsSync(recordFile), `leftover sandbox dir ${id}`).toBe(true);
       const record = JSON.parse(readFileSync(recordFile, "utf8")) as { templateId: string; pooled: boolean };
       expect(record).toMatchObject({ pooled: true });
