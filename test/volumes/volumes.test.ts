@@ -3,7 +3,7 @@
 // sandbox (list with depth, mkdir, stat, metadata, read, write, remove), symlink escapes resolved inside the volume,
 // delete refused while mounted and accepted after kill, bad mount paths (400 naming the path), an unknown volume
 // (404, nothing left behind), memory and filesystem pause keeping the mount, and a snapshot that does not copy it.
-import { readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Sandbox, Volume, VolumeFileType, VolumePathNotFoundError } from "e2b";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -226,10 +226,14 @@ describe("volumes", () => {
     expect(error.message).toMatch(/404/);
     expect(error.message).toContain("volume 'no-such-volume' not found");
     expect((await Sandbox.list(opts).nextItems()).length).toBe(listed);
-    // Only warm-pool refills may have appeared meanwhile.
+    // Only pool refills (of other suites' creates on this server) may have appeared meanwhile; a refill's directory
+    // exists a moment before its record.
     for (const id of sandboxDirs()) {
       if (before.has(id)) continue;
-      const record = JSON.parse(readFileSync(join(env.stateDir, "sandboxes", id, "sandbox.json"), "utf8")) as { pooled: boolean };
+      const dir = join(env.stateDir, "sandboxes", id);
+      for (let i = 0; i < 100 && existsSync(dir) && !existsSync(join(dir, "sandbox.json")); i++) await new Promise((r) => setTimeout(r, 100));
+      if (!existsSync(dir)) continue; // a refill that failed and was cleaned up
+      const record = JSON.parse(readFileSync(join(dir, "sandbox.json"), "utf8")) as { pooled: boolean };
       expect(record.pooled, id).toBe(true);
       expect(leftoverCgroups(env.instance, id).length).toBeGreaterThan(0);
     }
