@@ -178,9 +178,12 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
   });
 
   it("a sandbox created on node B is used through node A: connect, commands, files, a port, get, list, kill", async () => {
-    const onB = await Sandbox.create("base", { ...opts(b), timeoutMs: 300_000 });
+    // Each create pinned to the node it is sent to (signed as a node would): placement would send both to B, whose
+    // warm pool wins, and this is about routing, not placement.
+    const pinned = { apiHeaders: signing.headers("POST", "/v2/sandboxes"), timeoutMs: 300_000 };
+    const onB = await Sandbox.create("base", { ...opts(b), ...pinned });
     sandboxes.push(onB);
-    const onA = await Sandbox.create("base", { ...opts(a), timeoutMs: 300_000 });
+    const onA = await Sandbox.create("base", { ...opts(a), ...pinned });
     sandboxes.push(onA);
 
     // The ownership record names node B.
