@@ -38,31 +38,22 @@ export class SandboxPools {
     if (!templates.resolve(pool.template)) {
       logger.warn({ template: pool.template }, "warm pool template not found; the pool fills once it exists");
     }
-    const warm =
-      pool.size > 0
+    // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
+    // claiming one then needs no firewall change. Nothing runs in them until they are claimed. The shells' first root
+    // is the pool's template too: any layers would do, and these are on every host.
+    const poolOf = (size: number, shell: boolean) =>
+      size > 0
         ? new WarmPool({
             template: pool.template,
-            size: pool.size,
+            size,
             resolve: (ref) => templates.resolve(ref),
-            // Pooled sandboxes start with internet access because that is what most creates ask for (E2B's default):
-            // claiming one then needs no firewall change. Nothing runs in them until they are claimed.
-            launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, signal }),
+            launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, shell, signal }),
             destroy: (sandbox) => host.destroy(sandbox),
             logger,
           })
         : undefined;
-    // The shells' first root is the pool's template too: any layers would do, and these are on every host.
-    const shells =
-      shellCount > 0
-        ? new WarmPool({
-            template: pool.template,
-            size: shellCount,
-            resolve: (ref) => templates.resolve(ref),
-            launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, shell: true, signal }),
-            destroy: (sandbox) => host.destroy(sandbox),
-            logger,
-          })
-        : undefined;
+    const warm = poolOf(pool.size, false);
+    const shells = poolOf(shellCount, true);
     this.warm = warm;
     this.shells = shells;
     // A rebuild, a moved tag or a delete of the pool's template: sandboxes of the old build go, new ones come.
