@@ -5,7 +5,7 @@ import type { OrchestratorConfig } from "./config.js";
 import type { Logger } from "./logger.js";
 import type { PoolFill } from "./orchestrator-api.js";
 import { PrestartedPools } from "./prestarted-pools.js";
-import type { HostedSandbox, SandboxHost } from "./sandbox-host.js";
+import { SHELL_TEMPLATE_ID, type HostedSandbox, type SandboxHost } from "./sandbox-host.js";
 import type { TemplateManifest, TemplateStore } from "./templates/template-store.js";
 import { WarmPool } from "./warm-pool.js";
 
@@ -90,7 +90,7 @@ export class SandboxPools {
     const out: PoolFill[] = [];
     if (this.warm) out.push({ kind: "warm", ...this.warm.status() });
     // Shells serve every template: "*", so that nothing reads them as sandboxes of the template they first run.
-    if (this.shells) out.push({ kind: "shells", ...this.shells.status(), template: "*" });
+    if (this.shells) out.push({ kind: "shells", ...this.shells.status(), template: SHELL_TEMPLATE_ID });
     for (const s of this.prestarted.status()) out.push({ kind: "prestarted", ...s });
     return out;
   }
