@@ -18,7 +18,6 @@ interface BranchResult {
 
 export function CheckpointTree({ id, running, onRollback }: { id: string; running: boolean; onRollback: (checkpointId: string) => Promise<void> }) {
   const { data, error, refresh } = usePoll((signal) => api<CheckpointTreeWire>("GET", `/burrow/v1${sandboxPath(id)}/checkpoints`, undefined, signal), POLL_MS, [id]);
-  const [label, setLabel] = useState("");
   const [busy, setBusy] = useState<string | null>(null);
   const [actionError, setActionError] = useState<string | null>(null);
   const [branches, setBranches] = useState<string[]>([]);
@@ -33,10 +32,13 @@ export function CheckpointTree({ id, running, onRollback }: { id: string; runnin
     setBusy(null);
     refresh();
   };
-  const take = () =>
+  // The label is read from the form when it is submitted, not kept in state: a render between typing and submitting
+  // (a poll's answer) can never put back an older value, and nothing typed is lost.
+  const take = (form: HTMLFormElement) =>
     run("checkpoint", async () => {
-      await api("POST", `/burrow/v1${sandboxPath(id)}/checkpoints`, label.trim() ? { label: label.trim() } : {});
-      setLabel("");
+      const label = String(new FormData(form).get("label") ?? "").trim();
+      await api("POST", `/burrow/v1${sandboxPath(id)}/checkpoints`, label ? { label } : {});
+      form.reset();
     });
   const branch = (c: CheckpointWire) =>
     run("branch", async () => {
@@ -72,8 +74,8 @@ export function CheckpointTree({ id, running, onRollback }: { id: string; runnin
   return (
     <div class="checkpoints" id="checkpoint-tree">
       {(error ?? actionError) && <p class="error" role="alert">{error ?? actionError}</p>}
-      <form class="inline" onSubmit={(e) => (e.preventDefault(), void take())}>
-        <input id="checkpoint-label" placeholder="label (optional)" value={label} onInput={(e) => setLabel(e.currentTarget.value)} />
+      <form class="inline" onSubmit={(e) => (e.preventDefault(), void take(e.currentTarget))}>
+        <input id="checkpoint-label" name="label" placeholder="label (optional)" />
         <button id="checkpoint-take" type="submit" disabled={busy !== null || !running}>
           Checkpoint now
         </button>
