@@ -18,24 +18,30 @@ interface Member {
   proc?: ChildProcess;
 }
 
-function canConnect(port: number): Promise<boolean> {
+function canConnect(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
-    const c = netConnect(port, "127.0.0.1");
+    const c = netConnect(port, host);
     c.once("connect", () => (c.destroy(), resolve(true)));
     c.once("error", () => resolve(false));
   });
 }
 
 export class NatsCluster {
-  private constructor(private readonly members: Member[]) {}
+  private constructor(
+    private readonly members: Member[],
+    private readonly host: string,
+  ) {}
 
-  /** Start `size` servers routed to each other; with `launched` < size only the first ones run (no quorum yet). */
-  static async start(size = 3, launched = size): Promise<NatsCluster> {
+  /**
+   * Start `size` servers routed to each other; with `launched` < size only the first ones run (no quorum yet). `host`:
+   * the address they listen on (clients and routes), e.g. the host's address on a test LAN of network namespaces.
+   */
+  static async start(size = 3, launched = size, host = "127.0.0.1"): Promise<NatsCluster> {
     const members: Member[] = [];
     for (let i = 0; i < size; i++) {
       members.push({ name: `nats-${i + 1}`, port: await freePort(), clusterPort: await freePort(), storeDir: mkdtempSync(join(tmpdir(), "burrow-natsc-")) });
     }
-    const cluster = new NatsCluster(members);
+    const cluster = new NatsCluster(members, host);
     try {
       for (const m of members.slice(0, launched)) cluster.launch(m);
       for (const m of members.slice(0, launched)) await cluster.waitListening(m);
@@ -47,9 +53,9 @@ export class NatsCluster {
     return cluster;
   }
 
-  /** `nats://127.0.0.1:PORT` of each server. */
+  /** `nats://HOST:PORT` of each server. */
   get urls(): string[] {
-    return this.members.map((m) => `nats://127.0.0.1:${m.port}`);
+    return this.members.map((m) => `nats://${this.host}:${m.port}`);
   }
 
   /** Launch the servers not yet running and wait for JetStream to answer. */
@@ -74,17 +80,17 @@ export class NatsCluster {
   }
 
   private launch(m: Member): void {
-    const routes = this.members.filter((o) => o !== m).map((o) => `nats://127.0.0.1:${o.clusterPort}`).join(",");
+    const routes = this.members.filter((o) => o !== m).map((o) => `nats://${this.host}:${o.clusterPort}`).join(",");
     m.proc = spawn(
       NATS_SERVER,
-      ["-a", "127.0.0.1", "-p", String(m.port), "-n", m.name, "-js", "-sd", m.storeDir, "--cluster_name", "burrow-test", "--cluster", `nats://127.0.0.1:${m.clusterPort}`, "--routes", routes],
+      ["-a", this.host, "-p", String(m.port), "-n", m.name, "-js", "-sd", m.storeDir, "--cluster_name", "burrow-test", "--cluster", `nats://${this.host}:${m.clusterPort}`, "--routes", routes],
       { stdio: "ignore" },
     );
   }
 
   private async waitListening(m: Member): Promise<void> {
     const deadline = Date.now() + 10_000;
-    while (!(await canConnect(m.port))) {
+    while (!(await canConnect(this.host, m.port))) {
       if (m.proc?.exitCode !== null) throw new Error(`${m.name} exited with ${m.proc?.exitCode}`);
       if (Date.now() > deadline) throw new Error(`${m.name} did not listen in 10 s`);
       await new Promise((r) => setTimeout(r, 50));

@@ -7,6 +7,16 @@ import type { TestInstance } from "./test-instance.js";
 
 const CLI = join(import.meta.dirname, "..", "..", "packages", "cli", "dist", "main.js");
 
+/**
+ * How to run the CLI for the instance: in its network namespace when it has one. nsenter joins the namespace only,
+ * unlike `ip netns exec`, which also remounts /sys and so hides the cgroup hierarchy the orchestrator needs; nsenter
+ * then execs node, so the child's PID is the server's own.
+ */
+function cliCommand(instance: TestInstance, args: string[]): [string, string[]] {
+  if (instance.netns === undefined) return [process.execPath, [CLI, ...args]];
+  return ["nsenter", [`--net=/run/netns/${instance.netns}`, "--", process.execPath, CLI, ...args]];
+}
+
 export async function freePort(): Promise<number> {
   const server = createServer();
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -32,17 +42,19 @@ export async function startServerProcess(
   extraArgs: string[] = [],
   env: Record<string, string> = {},
 ): Promise<ServerProcess> {
+  const host = instance.host ?? "127.0.0.1";
+  const [command, args] = cliCommand(instance, [
+    "up",
+    "--state-dir", instance.stateDir,
+    "--instance", instance.instance,
+    "--subnet", instance.subnet,
+    "--port", String(port),
+    "--host", host,
+    ...extraArgs,
+  ]);
   const child = spawn(
-    process.execPath,
-    [
-      CLI, "up",
-      "--state-dir", instance.stateDir,
-      "--instance", instance.instance,
-      "--subnet", instance.subnet,
-      "--port", String(port),
-      "--host", "127.0.0.1",
-      ...extraArgs,
-    ],
+    command,
+    args,
     { stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, BURROW_LOG_LEVEL: "warn", BURROW_PUBLIC_REGISTRIES: "false", ...env } },
   );
   let output = "";
@@ -64,7 +76,7 @@ export async function startServerProcess(
   });
   child.removeAllListeners("exit");
   const apiKey = readFileSync(join(instance.stateDir, "api-key"), "utf8").trim();
-  return { child, url: `http://127.0.0.1:${port}`, apiKey, output: () => output };
+  return { child, url: `http://${host}:${port}`, apiKey, output: () => output };
 }
 
 export async function stopServerProcess(server: ServerProcess, signal: NodeJS.Signals): Promise<void> {
@@ -76,11 +88,8 @@ export async function stopServerProcess(server: ServerProcess, signal: NodeJS.Si
 
 /** `burrow down` for the instance: kills its sandboxes, removes its bridge, firewall tables and cgroups. */
 export function burrowDown(instance: TestInstance): string {
-  const result = spawnSync(
-    process.execPath,
-    [CLI, "down", "--state-dir", instance.stateDir, "--instance", instance.instance, "--subnet", instance.subnet],
-    { encoding: "utf8" },
-  );
+  const [command, args] = cliCommand(instance, ["down", "--state-dir", instance.stateDir, "--instance", instance.instance, "--subnet", instance.subnet]);
+  const result = spawnSync(command, args, { encoding: "utf8" });
   if (result.status !== 0) throw new Error(`burrow down failed: ${result.stderr}`);
   return result.stdout;
 }

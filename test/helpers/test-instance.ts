@@ -9,6 +9,10 @@ export interface TestInstance {
   stateDir: string;
   instance: string;
   subnet: string;
+  /** A network namespace (its name under /run/netns) the server and `burrow down` run in; the host's when absent. */
+  netns?: string | undefined;
+  /** The address the server listens on and is reached at. @default 127.0.0.1 */
+  host?: string | undefined;
 }
 
 export function newTestInstance(label: string): TestInstance {
