@@ -108,7 +108,7 @@ export async function runPlacementCreateBenchmarks({ startNats, startNode }) {
     }
     await killAll((await createRate(a, 4, 2)).ids);
     const two = await createRate(a, count, concurrency);
-    const onB = (await Sandbox.list({ ...b.opts, limit: 100, apiHeaders: await pinHeaders(nats.url, "GET", "/v2/sandboxes") }).nextItems()).length;
+    const onB = (await Sandbox.list({ ...b.opts, limit: 100, apiHeaders: await pinHeaders(nats.url, "GET", "/v2/sandboxes", "place-b") }).nextItems()).length;
     await killAll(two.ids);
     report("creates/s through A, 2 nodes (1 machine)", two.rate, "/s", alone.rate, "A alone in the cluster");
     process.stdout.write(`  placed on B: ${onB} of ${count}\n`);
@@ -118,7 +118,7 @@ export async function runPlacementCreateBenchmarks({ startNats, startNode }) {
     const viaA = [];
     const atB = [];
     for (let i = 0; i < 20; i++) {
-      const pinnedB = { ...b.opts, apiHeaders: await pinHeaders(nats.url, "POST", "/v2/sandboxes") };
+      const pinnedB = { ...b.opts, apiHeaders: await pinHeaders(nats.url, "POST", "/v2/sandboxes", "place-b") };
       for (const [out, opts] of [[viaA, a.opts], [atB, pinnedB]]) {
         const t0 = performance.now();
         const sandbox = await Sandbox.create("base", { ...opts, timeoutMs: 600_000 });

@@ -101,7 +101,7 @@ export async function runClusterBenchmarks() {
     const lists = { own: [], merged: [] };
     for (let i = 0; i < 50; i++) {
       // Marked as forwarded (signed), node B answers from its own sandboxes alone: the list without the cluster.
-      const ownList = await pinHeaders(nats.url, "GET", "/v2/sandboxes");
+      const ownList = await pinHeaders(nats.url, "GET", "/v2/sandboxes", b.name);
       lists.own.push(await timed(() => Sandbox.list({ ...b.opts, apiHeaders: ownList }).nextItems()));
       lists.merged.push(await timed(() => Sandbox.list(a.opts).nextItems()));
     }

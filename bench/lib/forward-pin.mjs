@@ -6,11 +6,12 @@ import { ForwardSigning } from "../../packages/server/dist/cluster/forwarded-hea
 import { deriveForwardKey, FORWARD_SECRET_KEY } from "../../packages/server/dist/cluster/forward-secret.js";
 import { SETTINGS_BUCKET } from "../../packages/server/dist/cluster/cluster-kv.js";
 
-export async function pinHeaders(natsUrl, method, path) {
+/** `to`: the node the request is sent to (a signature holds there, once). */
+export async function pinHeaders(natsUrl, method, path, to) {
   const nc = await connect({ servers: [natsUrl] });
   try {
     const entry = await (await new Kvm(nc).open(SETTINGS_BUCKET)).get(FORWARD_SECRET_KEY);
-    return new ForwardSigning(deriveForwardKey(Buffer.from(entry.value)), "bench").headers(method, path);
+    return new ForwardSigning(deriveForwardKey(Buffer.from(entry.value)), "bench").headers(method, path, to);
   } finally {
     await nc.close();
   }

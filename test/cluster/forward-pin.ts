@@ -7,7 +7,8 @@ import { ForwardSigning } from "../../packages/server/src/cluster/forwarded-head
 import { deriveForwardKey, FORWARD_SECRET_KEY } from "../../packages/server/src/cluster/forward-secret.js";
 import { SETTINGS_BUCKET } from "../../packages/server/src/cluster/cluster-kv.js";
 
-/** The cluster's signing, as node `as`; the cluster must have a node started (the first one makes the secret). */
+/** The cluster's signing, as node `as`; the cluster must have a node started (the first one makes the secret). Its headers
+ * name the node they are sent to and hold there once (a nonce): sign each request anew. */
 export async function clusterSigning(natsUrls: readonly string[], as = "test"): Promise<ForwardSigning> {
   const nc = await connect({ servers: [...natsUrls] });
   try {

@@ -56,7 +56,7 @@ describe("teams and keys shared by two nodes", () => {
   const opts = (node: Node, apiKey: string) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
   let signing: ForwardSigning;
   /** Marked as forwarded (signed), a create is made by the node it reaches: how a test puts a sandbox on a given node. */
-  const pinned = (node: Node, apiKey: string) => ({ ...opts(node, apiKey), apiHeaders: signing.headers("POST", "/v2/sandboxes") });
+  const pinned = (node: Node, apiKey: string) => ({ ...opts(node, apiKey), apiHeaders: signing.headers("POST", "/v2/sandboxes", node.name) });
   const made: Array<{ id: string; node: Node }> = [];
 
   beforeAll(async () => {

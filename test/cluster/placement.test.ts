@@ -55,7 +55,7 @@ describe("placement of creates over three nodes", () => {
   const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
   let signing: ForwardSigning;
   /** Marked as forwarded (signed), a create is made by the node it reaches: how a test puts a sandbox on a given node. */
-  const pinned = (node: Node) => ({ ...opts(node), apiHeaders: signing.headers("POST", "/v2/sandboxes") });
+  const pinned = (node: Node) => ({ ...opts(node), apiHeaders: signing.headers("POST", "/v2/sandboxes", node.name) });
   const cli = (node: Node, args: string[]) =>
     runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: url(node), E2B_SANDBOX_URL: url(node) } });
   const sandboxes = new Set<string>();
@@ -164,7 +164,7 @@ describe("placement of creates over three nodes", () => {
     // Even a create another node forwards to it is refused, in the API's error shape.
     const refused = await fetch(`${url(c)}/sandboxes`, {
       method: "POST",
-      headers: { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes") },
+      headers: { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes", c.name) },
       body: JSON.stringify({ templateID: "base" }),
     });
     expect(refused.status).toBe(503);

@@ -179,11 +179,11 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
 
   it("a sandbox created on node B is used through node A: connect, commands, files, a port, get, list, kill", async () => {
     // Each create pinned to the node it is sent to (signed as a node would): placement would send both to B, whose
-    // warm pool wins, and this is about routing, not placement.
-    const pinned = { apiHeaders: signing.headers("POST", "/v2/sandboxes"), timeoutMs: 300_000 };
-    const onB = await Sandbox.create("base", { ...opts(b), ...pinned });
+    // warm pool wins, and this is about routing, not placement. A signature is for one node, once.
+    const pinned = (node: Node) => ({ apiHeaders: signing.headers("POST", "/v2/sandboxes", node.name), timeoutMs: 300_000 });
+    const onB = await Sandbox.create("base", { ...opts(b), ...pinned(b) });
     sandboxes.push(onB);
-    const onA = await Sandbox.create("base", { ...opts(a), ...pinned });
+    const onA = await Sandbox.create("base", { ...opts(a), ...pinned(a) });
     sandboxes.push(onA);
 
     // The ownership record names node B.
@@ -216,10 +216,10 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     const byHeaders = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000" });
     expect(byHeaders).toEqual({ status: 200, body: "served by a sandbox on node B\n" });
     // What another node already forwarded is answered where it arrives, never forwarded again (no loops).
-    const marked = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", ...signing.headers("GET", "/index.html") });
+    const marked = await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", ...signing.headers("GET", "/index.html", a.name) });
     expect(marked.status).toBe(502);
     // A client's mark without the cluster's signature (or with one for another path) is ignored: forwarded as any.
-    for (const forged of [{ "X-Burrow-Forwarded-By": "node-b" }, signing.headers("GET", "/other.html")]) {
+    for (const forged of [{ "X-Burrow-Forwarded-By": "node-b" }, signing.headers("GET", "/other.html", a.name)]) {
       expect(await getVia(a.port, "/index.html", { "E2b-Sandbox-Id": onB.sandboxId, "E2b-Sandbox-Port": "8000", ...forged })).toEqual(byHeaders);
     }
 
@@ -243,7 +243,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     const v1 = await fetch(`http://127.0.0.1:${a.port}/sandboxes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
     expect(v1.map((s) => s.sandboxID).sort()).toEqual([onA.sandboxId, onB.sandboxId].sort());
     // Node B alone lists only its own.
-    const fromB = await fetch(`http://127.0.0.1:${b.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes") } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
+    const fromB = await fetch(`http://127.0.0.1:${b.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes", b.name) } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
     expect(fromB.map((s) => s.sandboxID)).toEqual([onB.sandboxId]);
 
     // A fork through A happens on B (where the layers are); its child is recorded as B's and usable through A.
@@ -313,7 +313,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     expect((await viaA.commands.run("echo still here")).stdout).toBe("still here\n");
     await waitForHeartbeats(Date.now());
     const after = (await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId).sort();
-    const own = async (node: Node) => (await fetch(`http://127.0.0.1:${node.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes") } })).text();
+    const own = async (node: Node) => (await fetch(`http://127.0.0.1:${node.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes", node.name) } })).text();
     const diag = `before ${before.map((s) => s.sandboxId)} created ${created!.sandboxId} A ${await own(a)} B ${await own(b)} nodes ${(await cli(a, ["node", "list", "--json"])).stdout}`;
     expect(after, diag).toEqual([...before.map((s) => s.sandboxId), created!.sandboxId].sort());
     const listed = await cli(a, ["node", "list", "--json"]);

@@ -104,7 +104,7 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
     try {
       // Unsigned, and signed by the cluster for another request (the SDK creates with POST /v2/sandboxes): both
       // ignored, so the create is placed on B.
-      for (const forged of [{ "X-Burrow-Forwarded-By": "node-b" }, signing.headers("POST", "/sandboxes")]) {
+      for (const forged of [{ "X-Burrow-Forwarded-By": "node-b" }, signing.headers("POST", "/sandboxes", a.name)]) {
         const sandbox = await Sandbox.create("base", { ...opts(a), apiHeaders: forged, timeoutMs: 120_000 }).catch((err: unknown) => {
           throw new Error(`${String(err)}\nA: ${a.server!.output().slice(-3000)}\nB: ${b.server!.output().slice(-3000)}`);
         });
@@ -114,7 +114,7 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
       // Signed as a node signs what it forwards: A makes it itself, hence refuses (cordoned).
       const pinned = await fetch(`${url(a)}/sandboxes`, {
         method: "POST",
-        headers: { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes") },
+        headers: { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes", a.name) },
         body: JSON.stringify({ templateID: "base" }),
       });
       expect(pinned.status).toBe(503);
@@ -140,7 +140,7 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
     await until("B knows the other team's key", async () => (await keyedApi(url(b), other.adminKey.key)("GET", "/sandboxes")).status === 200);
 
     // Two through A: one made on A (signed as forwarded), one placed on B (A cordoned meanwhile).
-    const onA = await Sandbox.create("base", { ...opts(a, key), apiHeaders: signing.headers("POST", "/v2/sandboxes"), timeoutMs: 120_000 });
+    const onA = await Sandbox.create("base", { ...opts(a, key), apiHeaders: signing.headers("POST", "/v2/sandboxes", a.name), timeoutMs: 120_000 });
     made.add(onA.sandboxId);
     expect((await cordon(a, "cordon", b)).status).toBe(200);
     await until("A knows it is cordoned", () => knowsCordon(a, true));
@@ -159,7 +159,7 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
       expect(third.json).toEqual({ code: 429, message: "team quota maxRunningSandboxes reached: your team has 2 running sandboxes and may run 2 at once (asked for 1 more)" });
     }
     // Another team is not held back by it (its sandbox made on B).
-    const others = await Sandbox.create("base", { ...opts(b, other.adminKey.key), apiHeaders: signing.headers("POST", "/v2/sandboxes"), timeoutMs: 120_000 });
+    const others = await Sandbox.create("base", { ...opts(b, other.adminKey.key), apiHeaders: signing.headers("POST", "/v2/sandboxes", b.name), timeoutMs: 120_000 });
     made.add(others.sandboxId);
     await until("the other team's record names its team", async () => (await ownerOf(others.sandboxId))?.teamId === other.teamID);
 

@@ -54,7 +54,7 @@ export class ClusterNode {
       let owners: SandboxOwners | undefined;
       let node: ClusterNode | undefined;
       const cpu = new CpuUse();
-      const signing = new ForwardSigning(await whenClusterAnswers("read the cluster's forwarding secret", () => loadForwardKey(kv.settings), { logger }), config.nodeName);
+      const signing = new ForwardSigning(await whenClusterAnswers("read the cluster's forwarding secret", () => loadForwardKey(kv.settings), { logger }), config.nodeName, logger);
       const membership = await Membership.open({
         kv: kv.nodes,
         nodeName: config.nodeName,

@@ -111,7 +111,7 @@ export class CreatePlacement {
   async #forward(node: string, view: NodeView, request: FastifyRequest, signal: AbortSignal): Promise<ForwardedAnswer> {
     this.#inFlight.set(node, (this.#inFlight.get(node) ?? 0) + 1);
     try {
-      return await forwardCreate(view.apiUrl, this.#d.membership.signing, request, signal);
+      return await forwardCreate(node, view.apiUrl, this.#d.membership.signing, request, signal);
     } finally {
       this.#done(node);
     }

@@ -44,7 +44,7 @@ export function registerDrainRoute(app: FastifyInstance, membership: Membership,
       if (!view) throw new BurrowError(Code.NotFound, `node "${name}" is not in the cluster`, { reason: "node_not_found" });
       if (isForwarded(request.headers)) throw new BurrowError(Code.FailedPrecondition, `this is node ${membership.nodeName}, not ${name}`, { reason: "wrong_node" });
       if (view.status !== "up") throw new BurrowError(Code.Unavailable, `node ${name} is down: it cannot pause its sandboxes`, { reason: "node_down" });
-      const headers: Record<string, string> = { "content-type": "application/json", ...membership.signing.headers("POST", request.url) };
+      const headers: Record<string, string> = { "content-type": "application/json", ...membership.signing.headers("POST", request.url, name) };
       for (const header of ["x-api-key", "authorization"]) {
         const value = request.headers[header];
         if (typeof value === "string") headers[header] = value;

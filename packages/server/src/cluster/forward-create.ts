@@ -17,14 +17,14 @@ const NOT_CONNECTED = new Set(["ECONNREFUSED", "EHOSTUNREACH", "ENETUNREACH", "E
 /** Headers of the connection or of a body that is re-encoded: not passed either way. */
 const HOP_HEADERS = new Set(["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade", "expect", "content-encoding", "accept-encoding"]);
 
-export async function forwardCreate(apiUrl: string, signing: ForwardSigning, request: FastifyRequest, signal: AbortSignal): Promise<ForwardedAnswer> {
+export async function forwardCreate(node: string, apiUrl: string, signing: ForwardSigning, request: FastifyRequest, signal: AbortSignal): Promise<ForwardedAnswer> {
   const headers = new Headers();
   for (const [name, value] of Object.entries(request.headers)) {
     if (value === undefined || HOP_HEADERS.has(name)) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
   headers.set("content-type", "application/json");
-  for (const [name, value] of Object.entries(signing.headers("POST", request.url))) headers.set(name, value);
+  for (const [name, value] of Object.entries(signing.headers("POST", request.url, node))) headers.set(name, value);
   try {
     const res = await fetch(`${apiUrl}${request.url}`, { method: "POST", headers, body: JSON.stringify(request.body ?? {}), signal });
     const body = await res.text();

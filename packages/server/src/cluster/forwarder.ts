@@ -186,7 +186,7 @@ export class ClusterForwarder {
   }
 
   #forwardHttp(req: IncomingMessage, res: ServerResponse, node: string, upstream: Upstream, sandboxId: string): void {
-    this.#d.membership.signing.mark(req);
+    this.#d.membership.signing.mark(req, node);
     proxyHttp(req, res, {
       target: upstream,
       agent: this.#connections.agent(node),
@@ -198,7 +198,7 @@ export class ClusterForwarder {
   }
 
   #forwardUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, node: string, upstream: Upstream, sandboxId: string): void {
-    this.#d.membership.signing.mark(req);
+    this.#d.membership.signing.mark(req, node);
     proxyUpgrade(req, socket, head, {
       target: upstream,
       track: (...items) => this.#connections.track(node, ...items),

@@ -26,13 +26,13 @@ export function isListRequest(req: IncomingMessage): boolean {
 }
 
 /** Request headers passed on to each node: all but the connection's own and the body's. */
-function passedHeaders(req: IncomingMessage, signing: ForwardSigning): Headers {
+function passedHeaders(req: IncomingMessage, signing: ForwardSigning, to: string): Headers {
   const headers = new Headers();
   for (const [name, value] of Object.entries(req.headers)) {
     if (value === undefined || ["host", "connection", "content-length", "transfer-encoding", "keep-alive", "upgrade"].includes(name)) continue;
     headers.set(name, Array.isArray(value) ? value.join(", ") : value);
   }
-  for (const [name, value] of Object.entries(signing.headers("GET", req.url ?? "/"))) headers.set(name, value);
+  for (const [name, value] of Object.entries(signing.headers("GET", req.url ?? "/", to))) headers.set(name, value);
   return headers;
 }
 
@@ -45,7 +45,7 @@ export async function fanOutList(req: IncomingMessage, res: ServerResponse, memb
     const nodes = membership.list().filter((n) => n.status === "up" || n.name === me);
     const answers = await Promise.all(
       nodes.map(async (node) => {
-        const answer = await fetch(`${node.apiUrl}${req.url}`, { headers: passedHeaders(req, membership.signing), signal: AbortSignal.timeout(NODE_TIMEOUT_MS) }).then(
+        const answer = await fetch(`${node.apiUrl}${req.url}`, { headers: passedHeaders(req, membership.signing, node.name), signal: AbortSignal.timeout(NODE_TIMEOUT_MS) }).then(
           async (r) => ({ node: node.name, status: r.status, headers: r.headers, body: await r.text() }),
           (err: unknown) => ({ node: node.name, status: 0, headers: new Headers(), body: String(err) }),
         );
