@@ -2,13 +2,19 @@
 // (a server, a test run, a benchmark) may run at once, so the instances that need it are registered in one
 // host-wide file under /run (cleared at boot, like ip_forward itself): the first one records the value it found,
 // the last one to leave puts it back. An instance that crashed stays registered until its next teardown.
+// ip_forward is in fact per network namespace (/proc/sys/net is the reading process's), so an instance running in
+// a namespace of its own (a node of a cluster test) keeps a registry of that namespace: sharing the host's would let
+// the last to leave write one namespace's original value into another's.
+import { readlinkSync } from "node:fs";
 import { mkdir, readFile, rename, rm, rmdir, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 
 const IP_FORWARD = "/proc/sys/net/ipv4/ip_forward";
 const REGISTRY_DIR = "/run/burrow";
-const REGISTRY = join(REGISTRY_DIR, "ip-forward.json");
-const LOCK = join(REGISTRY_DIR, "ip-forward.lock");
+/** The kernel's fixed inode number of the initial network namespace (PROC_NET_INIT_INO, 0xEFFFFFF9). */
+const INIT_NET = "net:[4026531833]";
+
+const { REGISTRY, LOCK } = registryPaths();
 /** A lock older than this was left by a process that died holding it. */
 const STALE_LOCK_MS = 10_000;
 
@@ -17,6 +23,21 @@ interface ForwardRegistry {
   original: "0" | "1";
   /** Instances that need forwarding now. */
   holders: string[];
+}
+
+/**
+ * ip-forward.json in the initial network namespace (the name instances have always used), ip-forward-net<inode>.json
+ * in another. Judged by the namespace's own inode number: /proc/1/ns/net may not be readable.
+ */
+function registryPaths(): { REGISTRY: string; LOCK: string } {
+  let base = "ip-forward";
+  try {
+    const own = readlinkSync("/proc/self/ns/net");
+    if (own !== INIT_NET) base += `-net${/\[(\d+)\]/.exec(own)?.[1] ?? "unknown"}`;
+  } catch {
+    // No namespaces in /proc: the host-wide registry, as before.
+  }
+  return { REGISTRY: join(REGISTRY_DIR, `${base}.json`), LOCK: join(REGISTRY_DIR, `${base}.lock`) };
 }
 
 export async function readIpForward(): Promise<string> {

@@ -1,8 +1,7 @@
 // One bridge per instance, one veth per sandbox, nftables for isolation (see ruleset.ts for the policy).
 // A sandbox's address is reserved and its firewall elements installed here (reserve); the veth itself is plumbed
 // by the launcher as it starts the sandbox, or by burrow-netattach for a namespace made elsewhere (attach).
-import { existsSync } from "node:fs";
-import { readdir, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { BatchQueue } from "../batch-queue.js";
 import { launcherBinaryPath } from "../launcher/launcher-binary.js";
@@ -13,6 +12,7 @@ import { assertNoConflicts, readHostView, uplinkMtu } from "./host-check.js";
 import { enableIpForward, restoreIpForward } from "./ip-forward.js";
 import { formatIpv4, type Ipv4Prefix, parseCidr } from "./ipv4.js";
 import { GATEWAY_OFFSET, LeasePool } from "./leases.js";
+import { linkExists, linkNames } from "./links.js";
 import { leaseOfVeth, type NetworkNames, networkNames, vethName } from "./names.js";
 import { NetworkError } from "./network-error.js";
 import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
@@ -80,8 +80,6 @@ interface Attachment {
   egress?: EgressRules | undefined;
   released: boolean;
 }
-
-const SYS_NET = "/sys/class/net";
 
 type Exec = (cmd: string, args: readonly string[], opts?: ExecOptions) => Promise<string>;
 
@@ -154,7 +152,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     const batch: string[] = [];
     // A fixed bridge MAC: otherwise the bridge takes the lowest port MAC and the gateway's MAC changes
     // under the sandboxes' ARP caches whenever a sandbox joins or leaves.
-    if (!existsSync(`${SYS_NET}/${br}`)) batch.push(`link add name ${br} address ${macOf(gw)} mtu ${mtu} type bridge`);
+    if (!linkExists(br)) batch.push(`link add name ${br} address ${macOf(gw)} mtu ${mtu} type bridge`);
     batch.push(`addr replace ${formatIpv4(gw)}/${this.#subnet.length} dev ${br}`, `link set ${br} up`);
     await this.#exec("ip", ["-batch", "-"], { input: `${batch.join("\n")}\n`, signal });
     // The host needs no IPv6 on the bridge; sandboxes get none either (attach).
@@ -194,7 +192,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       throw new NetworkError("invalid_argument", `sandbox ${sandboxId} is already attached`);
     }
     // Skip leases whose veth name is still taken by an orphan that has not been reaped yet.
-    const lease = this.#pool.take((l) => !existsSync(`${SYS_NET}/${vethName(this.#names, l)}`));
+    const lease = this.#pool.take((l) => !linkExists(vethName(this.#names, l)));
     return this.#register(sandboxId, lease, internet);
   }
 
@@ -259,7 +257,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     const live = new Set(liveSandboxIds);
     for (const a of [...this.#attachments.values()]) if (!live.has(a.sandboxId)) await this.#release(a, signal);
     const orphans: { ifname: string; lease: number }[] = [];
-    for (const ifname of await readdir(SYS_NET)) {
+    for (const ifname of await linkNames()) {
       const lease = leaseOfVeth(this.#names, ifname);
       if (lease !== undefined && !this.#pool.has(lease)) orphans.push({ ifname, lease });
     }
@@ -285,7 +283,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   async teardown(): Promise<void> {
     for (const a of [...this.#attachments.values()]) await this.#release(a);
     // Veths of sandboxes nobody attached in this process (not adopted after a restart) go too.
-    const veths = (await readdir(SYS_NET)).filter((n) => leaseOfVeth(this.#names, n) !== undefined);
+    const veths = (await linkNames()).filter((n) => leaseOfVeth(this.#names, n) !== undefined);
     await deleteLinks(this.#exec, [...veths, this.#names.bridge]);
     await this.#exec("nft", ["-f", "-"], { input: teardownScript(this.#names) });
     await restoreIpForward(this.#opts.instance);
@@ -447,14 +445,14 @@ function setElements(json: string, setName: string): unknown[] {
  * our look and the delete; `-force` carries on past that, and only links still present count as failure.
  */
 async function deleteLinks(run: Exec, ifnames: readonly string[], signal?: AbortSignal, alsoTry: readonly string[] = []): Promise<void> {
-  const present = ifnames.filter((n) => existsSync(`${SYS_NET}/${n}`));
+  const present = ifnames.filter((n) => linkExists(n));
   if (present.length === 0 && alsoTry.length === 0) return;
   // `alsoTry`: more `ip` batch lines in the same process, whose failure (nothing to delete) is no failure.
   const batch = [...present.map((n) => `link del ${n}`), ...alsoTry].join("\n");
   try {
     await run("ip", ["-force", "-batch", "-"], { input: `${batch}\n`, signal });
   } catch (e) {
-    if (present.some((n) => existsSync(`${SYS_NET}/${n}`))) throw e;
+    if (present.some((n) => linkExists(n))) throw e;
   }
 }
 
