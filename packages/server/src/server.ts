@@ -312,6 +312,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       buildStatus: deps.templates ? (templateId, buildId) => buildStatusOf(deps.templates!, templateId, buildId) : undefined,
       volumes: () => store.volumes.list(),
       usageElsewhere: cluster ? () => cluster.teamUsageElsewhere() : undefined,
+      ledger: cluster?.teamLedger(),
     });
     cleanups.push(() => teams.close());
     // Teams and keys made on any node are known here, and authenticate locally (cluster/team-sync.ts).
@@ -320,7 +321,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       const row = store.sandboxes.get(sandboxId);
       if (!row) return undefined;
       const team = teams.ownership.teamOfSandbox(row);
-      return { teamId: team === teams.defaultTeamId ? null : team, vcpu: row.cpuCount, memoryMB: row.memoryMB, paused: row.state !== "running" };
+      return { teamId: team === teams.defaultTeamId ? null : team, vcpu: row.cpuCount, memoryMB: row.memoryMB, paused: row.state !== "running", diskMB: row.diskSizeMB };
     });
     await cluster?.syncTeams({ store: teams.store, defaultTeamId: teams.defaultTeamId, onRevoked: (keyId) => teams.streams.endAll(keyId) });
     freshAdmission = freshSandboxAdmission(teams, (ref) => deps.orchestrator.resolveTemplate(ref)?.defaults);

@@ -1,7 +1,8 @@
 // Owner records' facts and a team's usage across nodes, on a real nats-server with JetStream: a node writes its
 // sandboxes' team, vCPUs, memory and pause into their records (owner-facts.ts) from their lifecycle events and at
-// start; another node sums the running, unpaused, not lost records of other nodes per team (team-usage.ts), its own
-// left out (its store counts them), the default team under null. Records without facts count for nobody.
+// start; another node sums the running, unpaused, not lost records of other nodes per team (team-usage.ts), and the
+// disk of paused ones too, its own left out (its store counts them), the default team under null. Records without
+// facts count for nobody.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
 import { NatsServerFixture } from "../../bus/test/helpers/nats-server.js";
@@ -42,9 +43,9 @@ describe("team usage across nodes from owner records", () => {
     try {
       // Node A's sandboxes as its store would say.
       const facts = new Map<string, OwnerFacts>([
-        ["sbxold", { teamId: "team-1", vcpu: 2, memoryMB: 512, paused: false }],
-        ["sbxnew", { teamId: "team-1", vcpu: 4, memoryMB: 1024, paused: false }],
-        ["sbxdef", { teamId: null, vcpu: 1, memoryMB: 256, paused: false }],
+        ["sbxold", { teamId: "team-1", vcpu: 2, memoryMB: 512, paused: false, diskMB: 1024 }],
+        ["sbxnew", { teamId: "team-1", vcpu: 4, memoryMB: 1024, paused: false, diskMB: 2048 }],
+        ["sbxdef", { teamId: null, vcpu: 1, memoryMB: 256, paused: false, diskMB: 512 }],
       ]);
       await ownersA.claim("sbxold", "base");
       const events = new SandboxEvents(logger);
@@ -59,23 +60,24 @@ describe("team usage across nodes from owner records", () => {
       }
       const usage = () => teamUsageElsewhere(ownersB, "b");
       await until(() => usage().get("team-1")?.runningSandboxes === 2 && usage().get(null)?.runningSandboxes === 1);
-      expect(usage().get("team-1")).toEqual({ runningSandboxes: 2, vcpu: 6, memoryMB: 1536 });
-      expect(usage().get(null)).toEqual({ runningSandboxes: 1, vcpu: 1, memoryMB: 256 });
+      expect(usage().get("team-1")).toEqual({ runningSandboxes: 2, vcpu: 6, memoryMB: 1536, diskMB: 3072 });
+      expect(usage().get(null)).toEqual({ runningSandboxes: 1, vcpu: 1, memoryMB: 256, diskMB: 512 });
       expect([...usage().keys()].sort((x, y) => String(x).localeCompare(String(y)))).toEqual([null, "team-1"]);
-      expect((await ownersA.read("sbxnew"))?.record).toMatchObject({ v: OWNER_RECORD_VERSION, node: "a", templateId: "base", teamId: "team-1", vcpu: 4, memoryMB: 1024, paused: false });
+      expect((await ownersA.read("sbxnew"))?.record).toMatchObject({ v: OWNER_RECORD_VERSION, node: "a", templateId: "base", teamId: "team-1", vcpu: 4, memoryMB: 1024, paused: false, diskMB: 2048 });
       // B's own sandbox is B's store's to count.
       expect(teamUsageElsewhere(ownersA, "a").size).toBe(0);
 
-      // Paused: not running, not counted.
+      // Paused: not running, its disk still held.
       facts.set("sbxnew", { ...facts.get("sbxnew")!, paused: true });
       events.emit({ type: "paused", sandboxId: "sbxnew", templateId: "base", metadata: {}, timestamp: new Date() });
       await until(() => usage().get("team-1")?.runningSandboxes === 1);
-      expect(usage().get("team-1")).toEqual({ runningSandboxes: 1, vcpu: 2, memoryMB: 512 });
+      expect(usage().get("team-1")).toEqual({ runningSandboxes: 1, vcpu: 2, memoryMB: 512, diskMB: 3072 });
 
       // Marked lost (as lost-sweep.ts does): released.
       const stored = (await ownersB.read("sbxold"))!;
       expect(await ownersB.replace("sbxold", { ...stored.record, lostAt: new Date().toISOString() }, stored.revision)).toBe(true);
-      await until(() => usage().get("team-1") === undefined);
+      await until(() => usage().get("team-1")?.runningSandboxes === 0);
+      expect(usage().get("team-1")).toEqual({ runningSandboxes: 0, vcpu: 0, memoryMB: 0, diskMB: 2048 });
       // A lost record is not rewritten by its facts (the owner takes it back first).
       facts.set("sbxold", { ...facts.get("sbxold")!, vcpu: 8 });
       events.emit({ type: "resumed", sandboxId: "sbxold", templateId: "base", metadata: {}, timestamp: new Date() });

@@ -22,6 +22,8 @@ export const TEAMS_BUCKET = "burrow_teams";
 export const KEYS_BUCKET = "burrow_keys";
 /** Cluster-wide settings made once: the forwarding secret (forward-secret.ts). */
 export const SETTINGS_BUCKET = "burrow_cluster";
+/** Each team's quota holds and starts on every node, by team (team-ledger.ts). */
+export const TEAM_QUOTAS_BUCKET = "burrow_team_quotas";
 
 export interface ClusterKv {
   readonly nc: NatsConnection;
@@ -33,6 +35,7 @@ export interface ClusterKv {
   readonly teams: KV;
   readonly keys: KV;
   readonly settings: KV;
+  readonly teamQuotas: KV;
   close(): Promise<void>;
 }
 
@@ -67,7 +70,8 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     const teams = await whenClusterAnswers(`open bucket ${TEAMS_BUCKET}`, () => bucket(kvm, TEAMS_BUCKET, replicas), { logger });
     const keys = await whenClusterAnswers(`open bucket ${KEYS_BUCKET}`, () => bucket(kvm, KEYS_BUCKET, replicas), { logger });
     const settings = await whenClusterAnswers(`open bucket ${SETTINGS_BUCKET}`, () => bucket(kvm, SETTINGS_BUCKET, replicas), { logger });
-    return { nc, jsm, nodes, owners, losses, teams, keys, settings, close: () => nc.close() };
+    const teamQuotas = await whenClusterAnswers(`open bucket ${TEAM_QUOTAS_BUCKET}`, () => bucket(kvm, TEAM_QUOTAS_BUCKET, replicas), { logger });
+    return { nc, jsm, nodes, owners, losses, teams, keys, settings, teamQuotas, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);
     throw clusterError(err, "open the cluster's buckets");

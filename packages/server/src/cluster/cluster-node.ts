@@ -23,7 +23,8 @@ import { syncOwnership } from "./ownership-sync.js";
 import type { LocalSandboxes } from "./reconcile.js";
 import { followOwnerFacts } from "./owner-facts.js";
 import { SandboxOwners, type OwnerFacts } from "./sandbox-owners.js";
-import { teamUsageElsewhere, type RemoteUsage } from "./team-usage.js";
+import { countedByUsage, teamUsageElsewhere, type RemoteUsage } from "./team-usage.js";
+import { TeamLedger } from "./team-ledger.js";
 import { TeamSync, type TeamSyncOptions } from "./team-sync.js";
 
 const VERSION = (createRequire(import.meta.url)("../../package.json") as { version: string }).version;
@@ -104,6 +105,18 @@ export class ClusterNode {
   /** Teams' running usage on the other nodes (team-usage.ts), for quota checks here. */
   teamUsageElsewhere(): Map<string | null, RemoteUsage> {
     return teamUsageElsewhere(this.owners, this.config.nodeName);
+  }
+
+  /** Every node's quota holds and starts, by team (team-ledger.ts): a team's limits hold at once on every node. */
+  teamLedger(): TeamLedger {
+    const self = this.config.nodeName;
+    return new TeamLedger({
+      kv: this.kv.teamQuotas,
+      nodeName: self,
+      isUp: (node) => this.membership.node(node)?.status === "up",
+      counted: (sandboxId, hold, now) => countedByUsage(this.owners, sandboxId, hold, self, now),
+      logger: this.logger,
+    });
   }
 
   /** Teams and API keys shared with every node (team-sync.ts): pushed from the store, mirrored into it. */

@@ -28,6 +28,8 @@ export interface OwnerFacts {
   memoryMB: number;
   /** Paused sandboxes hold no vCPU or memory quota. */
   paused: boolean;
+  /** Its disk limit, MiB (a team's disk quota counts it, paused or not); absent from records of older nodes. */
+  diskMB?: number;
 }
 
 export interface OwnerRecord {
@@ -45,6 +47,7 @@ export interface OwnerRecord {
   vcpu?: number;
   memoryMB?: number;
   paused?: boolean;
+  diskMB?: number;
 }
 
 /** A record as stored, with the revision a revision-checked write must name. */
@@ -181,7 +184,7 @@ export class SandboxOwners {
       const stored = await this.read(sandboxId);
       if (!stored || stored.record.node !== this.nodeName || stored.record.lostAt !== undefined) return false;
       const { record } = stored;
-      if (record.teamId === facts.teamId && record.vcpu === facts.vcpu && record.memoryMB === facts.memoryMB && (record.paused ?? false) === facts.paused) return true;
+      if (record.teamId === facts.teamId && record.vcpu === facts.vcpu && record.memoryMB === facts.memoryMB && (record.paused ?? false) === facts.paused && record.diskMB === facts.diskMB) return true;
       const next: OwnerRecord = { ...record, v: Math.max(record.v, OWNER_RECORD_VERSION), ...facts };
       if (await this.replace(sandboxId, next, stored.revision)) return true;
     }

@@ -12,6 +12,7 @@ import type { Caller } from "./caller.js";
 import { FALLBACK_SANDBOX_SIZE } from "./fresh-sandbox-quota.js";
 import { hostPathsInBuild } from "./host-paths.js";
 import { PUBLIC_OWNER, PUBLIC_TEMPLATE_NAMES, type Ownership } from "./ownership.js";
+import { QUOTA_HOLD_HEADER, takeHandedHold } from "../cluster/quota-hold.js";
 import type { QuotaReservation, TeamQuotas } from "./team-quotas.js";
 import type { TeamMetrics } from "./team-metrics.js";
 
@@ -24,8 +25,8 @@ export interface AccessHookDeps {
   config: () => ServerConfig;
   /** A template's default size, for quotas of creates (unknown templates: E2B's defaults). */
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined;
-  /** Record a build of the team as running (for maxConcurrentBuilds). */
-  buildStarted: (teamId: string, templateId: string, buildId: string) => void;
+  /** Record a build of the team as running (for maxConcurrentBuilds), with its place in the cluster's ledger if any. */
+  buildStarted: (teamId: string, templateId: string, buildId: string, hold?: QuotaReservation) => void;
 }
 
 const BURROW = "/burrow/v1";
@@ -35,6 +36,8 @@ type Params = Record<string, string | undefined>;
 /** Requests of the instance admin on another team's sandbox (reads and kills), by that sandbox's team. */
 const crossTeam = new WeakMap<FastifyRequest, string>();
 type Body = Record<string, unknown> | undefined;
+/** What a successful request started (sandbox ids; a build), for its quota hold to end with (recordOutcome). */
+const outcomes = new WeakMap<FastifyRequest, { sandboxIds: string[]; build?: { teamId: string; templateId: string; buildId: string } }>();
 
 export function registerAccessHooks(app: FastifyInstance, d: AccessHookDeps): void {
   // Routes a team key may not use at all are refused before their body is validated.
@@ -46,8 +49,16 @@ export function registerAccessHooks(app: FastifyInstance, d: AccessHookDeps): vo
     if (!caller) return;
     checkParams(d, caller, request);
     checkBody(d, caller, request);
-    const reservation = admitQuotas(d, caller, request);
-    if (reservation) reply.raw.once("close", () => reservation.release());
+    const handed = takeHandedHold(request.headers);
+    const reservation = await admitQuotas(d, caller, request, reply, handed);
+    if (!reservation) return;
+    // A create placed on another node hands its hold over there (cluster/quota-hold.ts).
+    if (reservation.holdId !== undefined) request.headers[QUOTA_HOLD_HEADER] = reservation.holdId;
+    reply.raw.once("close", () => {
+      const outcome = outcomes.get(request);
+      if (outcome?.build) d.buildStarted(outcome.build.teamId, outcome.build.templateId, outcome.build.buildId, reservation);
+      else reservation.release(outcome?.sandboxIds ?? []);
+    });
   });
 
   app.addHook("onSend", async (request, reply, payload) => {
@@ -178,33 +189,38 @@ function checkRuleReferences(d: AccessHookDeps, caller: Caller, body: unknown): 
   visit(body, 0);
 }
 
-/** Quotas of what a request starts: new sandboxes (create, fork, branch), resumes, longer timeouts, builds, volumes. */
-function admitQuotas(d: AccessHookDeps, caller: Caller, request: FastifyRequest): QuotaReservation | undefined {
+/**
+ * Quotas of what a request starts: new sandboxes (create, fork, branch), resumes, longer timeouts, builds, volumes.
+ * `handed`: the quota hold of the node that placed this create here.
+ */
+async function admitQuotas(d: AccessHookDeps, caller: Caller, request: FastifyRequest, reply: FastifyReply, handed: string | undefined): Promise<QuotaReservation | undefined> {
   if (request.method !== "POST") return undefined;
+  const signal = clientGoneSignal(reply);
   const url = route(request);
   const body = (typeof request.body === "object" && request.body !== null ? request.body : {}) as Record<string, unknown>;
   const params = (request.params ?? {}) as Params;
   const timeoutOf = () => (typeof body["timeout"] === "number" ? body["timeout"] : d.config().defaultTimeoutSec);
   if (url === "/v2/sandboxes" || url === "/sandboxes") {
     const size = d.templateSize(String(body["templateID"] ?? "")) ?? FALLBACK_SANDBOX_SIZE;
-    return d.quotas.admit(caller.teamId, { count: 1, ...size, timeoutSec: timeoutOf(), kind: "new" });
+    return d.quotas.admitShared(caller.teamId, { count: 1, ...size, timeoutSec: timeoutOf(), kind: "new" }, handed, signal);
   }
   if (url === "/sandboxes/:sandboxID/fork" || url === `${BURROW}/checkpoints/:checkpointID/branch`) {
     const source = params["sandboxID"] !== undefined ? d.sandboxes.get(params["sandboxID"]) : undefined;
     const size = source ? { cpuCount: source.cpuCount, memoryMB: source.memoryMB, diskMB: source.diskSizeMB } : (d.templateSize(params["checkpointID"] ?? "") ?? FALLBACK_SANDBOX_SIZE);
     const count = typeof body["count"] === "number" ? body["count"] : 1;
-    return d.quotas.admit(caller.teamId, { count, ...size, timeoutSec: timeoutOf(), kind: "new" });
+    return d.quotas.admitShared(caller.teamId, { count, ...size, timeoutSec: timeoutOf(), kind: "new" }, undefined, signal);
   }
   if (url === "/sandboxes/:sandboxID/connect" || url === "/v2/sandboxes/:sandboxID/connect" || url === "/sandboxes/:sandboxID/resume") {
     const row = d.sandboxes.get(params["sandboxID"] ?? "");
     if (row?.state === "paused") {
-      return d.quotas.admit(caller.teamId, { count: 1, cpuCount: row.cpuCount, memoryMB: row.memoryMB, diskMB: row.diskSizeMB, timeoutSec: timeoutOf(), kind: "resume" });
+      const ask = { count: 1, cpuCount: row.cpuCount, memoryMB: row.memoryMB, diskMB: row.diskSizeMB, timeoutSec: timeoutOf(), kind: "resume" } as const;
+      return d.quotas.admitShared(caller.teamId, ask, undefined, signal);
     }
     if (typeof body["timeout"] === "number") d.quotas.checkTimeout(caller.teamId, body["timeout"]);
     return undefined;
   }
   if (url === "/sandboxes/:sandboxID/timeout" && typeof body["timeout"] === "number") d.quotas.checkTimeout(caller.teamId, body["timeout"]);
-  if (url === "/v2/templates/:templateID/builds/:buildID") d.quotas.admitBuild(caller.teamId);
+  if (url === "/v2/templates/:templateID/builds/:buildID") return d.quotas.admitBuildShared(caller.teamId, signal);
   // Every volume gets the server's size limit (E2B's create names none).
   if (url === "/volumes") return d.quotas.admitVolume(caller.teamId, d.config().volumeDefaultMB);
   return undefined;
@@ -218,16 +234,20 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
   const p = (payload ?? {}) as Record<string, unknown>;
   const audit = (action: string, resourceKind: string, resourceId: string, detail?: Record<string, unknown>) =>
     d.audit.record({ teamId: caller.teamId, keyId: caller.keyPublicId, action, resourceKind, resourceId, detail });
+  const made: string[] = [];
+  outcomes.set(request, { sandboxIds: made });
   const started = (items: unknown, detail: Record<string, unknown>) => {
     for (const item of Array.isArray(items) ? items : []) {
       const id = (item as { sandbox?: { sandboxID?: unknown } })?.sandbox?.sandboxID;
       if (typeof id === "string") {
+        made.push(id);
         audit("create", "sandbox", id, detail);
         d.metrics.started(caller.teamId);
       }
     }
   };
   if (method === "POST" && (url === "/v2/sandboxes" || url === "/sandboxes") && typeof p["sandboxID"] === "string") {
+    made.push(p["sandboxID"]);
     audit("create", "sandbox", p["sandboxID"], { templateID: p["templateID"] });
     d.metrics.started(caller.teamId);
   } else if (method === "DELETE" && url === "/sandboxes/:sandboxID") {
@@ -238,9 +258,11 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
   } else if (method === "POST" && url === "/sandboxes/:sandboxID/pause") {
     audit("pause", "sandbox", params["sandboxID"]!);
   } else if (method === "POST" && url.endsWith("/:sandboxID/connect") && reply.statusCode === 201) {
+    made.push(params["sandboxID"]!);
     audit("resume", "sandbox", params["sandboxID"]!);
     d.metrics.started(caller.teamId);
   } else if (method === "POST" && url === "/sandboxes/:sandboxID/resume") {
+    made.push(params["sandboxID"]!);
     audit("resume", "sandbox", params["sandboxID"]!);
   } else if (method === "POST" && url === "/sandboxes/:sandboxID/fork") {
     started(payload, { forkOf: params["sandboxID"] });
@@ -262,6 +284,8 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
     const name = String(body["name"] ?? body["alias"] ?? "").split(":")[0]!;
     if (!(caller.instanceAdmin && PUBLIC_TEMPLATE_NAMES.has(name))) d.ownership.record("template", p["templateID"], caller.teamId);
   } else if (method === "POST" && url === "/v2/templates/:templateID/builds/:buildID") {
+    // Counted from now on; with a hold in the cluster's ledger, handed over when the request ends (preHandler).
+    outcomes.set(request, { sandboxIds: made, build: { teamId: caller.teamId, templateId: params["templateID"]!, buildId: params["buildID"]! } });
     d.buildStarted(caller.teamId, params["templateID"]!, params["buildID"]!);
     audit("build", "template", params["templateID"]!, { buildID: params["buildID"] });
   } else if (method === "POST" && url === "/volumes" && typeof p["volumeID"] === "string") {
@@ -273,4 +297,13 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
   } else if (method === "POST" && (url === `${BURROW}/triggers` || url === `${BURROW}/tasks`) && typeof p["id"] === "string") {
     d.ownership.record("trigger", p["id"], caller.teamId);
   }
+}
+
+/** Aborted when the client goes before its answer (a quota hold waiting on the cluster stops trying). */
+function clientGoneSignal(reply: FastifyReply): AbortSignal {
+  const controller = new AbortController();
+  reply.raw.once("close", () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  return controller.signal;
 }

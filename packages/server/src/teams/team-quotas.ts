@@ -1,7 +1,10 @@
 // Per-team quotas, on top of the host-wide floor in admission/ (which still decides whether the host can take a
 // sandbox): a team may be refused although the host has room, never the reverse. Usage is counted from the store
 // (running sandboxes of the team) plus admissions still in flight, so concurrent creates cannot both slip under a
-// limit. A refusal is 429 in E2B's shape, naming the quota, the usage and the limit. 0 means unlimited.
+// limit. A refusal is 429 in E2B's shape, naming the quota, the usage and the limit. 0 means unlimited. On a node of a
+// cluster, a team with a limit of what is counted across nodes is admitted through the cluster's ledger
+// (`SharedQuotaLedger`, cluster/team-ledger.ts) instead of this node's in-flight list and start times: its holds and
+// starts are every node's, checked and written at once, so two nodes cannot both pass one limit.
 import { BurrowError, Code } from "@burrow/protocol";
 
 export interface TeamQuotaValues {
@@ -101,8 +104,37 @@ export interface SandboxAsk {
 }
 
 export interface QuotaReservation {
-  release(): void;
+  /** End it: `sandboxIds`, what the request made (a shared hold keeps counting them until every node does). */
+  release(sandboxIds?: readonly string[]): void;
+  /** The shared hold's id, for a create placed on another node to hand over (cluster/quota-hold.ts). */
+  readonly holdId?: string;
 }
+
+/** What a shared hold counts (cluster/team-ledger.ts's Held). */
+export interface SharedHeld {
+  sandboxes: number;
+  vcpu: number;
+  memoryMB: number;
+  diskMB: number;
+  builds: number;
+}
+
+/** Holds and starts of a team on every node of a cluster, written with a revision check (cluster/team-ledger.ts). */
+export interface SharedQuotaLedger {
+  reserve(
+    teamId: string,
+    held: SharedHeld,
+    starts: number,
+    check: (view: { held: SharedHeld; starts: number }) => void,
+    options: { takeOver?: string | undefined; ttlMs?: number | undefined; signal?: AbortSignal | undefined },
+  ): Promise<{ id: string; settle(sandboxIds: readonly string[]): Promise<void> }>;
+}
+
+/** Limits counted across the nodes of a cluster: a team with one of them set is admitted through the ledger. */
+const SHARED_LIMITS = ["maxRunningSandboxes", "maxVcpu", "maxMemoryMB", "maxDiskMB", "createsPerMinute"] as const;
+
+/** A build holds its place in the ledger while it runs; past this, only its node's being up keeps it (a safety net). */
+const BUILD_HOLD_MS = 6 * 3600_000;
 
 export interface TeamQuotasDeps {
   defaults: TeamQuotaValues;
@@ -110,6 +142,8 @@ export interface TeamQuotasDeps {
   usage: (teamId: string) => TeamUsage;
   /** Builds of the team still running. */
   runningBuilds: (teamId: string) => number;
+  /** On a node of a cluster: the team ledger every node writes its admissions into. */
+  ledger?: SharedQuotaLedger | undefined;
   now?: () => number;
 }
 
@@ -159,10 +193,52 @@ export class TeamQuotas {
   admit(teamId: string, ask: SandboxAsk): QuotaReservation {
     const q = this.effective(teamId);
     const u = this.usage(teamId);
+    this.#checkSize(teamId, q, ask);
+    const starts = this.#recentStarts(teamId);
+    const newDisk = this.#checkUsage(q, u, ask, starts.length);
+    if (ask.kind === "new") {
+      const now = this.#now();
+      for (let i = 0; i < ask.count; i++) starts.push(now);
+    }
+    return this.#hold(teamId, { runningSandboxes: ask.count, vcpu: ask.count * ask.cpuCount, memoryMB: ask.count * ask.memoryMB, diskMB: newDisk });
+  }
+
+  /**
+   * `admit`, through the cluster's ledger when there is one and the team has a limit counted across nodes: usage is
+   * this node's store and the other nodes' owner records (never this node's in-flight list) plus every node's holds,
+   * starts are every node's. `takeOver`: the hold of the node that placed this create here, replaced by this one.
+   */
+  async admitShared(teamId: string, ask: SandboxAsk, takeOver?: string, signal?: AbortSignal): Promise<QuotaReservation> {
+    const q = this.effective(teamId);
+    const ledger = this.#d.ledger;
+    if (!ledger || !SHARED_LIMITS.some((name) => q[name] > 0)) return this.admit(teamId, ask);
+    this.#checkSize(teamId, q, ask);
+    const newDisk = ask.kind === "new" ? ask.count * ask.diskMB : 0;
+    const held = { sandboxes: ask.count, vcpu: ask.count * ask.cpuCount, memoryMB: ask.count * ask.memoryMB, diskMB: newDisk, builds: 0 };
+    // A create placed here was counted as a start by the node that placed it.
+    const starts = ask.kind === "new" && takeOver === undefined ? ask.count : 0;
+    const hold = await ledger.reserve(teamId, held, starts, (view) => {
+      const u = this.usage(teamId);
+      u.runningSandboxes += view.held.sandboxes;
+      u.vcpu += view.held.vcpu;
+      u.memoryMB += view.held.memoryMB;
+      u.diskMB += view.held.diskMB;
+      // The starts of a create placed here are in the view already (the placing node wrote them).
+      this.#checkUsage(q, u, ask, view.starts - (ask.kind === "new" && takeOver !== undefined ? ask.count : 0));
+    }, { takeOver, signal });
+    return { holdId: hold.id, release: (sandboxIds = []) => void hold.settle(sandboxIds) };
+  }
+
+  /** Sizes and lifetime, which need no usage. */
+  #checkSize(teamId: string, q: TeamQuotaValues, ask: SandboxAsk): void {
     this.checkTimeout(teamId, ask.timeoutSec);
     if (q.maxDiskMBPerSandbox > 0 && ask.diskMB > q.maxDiskMBPerSandbox) {
       refuse("maxDiskMBPerSandbox", `sandbox disk ${ask.diskMB} MiB exceeds your team's limit of ${q.maxDiskMBPerSandbox} MiB per sandbox`);
     }
+  }
+
+  /** Usage limits and the create rate (`started`: starts in the last minute); returns the new disk the ask takes. */
+  #checkUsage(q: TeamQuotaValues, u: TeamUsage, ask: SandboxAsk, started: number): number {
     if (q.maxRunningSandboxes > 0 && u.runningSandboxes + ask.count > q.maxRunningSandboxes) {
       refuse("maxRunningSandboxes", `your team has ${u.runningSandboxes} running sandboxes and may run ${q.maxRunningSandboxes} at once (asked for ${ask.count} more)`);
     }
@@ -177,15 +253,10 @@ export class TeamQuotas {
     if (q.maxDiskMB > 0 && newDisk > 0 && u.diskMB + newDisk > q.maxDiskMB) {
       refuse("maxDiskMB", `your team's sandboxes and volumes hold ${u.diskMB} MiB of disk of ${q.maxDiskMB} MiB (asked for ${newDisk} MiB more)`);
     }
-    const starts = this.#recentStarts(teamId);
-    if (ask.kind === "new" && q.createsPerMinute > 0 && starts.length + ask.count > q.createsPerMinute) {
-      refuse("createsPerMinute", `your team started ${starts.length} sandboxes in the last minute and may start ${q.createsPerMinute} per minute`);
+    if (ask.kind === "new" && q.createsPerMinute > 0 && started + ask.count > q.createsPerMinute) {
+      refuse("createsPerMinute", `your team started ${started} sandboxes in the last minute and may start ${q.createsPerMinute} per minute`);
     }
-    if (ask.kind === "new") {
-      const now = this.#now();
-      for (let i = 0; i < ask.count; i++) starts.push(now);
-    }
-    return this.#hold(teamId, { runningSandboxes: ask.count, vcpu: ask.count * ask.cpuCount, memoryMB: ask.count * ask.memoryMB, diskMB: newDisk });
+    return newDisk;
   }
 
   /** Admit a new volume of `sizeMB` against the team's disk total, holding its place until `release`. */
@@ -213,6 +284,25 @@ export class TeamQuotas {
         if (current.length === 0) this.#inFlight.delete(teamId);
       },
     };
+  }
+
+  /**
+   * `admitBuild` across a cluster: a hold in the ledger for the build, counted by every node while the build runs
+   * (release it when the build ends; its node going down ends it too). Undefined when no ledger or no build limit.
+   */
+  async admitBuildShared(teamId: string, signal?: AbortSignal): Promise<QuotaReservation | undefined> {
+    const q = this.effective(teamId);
+    const ledger = this.#d.ledger;
+    if (!ledger || q.maxConcurrentBuilds <= 0) {
+      this.admitBuild(teamId);
+      return undefined;
+    }
+    const hold = await ledger.reserve(teamId, { sandboxes: 0, vcpu: 0, memoryMB: 0, diskMB: 0, builds: 1 }, 0, (view) => {
+      if (view.held.builds >= q.maxConcurrentBuilds) {
+        refuse("maxConcurrentBuilds", `your team has ${view.held.builds} template builds running and may run ${q.maxConcurrentBuilds} at once`);
+      }
+    }, { ttlMs: BUILD_HOLD_MS, signal });
+    return { holdId: hold.id, release: () => void hold.settle([]) };
   }
 
   /** A template build may start for the team. */

@@ -17,7 +17,7 @@ import type { Caller } from "./caller.js";
 import { KeyStreams } from "./key-streams.js";
 import { Ownership } from "./ownership.js";
 import { TeamMetrics } from "./team-metrics.js";
-import { NO_USAGE, TeamQuotas, type TeamQuotaValues, type TeamUsage } from "./team-quotas.js";
+import { NO_USAGE, TeamQuotas, type QuotaReservation, type SharedQuotaLedger, type TeamQuotaValues, type TeamUsage } from "./team-quotas.js";
 import { registerTeamRoutes } from "./team-routes.js";
 import type { TeamResources } from "./team-delete.js";
 import { TeamStore } from "./team-store.js";
@@ -36,8 +36,11 @@ export interface TeamServices {
   defaultTeamId: string;
   /** Template id and names of a reference (id, name, `name:tag`), whoever owns it. */
   resolveTemplate: (ref: string) => { templateId: string; aliases: string[] } | undefined;
-  /** Count a template build of a team as running until the builder says it ended (maxConcurrentBuilds). */
-  buildStarted(teamId: string, templateId: string, buildId: string): void;
+  /**
+   * Count a template build of a team as running until the builder says it ended (maxConcurrentBuilds); `hold`: its
+   * place in the cluster's ledger, released then.
+   */
+  buildStarted(teamId: string, templateId: string, buildId: string, hold?: QuotaReservation): void;
   /**
    * The sandboxes a list shows a caller, of the rows given: its team's, or with `team` (Burrow's query parameter)
    * another team's or every team's for the instance admin (sandbox-list-scope.ts).
@@ -65,8 +68,19 @@ export interface TeamServicesDeps {
    * On a node of a cluster: teams' running sandboxes, vCPUs and memory on the other nodes (cluster/team-usage.ts;
    * the key null is the default team), added to this node's own for quota checks, so a limit holds cluster-wide.
    */
-  usageElsewhere?: (() => ReadonlyMap<string | null, { runningSandboxes: number; vcpu: number; memoryMB: number }>) | undefined;
+  usageElsewhere?: (() => ReadonlyMap<string | null, { runningSandboxes: number; vcpu: number; memoryMB: number; diskMB?: number }>) | undefined;
+  /**
+   * On a node of a cluster: every node's quota holds and starts (cluster/team-ledger.ts), by the team's shared id
+   * (DEFAULT_TEAM_LEDGER_KEY for the default team, which is each node's own but counted as one, as usageElsewhere does).
+   */
+  ledger?: SharedQuotaLedger | undefined;
 }
+
+/** The ledger's key of the default team (team ids are UUIDs: never this). */
+export const DEFAULT_TEAM_LEDGER_KEY = "_default";
+
+/** How often builds holding a place in the cluster's ledger are asked whether they ended. */
+const BUILD_POLL_MS = 2_000;
 
 export function openTeamServices(d: TeamServicesDeps): TeamServices {
   const store = new TeamStore(d.db);
@@ -114,20 +128,36 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
         u.runningSandboxes += other.runningSandboxes;
         u.vcpu += other.vcpu;
         u.memoryMB += other.memoryMB;
+        u.diskMB += other.diskMB ?? 0;
       }
       return u;
     },
-    runningBuilds: (teamId) => {
-      const set = builds.get(teamId);
-      if (!set) return 0;
-      for (const entry of [...set]) {
-        const [templateId, buildId] = entry.split("\n") as [string, string];
-        const status = d.buildStatus?.(templateId, buildId);
-        if (status !== "building" && status !== "waiting") set.delete(entry);
-      }
-      return set.size;
-    },
+    runningBuilds: (teamId) => countBuilds(teamId),
+    ledger: d.ledger
+      ? { reserve: (teamId, ...rest) => d.ledger!.reserve(teamId === defaultTeamId ? DEFAULT_TEAM_LEDGER_KEY : teamId, ...rest) }
+      : undefined,
   });
+  /** A team's running builds, forgetting (and releasing the holds of) those that ended. */
+  function countBuilds(teamId: string): number {
+    const set = builds.get(teamId);
+    if (!set) return 0;
+    for (const entry of [...set]) {
+      const [templateId, buildId] = entry.split("\n") as [string, string];
+      const status = d.buildStatus?.(templateId, buildId);
+      if (status !== "building" && status !== "waiting") {
+        set.delete(entry);
+        buildHolds.get(entry)?.release();
+        buildHolds.delete(entry);
+      }
+    }
+    return set.size;
+  }
+  // Builds with a hold in the cluster's ledger: released once they end, asked every few seconds.
+  const buildHolds = new Map<string, QuotaReservation>();
+  const buildPoll = setInterval(() => {
+    for (const [teamId, set] of builds) if ([...set].some((entry) => buildHolds.has(entry))) countBuilds(teamId);
+  }, BUILD_POLL_MS);
+  buildPoll.unref();
   const metrics = new TeamMetrics({ db: d.db, running: () => new Map([...running()].map(([team, u]) => [team, u.runningSandboxes])) });
   metrics.start();
   const audit = new AuditLog({ db: d.db, bus: d.bus, logger: d.logger });
@@ -141,17 +171,25 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
     streams,
     defaultTeamId,
     resolveTemplate: d.resolveTemplate,
-    buildStarted: (teamId, templateId, buildId) => {
+    buildStarted: (teamId, templateId, buildId, hold) => {
+      const entry = `${templateId}\n${buildId}`;
       const set = builds.get(teamId) ?? new Set<string>();
-      set.add(`${templateId}\n${buildId}`);
+      set.add(entry);
       builds.set(teamId, set);
+      if (!hold) return;
+      buildHolds.get(entry)?.release();
+      buildHolds.set(entry, hold);
+      countBuilds(teamId);
     },
     visibleSandboxes: (caller, rows, team) => {
       if (!caller) return rows;
       const which = sandboxListTeam(caller, team, (id) => store.team(id) !== undefined);
       return which === ALL_TEAMS ? rows : rows.filter((r) => ownership.teamOfSandbox(r) === which);
     },
-    close: () => metrics.close(),
+    close: () => {
+      clearInterval(buildPoll);
+      metrics.close();
+    },
   };
   return services;
 }
