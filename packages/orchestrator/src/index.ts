@@ -53,3 +53,4 @@ export {
   type TemplateManifest,
 } from "./templates/index.js";
 export type { PoolFill, SandboxLogChunk } from "./orchestrator-api.js";
+export type { ImportSandboxOptions, MovableSandbox, MovedBootSpec } from "./orchestrator-api.js";

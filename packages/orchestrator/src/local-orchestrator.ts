@@ -3,6 +3,7 @@
 // (create-sandbox.ts, sandbox-pools.ts), pause and resume (pause-resume.ts), snapshots and forks (snapshots/),
 // checkpoint trees (checkpoints/), metrics (metrics-sampler.ts), re-adoption after a restart (adopt-or-reap.ts), liveness (liveness-monitor.ts) and
 // template builds (templates/builder/).
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { adoptOrReap } from "./adopt-or-reap.js";
 import { ColdBoot } from "./cold-boot.js";
@@ -13,6 +14,7 @@ import { LiveSandboxes, toRecord } from "./live-sandboxes.js";
 import { LivenessMonitor } from "./liveness-monitor.js";
 import type { Logger } from "./logger.js";
 import { MetricsSampler } from "./metrics-sampler.js";
+import { exportMovable, importMoved } from "./moved-sandboxes.js";
 import type {
   CreateSandboxOptions,
   ForkResult,
@@ -57,7 +59,7 @@ import { TemplateBuilder } from "./templates/builder/template-builder.js";
 import { templateInfoWithEgress } from "./snapshots/snapshot-layer.js";
 import { VolumeStorage, volumeDir } from "./volumes/volume-storage.js";
 import { readSandboxLogFile } from "./sandbox-log.js";
-import type { PoolFill, SandboxLogChunk } from "./orchestrator-api.js";
+import type { ImportSandboxOptions, MovableSandbox, PoolFill, SandboxLogChunk } from "./orchestrator-api.js";
 
 export interface LocalOrchestratorOptions {
   config?: Partial<OrchestratorConfig>;
@@ -268,6 +270,16 @@ export class LocalOrchestrator implements Orchestrator {
 
   resumeSandbox(sandboxId: string, opts?: { memory?: boolean; signal?: AbortSignal }): Promise<SandboxRecord | undefined> {
     return this.pauses.resume(sandboxId, { memory: opts?.memory, signal: opts?.signal });
+  }
+
+  movableSandbox(sandboxId: string): MovableSandbox | undefined {
+    return exportMovable(this.live, sandboxId);
+  }
+
+  async importSandbox(opts: ImportSandboxOptions): Promise<SandboxRecord> {
+    const { config, cgroups, network, host, storage, templates, logger } = this.parts;
+    const layerExists = (layerId: string) => existsSync(templates.layerPath(layerId));
+    return toRecord(await importMoved({ config, cgroups, network, host, storage, live: this.live, layerExists, logger }, opts));
   }
 
   onSandboxLifecycleEvent(listener: (event: SandboxLifecycleEvent) => void): () => void {

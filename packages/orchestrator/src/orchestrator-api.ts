@@ -444,3 +444,50 @@ export interface Orchestrator {
   /** At most `maxBytes` of the sandbox's log from `offset`; undefined when the sandbox is unknown. */
   readSandboxLog?(sandboxId: string, offset: number, maxBytes: number): Promise<SandboxLogChunk | undefined>;
 }
+
+/** What a cold boot of a moved sandbox needs (its create's /init and start command), as its record keeps it. */
+export interface MovedBootSpec {
+  /** Layer ids on the host that holds the record (a receiving host names its own). */
+  layers: string[];
+  runtime?: { env: Record<string, string>; user: string; workdir?: string | undefined; startCmd?: string | undefined; readyCmd?: string | undefined } | undefined;
+  envVars: Record<string, string>;
+  accessToken: string;
+}
+
+/** A filesystem-paused sandbox as another host needs it to take it over (a cluster's move). */
+export interface MovableSandbox {
+  sandboxId: string;
+  templateId: string;
+  /** Its writable layer (the overlay upper directory) on this host: read it only while the sandbox stays halted. */
+  upperDir: string;
+  boot: MovedBootSpec;
+  limits: SandboxLimits;
+  allowInternetAccess: boolean;
+  /** Its allowOut/denyOut in canonical form (re-applied at its boot); absent: none. */
+  egress?: import("./network/egress-rules.js").EgressRules;
+  startedAt: string;
+  /** The boot id of its last boot here: a new boot (a resume) changes it, so a copy read before is stale. */
+  bootId?: string;
+}
+
+export interface ImportSandboxOptions {
+  sandboxId: string;
+  templateId: string;
+  /** Its boot spec with this host's layer ids. */
+  boot: MovedBootSpec;
+  limits: SandboxLimits;
+  allowInternetAccess: boolean;
+  egress?: import("./network/egress-rules.js").EgressRules | undefined;
+  startedAt?: string | undefined;
+  /** Write the sandbox's files into its (empty) overlay upper directory. */
+  fillUpper: (upperDir: string, signal?: AbortSignal) => Promise<void>;
+  signal?: AbortSignal;
+}
+
+/** Moving sandboxes between hosts, optional like pauses. (Declared as a merge into Orchestrator above.) */
+export interface Orchestrator {
+  /** A filesystem-paused sandbox without volumes as another host needs it; undefined otherwise (running, memory-paused, unknown). */
+  movableSandbox?(sandboxId: string): MovableSandbox | undefined;
+  /** Make a sandbox of another host this host's, filesystem-paused (resumeSandbox cold-boots it). */
+  importSandbox?(opts: ImportSandboxOptions): Promise<SandboxRecord>;
+}
