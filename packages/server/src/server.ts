@@ -1,6 +1,7 @@
 // startServer: the control plane in one call — store, lifecycle, REST API and gateway on one port.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Socket } from "node:net";
+import { join } from "node:path";
 import type { Orchestrator } from "@burrow/orchestrator";
 import { pino, type Logger } from "pino";
 import { Registry } from "prom-client";
@@ -46,6 +47,7 @@ import { openTeamServices } from "./teams/team-services.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
 import type { LocalTemplates } from "./cluster/cluster-templates.js";
 import { clusterTemplateTeams } from "./cluster/template-teams.js";
+import type { SandboxMoves } from "./cluster/sandbox-moves.js";
 import { PUBLIC_TEMPLATE_NAMES } from "./teams/ownership.js";
 
 export interface ServerDeps {
@@ -259,6 +261,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       verifyApiKey: (key) => store.apiKeys.verify(key) !== undefined,
       serverUrl: () => serverUrl,
     });
+    let moves: SandboxMoves | undefined;
     const connectionCap = new ClientConnectionCap(cfg.maxConnectionsPerClient, logger);
     const serverFactory = (apiHandler: (req: IncomingMessage, res: ServerResponse) => void): Server => {
       const server = createServer(
@@ -284,7 +287,11 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
             else req.once("end", () => req.socket.setTimeout(0));
             if (!mounts.handle(req, res)) apiHandler(req, res);
           };
-          if (!forwarder?.handleRequest(req, res, local)) local();
+          const forward = () => {
+            if (!forwarder?.handleRequest(req, res, local)) local();
+          };
+          // A resume of a movable sandbox of a lost or drained node is taken over here first (cluster/sandbox-moves.ts).
+          if (!moves?.handleRequest(req, res, forward)) forward();
         },
       );
       // Node destroys a socket idle this long unless the exchange on it listens for 'timeout' (the gateway does
@@ -343,6 +350,33 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
           shipped: PUBLIC_TEMPLATE_NAMES,
         })
       : undefined;
+    // Filesystem pauses can be resumed on another node, and drains can move sandboxes (cluster/sandbox-moves.ts).
+    moves = cluster && shared
+      ? await cluster.moveSandboxes(
+          {
+            workDir: join(cfg.stateDir, "sandbox-archives"),
+            host: {
+              orchestrator: deps.orchestrator,
+              clientId: () => cfg.clientId,
+              row: (sandboxId) => store.sandboxes.get(sandboxId),
+              network: (sandboxId) => store.networks.get(sandboxId),
+              teamOf: (row) => {
+                const team = teams.ownership.teamOfSandbox(row);
+                return { teamId: team === teams.defaultTeamId ? null : team, apiKeyPublicId: row.apiKeyId !== null ? (teams.store.keyById(row.apiKeyId)?.publicId ?? null) : null };
+              },
+              keyIdOf: (publicId) => teams.store.keyByPublicId(publicId)?.id,
+              caller: (key) => {
+                const info = store.apiKeys.verify(key);
+                if (!info) return undefined;
+                const team = teams.ownership.teamOfKeyId(info.id);
+                return { teamId: team === teams.defaultTeamId ? null : team, keyId: info.id };
+              },
+              adopt: (row, move, start) => sandboxes.adoptMoved(row, move, start),
+            },
+          },
+          events,
+        )
+      : undefined;
     // Creates go to the node placement chooses (cluster/create-placement.ts).
     const placement = cluster?.placement({
       runningSandboxes: () => store.sandboxes.countRunning(),
@@ -350,7 +384,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
       capacity: cfg.admission.maxSandboxes,
     });
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement, clusterTemplates: shared ? () => shared.summaries() : undefined });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement, clusterTemplates: shared ? () => shared.summaries() : undefined, sandboxMoves: moves });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

@@ -14,12 +14,13 @@ export const SANDBOX_EVENT_SUBJECTS = ["sbx.>"];
 
 /**
  * `pause_converted`: a memory pause became a filesystem pause on its own (its age, or a host restart).
- * `lost`: the sandbox's cluster node went down; `recovered`: that node came back with it.
+ * `lost`: the sandbox's cluster node went down; `recovered`: that node came back with it; `moved`: another node
+ * took over the sandbox (filesystem-paused) from a lost or drained node (`from`, `to`).
  * `checkpoint_created`, `rolled_back`, `checkpoint_deleted`: checkpoint trees (`checkpointId`, `parentId`).
  */
 export type LifecycleEventType =
   | "created" | "paused" | "resumed" | "snapshotted" | "forked" | "timed_out" | "killed" | "pause_converted"
-  | "lost" | "recovered" | "checkpoint_created" | "rolled_back" | "checkpoint_deleted";
+  | "lost" | "recovered" | "moved" | "checkpoint_created" | "rolled_back" | "checkpoint_deleted";
 export type ProcessEventType = "started" | "output" | "exited";
 /** `overflow`: changes were dropped to keep a flood bounded; `dropped` says how many, `path` is the latest of them. */
 export type FilesystemEventType = "create" | "write" | "remove" | "rename" | "chmod" | "overflow";
@@ -54,6 +55,9 @@ export interface LifecycleEvent extends EventBase {
    * node that had it. Absent when unknown.
    */
   teamId?: string | null;
+  /** moved: the node the sandbox was on and the node that has it now. */
+  from?: string;
+  to?: string;
   /** paused, pause_converted: how the sandbox is paused now (`memory`: frozen; `filesystem`: only its files kept). */
   pauseKind?: "memory" | "filesystem";
   /**

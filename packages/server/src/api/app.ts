@@ -43,6 +43,7 @@ import type { Membership } from "../cluster/membership.js";
 import type { CreatePlacement } from "../cluster/create-placement.js";
 import type { TemplateSummary } from "@burrow/protocol";
 import { registerDrainRoute } from "../cluster/drain-route.js";
+import type { SandboxMoves } from "../cluster/sandbox-moves.js";
 
 export interface CreateApiOptions {
   logger: Logger;
@@ -68,6 +69,8 @@ export interface CreateApiOptions {
   placement?: CreatePlacement | undefined;
   /** The cluster's templates this node has not fetched yet, for GET /templates (cluster/cluster-templates.ts). */
   clusterTemplates?: (() => TemplateSummary[]) | undefined;
+  /** Sandboxes moved between nodes (cluster/sandbox-moves.ts): drains with `move` and the take-over route. */
+  sandboxMoves?: SandboxMoves | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -152,7 +155,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   if (opts.alerts) registerAlertRoutes(app, opts.alerts);
   if (opts.cluster) {
     registerClusterRoutes(app, opts.cluster);
-    registerDrainRoute(app, opts.cluster, ctx.sandboxes, opts.logger);
+    registerDrainRoute(app, opts.cluster, ctx.sandboxes, opts.logger, opts.sandboxMoves);
   }
   registerUnsupportedRoutes(app, ctx);
   await app.ready();

@@ -10,7 +10,7 @@ type Obj = Record<string, unknown>;
 
 const EVENT_TYPES: Record<string, readonly string[]> = {
   lifecycle: ["created", "paused", "resumed", "snapshotted", "forked", "timed_out", "killed", "pause_converted",
-    "lost", "recovered", "checkpoint_created", "rolled_back", "checkpoint_deleted"],
+    "lost", "recovered", "moved", "checkpoint_created", "rolled_back", "checkpoint_deleted"],
   proc: ["started", "output", "exited"],
   fs: ["create", "write", "remove", "rename", "chmod"],
   code: ["started", "stdout", "stderr", "result", "error", "end"],

@@ -1,6 +1,6 @@
 // Sandbox lifecycle events onto the bus, on the subjects of @burrow/bus (`sbx.<template>.<sandbox>.lifecycle.<type>`)
 // and into its durable event stream, so triggers and agents that were down still see them. Every lifecycle type the
-// control plane emits (created, paused, resumed, killed, timed_out, pause_converted, lost, recovered) is one of the bus's lifecycle
+// control plane emits (created, paused, resumed, killed, timed_out, pause_converted, lost, recovered, moved) is one of the bus's lifecycle
 // types. Why it happened (`reason`: an auto-pause at the timeout, an auto-resume by traffic…) and how a paused
 // sandbox is paused (`pauseKind`) travel in the payload, and so does a created sandbox's network (`network`).
 import { publishSandboxEvent, type Bus } from "@burrow/bus";
@@ -18,6 +18,7 @@ const BUS_TYPE: { [K in SandboxLifecycleEventType]: LifecycleEventType } = {
   pause_converted: "pause_converted",
   lost: "lost",
   recovered: "recovered",
+  moved: "moved",
 };
 
 export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: Logger): () => void {
@@ -35,6 +36,8 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
         ...(event.pauseKind ? { pauseKind: event.pauseKind } : {}),
         ...(event.network ? { network: event.network } : {}),
         ...(event.teamId !== undefined ? { teamId: event.teamId } : {}),
+        ...(event.from !== undefined ? { from: event.from } : {}),
+        ...(event.to !== undefined ? { to: event.to } : {}),
       },
       { durable: true },
     ).catch((error: unknown) => logger.warn({ err: error, sandboxId: event.sandboxId }, "could not publish a lifecycle event"));

@@ -19,6 +19,7 @@ import { sampleNodeLoad, type LoadSources } from "./node-load.js";
 import { ownedOrchestrator } from "./owned-orchestrator.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import { RecentCreates } from "./recent-creates.js";
+import { SandboxMoves, type SandboxMovesOptions } from "./sandbox-moves.js";
 import { syncOwnership } from "./ownership-sync.js";
 import type { LocalSandboxes } from "./reconcile.js";
 import { followOwnerFacts } from "./owner-facts.js";
@@ -39,6 +40,7 @@ export class ClusterNode {
   #lostSweep: LostSweep | undefined;
   #teamSync: TeamSync | undefined;
   #templates: ClusterTemplates | undefined;
+  #moves: SandboxMoves | undefined;
 
   private constructor(
     readonly config: ClusterConfig,
@@ -82,7 +84,13 @@ export class ClusterNode {
   /** The orchestrator whose creates record this node as their sandbox's owner before answering. */
   owning(orchestrator: Orchestrator): Orchestrator {
     const self = this.config.nodeName;
-    return ownedOrchestrator(orchestrator, this.owners, this.logger, () => (this.membership.node(self)?.cordoned ? self : undefined));
+    return ownedOrchestrator(
+      orchestrator,
+      this.owners,
+      this.logger,
+      () => (this.membership.node(self)?.cordoned ? self : undefined),
+      async (sandboxId) => this.#moves?.beforeResume(sandboxId),
+    );
   }
 
   /**
@@ -149,6 +157,18 @@ export class ClusterNode {
     return this.#templates;
   }
 
+  /**
+   * Filesystem pauses published for other nodes and taken over from lost or drained ones (sandbox-moves.ts); after
+   * shareTemplates() (a moved sandbox stands on a template the cluster shares).
+   */
+  async moveSandboxes(o: Pick<SandboxMovesOptions, "host" | "workDir">, events: SandboxEvents): Promise<SandboxMoves | undefined> {
+    if (!this.#templates) return undefined;
+    const { nodeName, replicas } = this.config;
+    this.#moves = await SandboxMoves.open({ ...o, nc: this.kv.nc, replicas, nodeName, owners: this.owners, membership: this.membership, templates: this.#templates, logger: this.logger });
+    this.#moves.follow(events);
+    return this.#moves;
+  }
+
   /** Join with the URL other nodes reach this one at (the configured one, else the one it listens on). */
   async join(listeningUrl: string): Promise<void> {
     const apiUrl = this.config.advertiseUrl ?? listeningUrl;
@@ -158,6 +178,7 @@ export class ClusterNode {
 
   async close(): Promise<void> {
     for (const stop of this.#stopSync.splice(0)) stop();
+    this.#moves?.close();
     await this.#lostSweep?.close();
     await this.#templates?.close();
     await this.#teamSync?.flush();

@@ -239,6 +239,36 @@ export class ClusterTemplates {
     }
   }
 
+  /**
+   * Where each of these layers (a sandbox's, sandbox-moves.ts) comes from for another node: "layer i of shipped
+   * template T", or an object of the layers store, archived and sent now unless one has its digest already.
+   */
+  async layerSources(layerIds: readonly string[]): Promise<LayerSource[]> {
+    const shipped = this.#shippedLayers();
+    const sources: LayerSource[] = [];
+    for (const layerId of layerIds) sources.push(shipped.get(layerId) ?? (await this.#upload(layerId)).object);
+    return sources;
+  }
+
+  /**
+   * This node's layer ids for layers another node named by `layerSources`: a shipped one is this node's own layer of
+   * the template, an object keeps its layer id and is fetched (verified) when missing here.
+   */
+  async localLayers(layers: ReadonlyArray<{ layerId: string; source: LayerSource }>, signal?: AbortSignal): Promise<string[]> {
+    const ids: string[] = [];
+    for (const { layerId, source } of layers) {
+      if ("shipped" in source) {
+        const here = this.#o.local.resolve(source.shipped)?.layers[source.index];
+        if (!here) throw new BurrowError(Code.FailedPrecondition, `node ${this.#o.nodeName} does not have the shipped template '${source.shipped}'`, { reason: "base_template_missing" });
+        ids.push(here);
+        continue;
+      }
+      if (!(await isDirectory(this.#o.local.layerPath(layerId)))) await this.#fetchLayer(layerId, source.digest, signal);
+      ids.push(layerId);
+    }
+    return ids;
+  }
+
   /** Publish what changed, delete what was deleted: now, or after the run under way. Never throws. */
   sync(): void {
     if (this.#closed) return;

@@ -12,7 +12,13 @@ import type { SandboxOwners } from "./sandbox-owners.js";
  * earlier by placement too), forks, checkpoint branches, creates from snapshots — so that a drain ends; resuming its
  * own paused sandboxes is not a new sandbox and stays allowed.
  */
-export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwners, logger: Logger, cordoned: () => string | undefined = () => undefined): Orchestrator {
+export function ownedOrchestrator(
+  orchestrator: Orchestrator,
+  owners: SandboxOwners,
+  logger: Logger,
+  cordoned: () => string | undefined = () => undefined,
+  beforeResume: (sandboxId: string) => Promise<void> = async () => undefined,
+): Orchestrator {
   const refuseWhenCordoned = () => {
     const node = cordoned();
     if (node !== undefined) throw new BurrowError(Code.Unavailable, `node ${node} is cordoned: it takes no new sandboxes`, { reason: "node_cordoned" });
@@ -53,9 +59,17 @@ export function ownedOrchestrator(orchestrator: Orchestrator, owners: SandboxOwn
     refuseWhenCordoned();
     return branch!(checkpointId, opts);
   };
+  const resume = orchestrator.resumeSandbox?.bind(orchestrator);
+  // A published filesystem pause stops being movable before it boots here (sandbox-moves.ts), and one another node
+  // took over meanwhile is not booted here.
+  const resumeSandbox: Orchestrator["resumeSandbox"] = async (sandboxId, opts) => {
+    await beforeResume(sandboxId);
+    return resume!(sandboxId, opts);
+  };
   return new Proxy(orchestrator, {
     get(target, prop, receiver) {
       if (prop === "createSandbox") return createSandbox;
+      if (prop === "resumeSandbox") return resume ? resumeSandbox : undefined;
       if (prop === "forkSandbox") return fork ? forkSandbox : undefined;
       if (prop === "branchCheckpoint") return branch ? branchCheckpoint : undefined;
       const value: unknown = Reflect.get(target, prop, receiver);

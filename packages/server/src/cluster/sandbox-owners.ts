@@ -48,6 +48,13 @@ export interface OwnerRecord {
   memoryMB?: number;
   paused?: boolean;
   diskMB?: number;
+  /**
+   * sandbox-moves.ts: the digest of the filesystem-paused sandbox's writable layer once everything a resume on another
+   * node needs is published; absent while it runs or until publishing finished. Readers of 3 keep it.
+   */
+  movable?: string;
+  /** The node the sandbox was moved from, by the node that took it over. */
+  movedFrom?: string;
 }
 
 /** A record as stored, with the revision a revision-checked write must name. */

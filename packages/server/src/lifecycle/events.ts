@@ -6,8 +6,10 @@ import type { PauseKind } from "@burrow/orchestrator";
  * `pause_converted`: the orchestrator turned a memory pause into a filesystem pause on its own (age, host restart).
  * `lost`: in a cluster, the sandbox's node went down (sent once, by one surviving node); `recovered`: that node came
  * back with the sandbox and took it back (sent by it). A lost sandbox is not ended: it may still be recovered.
+ * `moved`: another node took over a filesystem-paused sandbox of a lost or drained node (sent by the new node; the
+ * sandbox is still paused, the resume that follows sends `resumed`).
  */
-export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out" | "pause_converted" | "lost" | "recovered";
+export type SandboxLifecycleEventType = "created" | "paused" | "resumed" | "killed" | "timed_out" | "pause_converted" | "lost" | "recovered" | "moved";
 
 /** Why a sandbox ended. */
 export type SandboxEndReason = "api" | "timeout" | "crashed" | "lost" | "orchestrator";
@@ -37,6 +39,9 @@ export interface SandboxLifecycleEvent {
    * for the owning node's default team; absent when the record does not say (older nodes).
    */
   teamId?: string | null;
+  /** `moved`: the node it was on and the node that has it now. */
+  from?: string;
+  to?: string;
   /** `created`: its network as enforced from its start (empty lists: no rules; ingress only with a network config). */
   network?: SandboxEventNetwork;
 }

@@ -564,6 +564,36 @@ export class SandboxService {
   }
 
   /**
+   * A sandbox another node had, taken over by this one (cluster/sandbox-moves.ts): `start` makes it this
+   * orchestrator's, filesystem-paused; then its row is stored as it was there (paused, same id, token and lifecycle)
+   * and a `moved` event names both nodes. Connect resumes it as any filesystem pause.
+   */
+  async adoptMoved(row: SandboxRow, move: { from: string; to: string; network?: SandboxNetworkConfig | undefined }, start: () => Promise<unknown>): Promise<SandboxRow> {
+    const { sandboxId } = row;
+    return this.#serial(sandboxId, async () => {
+      const { store, orchestrator } = this.#d;
+      if (store.get(sandboxId)) throw new BurrowError(Code.AlreadyExists, `sandbox "${sandboxId}" is already on this node`, { reason: "sandbox_exists" });
+      await start();
+      const pausedAt = new Date();
+      const paused: SandboxRow = { ...row, state: "paused", pausedAt, pauseKind: "filesystem" };
+      try {
+        store.insert(paused);
+        store.setState(sandboxId, "paused", pausedAt, "filesystem");
+        if (move.network) this.#d.networks?.put(sandboxId, move.network, row.allowInternetAccess);
+      } catch (err) {
+        store.delete(sandboxId);
+        await orchestrator.killSandbox(sandboxId).catch((killErr: unknown) => this.#d.logger.error({ err: killErr, sandboxId }, "could not kill an unrecorded moved sandbox"));
+        throw err;
+      }
+      this.#armPausedExpiry(sandboxId, pausedAt);
+      this.#d.sandboxMetrics.track(sandboxId);
+      this.#d.logger.info({ sandboxId, from: move.from, to: move.to }, "sandbox moved here (filesystem-paused)");
+      this.#emit("moved", paused, { from: move.from, to: move.to });
+      return paused;
+    });
+  }
+
+  /**
    * Make the store agree with the orchestrator after a (re)start: rows whose sandbox is gone are removed,
    * live sandboxes nobody recorded are killed (no client can know their id or token), the rest are re-armed.
    * A memory pause the orchestrator turned into a filesystem pause while the server was away (a host restart) is
@@ -769,7 +799,7 @@ export class SandboxService {
   #emit(
     type: SandboxLifecycleEvent["type"],
     row: SandboxRow,
-    extra: Pick<SandboxLifecycleEvent, "reason" | "pauseKind" | "network"> = {},
+    extra: Pick<SandboxLifecycleEvent, "reason" | "pauseKind" | "network" | "from" | "to"> = {},
   ): void {
     this.#d.events.emit({
       type,
@@ -780,6 +810,8 @@ export class SandboxService {
       ...(extra.reason ? { reason: extra.reason } : {}),
       ...(extra.pauseKind ? { pauseKind: extra.pauseKind } : {}),
       ...(extra.network ? { network: extra.network } : {}),
+      ...(extra.from !== undefined ? { from: extra.from } : {}),
+      ...(extra.to !== undefined ? { to: extra.to } : {}),
     });
   }
 }

@@ -53,6 +53,8 @@ function cordonCommand(verb: "cordon" | "uncordon") {
 interface DrainReport {
   node: string;
   paused: string[];
+  /** With --move (servers of this version on): sandboxes now on another node. */
+  moved?: Array<{ sandboxId: string; node: string }>;
   failed: Array<{ sandboxId: string; error: string }>;
   running: string[];
   drained: boolean;
@@ -61,30 +63,35 @@ interface DrainReport {
 
 const nodeDrain = defineCommand({
   name: "drain",
-  summary: "Cordon a node, optionally pause its sandboxes to disk, and wait until none runs there",
+  summary: "Cordon a node, optionally pause its sandboxes to disk or move them to other nodes, and wait until none runs there",
   args: "NAME",
   minArgs: 1,
   maxArgs: 1,
   options: {
     timeout: { type: "string", value: "S", description: "Seconds to wait for no sandbox running (default 300)" },
     pause: { type: "boolean", description: "Pause its running sandboxes to the filesystem (resumable later, on that node)" },
+    move: { type: "boolean", description: "Move its running sandboxes to other nodes: paused to the filesystem, resumed there (same ids)" },
     json: { type: "boolean", description: "Print JSON" },
   },
-  notes: "Sandboxes cannot move to another node yet (their layers are on the node's disk): paused ones resume where they are.",
+  notes:
+    "With --pause, paused sandboxes resume on that node (or, once it is down or cordoned, on whichever node a connect reaches). " +
+    "With --move, each running sandbox is paused to the filesystem and resumed on the best other node: processes restart, files, id and envd token stay.",
   async run({ values, positionals, env }) {
     const name = positionals[0]!;
     const timeout = values.timeout === undefined ? 300 : Number(values.timeout);
     if (!Number.isInteger(timeout) || timeout < 0) throw usageError(`--timeout must be a whole number of seconds, got '${values.timeout}'`);
-    const body = { timeout, ...(values.pause ? { pause: true } : {}) };
+    const body = { timeout, ...(values.pause ? { pause: true } : {}), ...(values.move ? { move: true } : {}) };
     const report = (
       await apiRequest(clientConnection(env), "POST", `/burrow/v1/nodes/${encodeURIComponent(name)}/drain`, { body, timeoutMs: (timeout + 60) * 1000 })
     ).body as DrainReport;
     if (!report.drained) process.exitCode = 1;
     if (values.json) return printJson(report);
-    const paused = report.paused.length > 0 ? `, ${report.paused.length} paused to disk` : "";
+    const moved = report.moved ?? [];
+    const paused = (report.paused.length > 0 ? `, ${report.paused.length} paused to disk` : "") + (moved.length > 0 ? `, ${moved.length} moved` : "");
     if (report.drained) process.stdout.write(`node ${report.node} cordoned and drained${paused}: no sandbox running\n`);
     else process.stdout.write(`node ${report.node} cordoned${paused}; still running after ${Math.round(report.waitedMs / 1000)} s: ${report.running.join(" ")}\n`);
-    for (const f of report.failed) process.stderr.write(`could not pause ${f.sandboxId}: ${f.error}\n`);
+    for (const m of moved) process.stdout.write(`moved ${m.sandboxId} to ${m.node}\n`);
+    for (const f of report.failed) process.stderr.write(`could not ${values.move ? "move" : "pause"} ${f.sandboxId}: ${f.error}\n`);
   },
 });
 

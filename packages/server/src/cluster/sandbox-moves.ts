@@ -1,0 +1,444 @@
+// Sandboxes that move between nodes. A node that pauses a sandbox to the filesystem publishes, after the pause
+// answered, what a resume elsewhere needs: its writable layer as an archive (layer-archive.ts, the template layers'
+// format) in the burrow_sandbox_layers object store, the layers it stands on (shipped, or published like a template's,
+// cluster-templates.ts), and its row and boot spec in burrow_sandbox_moves (move-records.ts). Last, its owner record
+// gets `movable` (the archive's digest): a record without it is never taken over, so nothing claims a half-published
+// sandbox. A resume (connect) through any node of a movable sandbox whose owner is lost or down makes that node take
+// it over: a revision-checked rewrite of the owner record (one winner; the owner itself, clearing `movable` before a
+// resume of its own, is the other contender), then the template and the archive (verified) are fetched, the sandbox
+// is imported filesystem-paused under the same id and envd token, its row written, a `moved` event sent, and the
+// connect resumes it as any filesystem pause. The old node, back, finds another node's record and removes its copy
+// (reconcile.ts). A drain with `move` hands each sandbox of its cordoned node, paused, to the best other node the
+// same way (handOver).
+import { createReadStream } from "node:fs";
+import { mkdir, rm } from "node:fs/promises";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import { request as httpRequest } from "node:http";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { JetStreamApiError } from "@nats-io/jetstream";
+import { Kvm, type KV } from "@nats-io/kv";
+import { Objm, type ObjectStore } from "@nats-io/obj";
+import type { NatsConnection } from "@nats-io/transport-node";
+import type { Orchestrator } from "@burrow/orchestrator";
+import { BurrowError, Code } from "@burrow/protocol";
+import type { Logger } from "pino";
+import { apiKeyFromHeaders } from "../auth/credentials.js";
+import { toE2bError } from "../errors.js";
+import { sendJson } from "../gateway/responses.js";
+import { DEFAULT_LIFECYCLE } from "../lifecycle/sandbox-lifecycle.js";
+import type { SandboxEvents } from "../lifecycle/events.js";
+import type { SandboxNetworkConfig } from "../network/network-config.js";
+import type { SandboxRow } from "../store/sandboxes.js";
+import type { ClusterTemplates } from "./cluster-templates.js";
+import { whenClusterAnswers } from "./cluster-retry.js";
+import { packLayer, unpackLayer } from "./layer-archive.js";
+import type { Membership } from "./membership.js";
+import { MOVE_RECORD_VERSION, decodeMoveRecord, encodeMoveRecord, type MoveRecord } from "./move-records.js";
+import { placeCreate, type PlacementNode } from "./placement.js";
+import { OWNER_RECORD_VERSION, type OwnerRecord, type SandboxOwners } from "./sandbox-owners.js";
+
+export const MOVES_BUCKET = "burrow_sandbox_moves";
+export const SANDBOX_LAYERS_STORE = "burrow_sandbox_layers";
+const STREAM_NAME_IN_USE = 10058;
+/** Connect (E2B v1, v2) and the legacy resume: the requests that take a movable sandbox over. */
+const RESUME_PATH = /^\/(?:v2\/)?sandboxes\/([a-z0-9]+)\/(?:connect|resume)\/?(?:\?|$)/;
+
+/** What this node's server gives the moves. */
+export interface MoveHost {
+  orchestrator: Pick<Orchestrator, "movableSandbox" | "importSandbox">;
+  clientId: () => string;
+  row(sandboxId: string): SandboxRow | undefined;
+  network(sandboxId: string): SandboxNetworkConfig | undefined;
+  /** The row's shared team (null: this node's default team) and its key's public id. */
+  teamOf(row: SandboxRow): { teamId: string | null; apiKeyPublicId: string | null };
+  /** This node's id of a key, by its public id. */
+  keyIdOf(publicId: string): number | undefined;
+  /** The team (shared id, null: default team) and local id of a key this node knows; undefined otherwise. */
+  caller(apiKey: string): { teamId: string | null; keyId: number } | undefined;
+  /** SandboxService.adoptMoved. */
+  adopt(row: SandboxRow, move: { from: string; to: string; network?: SandboxNetworkConfig | undefined }, start: () => Promise<unknown>): Promise<unknown>;
+}
+
+export interface SandboxMovesOptions {
+  nc: NatsConnection;
+  replicas: number;
+  nodeName: string;
+  owners: SandboxOwners;
+  membership: Membership;
+  templates: ClusterTemplates;
+  host: MoveHost;
+  /** Where archives are written before they are sent (removed after). */
+  workDir: string;
+  logger: Logger;
+}
+
+/** Who asks for a take-over: a caller's key (its team must be the sandbox's), or the operator (a drain). */
+export type MoveCaller = { teamId: string | null; keyId: number } | "operator";
+
+export class SandboxMoves {
+  readonly #o: SandboxMovesOptions;
+  readonly #kv: KV;
+  readonly #objects: ObjectStore;
+  readonly #publishing = new Map<string, Promise<boolean>>();
+  readonly #taking = new Map<string, Promise<void>>();
+  #stopEvents: (() => void) | undefined;
+
+  private constructor(o: SandboxMovesOptions, kv: KV, objects: ObjectStore) {
+    this.#o = o;
+    this.#kv = kv;
+    this.#objects = objects;
+  }
+
+  static async open(o: SandboxMovesOptions): Promise<SandboxMoves> {
+    const { logger } = o;
+    const kvm = new Kvm(o.nc);
+    const kv = await whenClusterAnswers(`open bucket ${MOVES_BUCKET}`, () => openBucket(kvm, o.replicas), { logger });
+    const objm = new Objm(o.nc);
+    const objects = await whenClusterAnswers(`open object store ${SANDBOX_LAYERS_STORE}`, () => openObjects(objm, o.replicas), { logger });
+    await rm(o.workDir, { recursive: true, force: true });
+    await mkdir(o.workDir, { recursive: true });
+    return new SandboxMoves(o, kv, objects);
+  }
+
+  /** Publish each filesystem pause once it answered; withdraw what a resume or an end made stale. */
+  follow(events: SandboxEvents): void {
+    this.#stopEvents = events.subscribe((event) => {
+      const { sandboxId } = event;
+      if ((event.type === "paused" && event.pauseKind === "filesystem") || event.type === "pause_converted") {
+        void this.publish(sandboxId).catch((err: unknown) => this.#o.logger.warn({ err, sandboxId }, "could not publish a paused sandbox for moves"));
+      } else if (event.type === "resumed" || event.type === "killed" || event.type === "timed_out") {
+        void this.#discard(sandboxId).catch((err: unknown) => this.#o.logger.warn({ err, sandboxId }, "could not remove a sandbox's move record"));
+      }
+    });
+  }
+
+  /**
+   * Publish a filesystem-paused sandbox of this node (idempotent; concurrent calls share one). False when it is not
+   * movable (running, memory-paused, with volumes, not this node's).
+   */
+  publish(sandboxId: string): Promise<boolean> {
+    let pending = this.#publishing.get(sandboxId);
+    if (!pending) {
+      pending = this.#publish(sandboxId).finally(() => this.#publishing.delete(sandboxId));
+      this.#publishing.set(sandboxId, pending);
+    }
+    return pending;
+  }
+
+  async #publish(sandboxId: string): Promise<boolean> {
+    const { host, owners, nodeName, templates, logger } = this.#o;
+    const movable = host.orchestrator.movableSandbox?.(sandboxId);
+    const row = host.row(sandboxId);
+    if (!movable || !row || row.state !== "paused") return false;
+    const owner = await owners.read(sandboxId);
+    if (!owner || owner.record.node !== nodeName || owner.record.lostAt !== undefined) return false;
+    const previous = await this.#record(sandboxId);
+    if (previous && previous.bootId === movable.bootId && owner.record.movable === previous.writable.digest) return true;
+    const started = Date.now();
+    const sources = await templates.layerSources(movable.boot.layers);
+    const file = join(this.#o.workDir, `${sandboxId}-${process.pid}.tar`);
+    let writable;
+    try {
+      writable = await packLayer(movable.upperDir, file);
+      const name = objectName(sandboxId, writable.digest);
+      const info = await this.#objects.info(name);
+      if (!info || info.deleted) {
+        const stream = Readable.toWeb(createReadStream(file)) as unknown as ReadableStream<Uint8Array>;
+        await this.#objects.put({ name, description: `writable layer of sandbox ${sandboxId}` }, stream);
+      }
+    } finally {
+      await rm(file, { force: true });
+    }
+    // Booted meanwhile (a resume here): what was read is stale, and the resume withdrew it.
+    if (host.orchestrator.movableSandbox?.(sandboxId)?.bootId !== movable.bootId) return false;
+    const { teamId, apiKeyPublicId } = host.teamOf(row);
+    const record: MoveRecord = {
+      v: MOVE_RECORD_VERSION,
+      sandboxId,
+      node: nodeName,
+      publishedAt: new Date().toISOString(),
+      bootId: movable.bootId,
+      row: {
+        templateId: row.templateId,
+        alias: row.alias,
+        metadata: row.metadata,
+        cpuCount: row.cpuCount,
+        memoryMB: row.memoryMB,
+        diskSizeMB: row.diskSizeMB,
+        startedAt: row.startedAt.toISOString(),
+        envdVersion: row.envdVersion,
+        envdAccessToken: row.envdAccessToken,
+        allowInternetAccess: row.allowInternetAccess,
+        teamId,
+        apiKeyPublicId,
+        mcpServers: row.mcpServers ?? null,
+        lifecycle: row.lifecycle ?? DEFAULT_LIFECYCLE,
+        timeoutSec: row.timeoutSec ?? null,
+        network: host.network(sandboxId),
+      },
+      boot: {
+        layers: movable.boot.layers.map((layerId, i) => ({ layerId, source: sources[i]! })),
+        ...(movable.boot.runtime ? { runtime: movable.boot.runtime } : {}),
+        envVars: movable.boot.envVars,
+        accessToken: movable.boot.accessToken,
+      },
+      limits: movable.limits,
+      allowInternetAccess: movable.allowInternetAccess,
+      ...(movable.egress ? { egress: movable.egress } : {}),
+      writable,
+    };
+    await this.#kv.put(sandboxId, encodeMoveRecord(record));
+    // The owner record says movable last, and only while the sandbox is still this node's and still paused.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const stored = await owners.read(sandboxId);
+      if (!stored || stored.record.node !== nodeName || stored.record.lostAt !== undefined || host.row(sandboxId)?.state !== "paused") return false;
+      if (await owners.replace(sandboxId, { ...stored.record, v: Math.max(stored.record.v, OWNER_RECORD_VERSION), movable: writable.digest }, stored.revision)) {
+        logger.info({ sandboxId, bytes: writable.size, ms: Date.now() - started }, "published a paused sandbox: it can be resumed on another node");
+        return true;
+      }
+    }
+    throw new BurrowError(Code.Aborted, `the owner record of sandbox ${sandboxId} kept changing while it was published`, { reason: "revision_conflict" });
+  }
+
+  /**
+   * Before this node resumes its own sandbox: `movable` is cleared (revision-checked), so that no node takes over a
+   * copy that is about to be stale. A sandbox another node has taken over meanwhile is not resumed here.
+   */
+  async beforeResume(sandboxId: string): Promise<void> {
+    const { owners, nodeName } = this.#o;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const stored = await owners.read(sandboxId);
+      if (!stored) return;
+      if (stored.record.node !== nodeName) {
+        throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" was moved to node ${stored.record.node}`, { reason: "sandbox_moved" });
+      }
+      if (stored.record.movable === undefined) return;
+      const { movable: _movable, ...rest } = stored.record;
+      if (await owners.replace(sandboxId, rest, stored.revision)) return;
+    }
+    throw new BurrowError(Code.Aborted, `the owner record of sandbox ${sandboxId} kept changing before its resume`, { reason: "revision_conflict" });
+  }
+
+  /**
+   * Whether a node may take the sandbox over now: published, and its owner lost, down or this node (a take-over that
+   * failed half-way); with `cordonedOwner` (a drain's hand-over) also an owner that is up and cordoned. A connect of a
+   * sandbox on an up node is that node's to resume, drained with `pause` or not, as before.
+   */
+  takeable(record: OwnerRecord | undefined, cordonedOwner = false): boolean {
+    // Killed by its user while it was lost (lost-kill.ts): ended, not moved.
+    if (!record?.movable || record.killedAt !== undefined) return false;
+    if (record.node === this.#o.nodeName || record.lostAt !== undefined) return true;
+    const view = this.#o.membership.node(record.node);
+    return !view || view.status !== "up" || (cordonedOwner && view.cordoned);
+  }
+
+  /**
+   * The connect/resume hook, in front of the forwarder: a resume of a movable sandbox this node does not have, asked
+   * by a caller whose key this node knows, takes it over here first; `next` then answers it as a local sandbox. False
+   * leaves the request to the forwarder.
+   */
+  handleRequest(req: IncomingMessage, res: ServerResponse, next: () => void): boolean {
+    if (req.method !== "POST") return false;
+    const sandboxId = RESUME_PATH.exec(req.url ?? "")?.[1];
+    if (!sandboxId || this.#o.host.row(sandboxId) || !this.takeable(this.#o.owners.cachedRecord(sandboxId))) return false;
+    const key = apiKeyFromHeaders(req.headers);
+    const caller = key ? this.#o.host.caller(key) : undefined;
+    // Unauthenticated: the forwarder and the API answer it as they would.
+    if (!caller) return false;
+    void this.take(sandboxId, caller).then(next, (err: unknown) => {
+      req.resume();
+      const { status, body } = toE2bError(err);
+      sendJson(res, status, JSON.stringify(body));
+    });
+    return true;
+  }
+
+  /** Take the sandbox over and make it this node's, filesystem-paused (concurrent calls share one). */
+  take(sandboxId: string, caller: MoveCaller, signal?: AbortSignal): Promise<void> {
+    let pending = this.#taking.get(sandboxId);
+    if (!pending) {
+      pending = this.#take(sandboxId, caller, signal).finally(() => this.#taking.delete(sandboxId));
+      this.#taking.set(sandboxId, pending);
+    }
+    return pending;
+  }
+
+  async #take(sandboxId: string, caller: MoveCaller, signal?: AbortSignal): Promise<void> {
+    const { host, owners, nodeName, templates, logger } = this.#o;
+    if (host.row(sandboxId)) return;
+    const notFound = () => new BurrowError(Code.NotFound, `sandbox "${sandboxId}" doesn't exist or you don't have access to it`);
+    const stored = await owners.read(sandboxId);
+    if (!stored || !this.takeable(stored.record, caller === "operator")) throw notFound();
+    const record = await this.#record(sandboxId);
+    if (!record || record.writable.digest !== stored.record.movable) {
+      throw new BurrowError(Code.Unavailable, `sandbox ${sandboxId} is not completely published yet; retry`, { reason: "move_unpublished" });
+    }
+    if (caller !== "operator" && caller.teamId !== record.row.teamId) throw notFound();
+    const started = Date.now();
+    const from = stored.record.node === nodeName ? (stored.record.movedFrom ?? record.node) : stored.record.node;
+    if (stored.record.node !== nodeName) {
+      const { lostAt: _lostAt, killedAt: _killedAt, ...rest } = stored.record;
+      const mine: OwnerRecord = {
+        ...rest,
+        v: Math.max(stored.record.v, OWNER_RECORD_VERSION),
+        node: nodeName,
+        claimedAt: new Date().toISOString(),
+        templateId: record.row.templateId,
+        teamId: record.row.teamId,
+        vcpu: record.row.cpuCount,
+        memoryMB: record.row.memoryMB,
+        paused: true,
+        movedFrom: from,
+      };
+      // One winner: another node (or the owner's own resume) that wrote first makes this fail.
+      if (!(await owners.replace(sandboxId, mine, stored.revision))) {
+        throw new BurrowError(Code.Aborted, `sandbox ${sandboxId} was taken over or resumed by another node meanwhile; retry`, { reason: "revision_conflict" });
+      }
+      logger.info({ sandboxId, from }, "took over a sandbox of another node");
+    }
+    const keyId = record.row.apiKeyPublicId !== null ? host.keyIdOf(record.row.apiKeyPublicId) : undefined;
+    const apiKeyId = keyId ?? (record.row.teamId === null || caller === "operator" ? null : caller.keyId);
+    await templates.ensureLocal(record.row.templateId, apiKeyId, signal);
+    const layers = await templates.localLayers(record.boot.layers, signal);
+    const timeoutSec = record.row.timeoutSec ?? 300;
+    const row: SandboxRow = {
+      sandboxId,
+      templateId: record.row.templateId,
+      alias: record.row.alias,
+      clientId: host.clientId(),
+      metadata: record.row.metadata,
+      cpuCount: record.row.cpuCount,
+      memoryMB: record.row.memoryMB,
+      diskSizeMB: record.row.diskSizeMB,
+      startedAt: new Date(record.row.startedAt),
+      endAt: new Date(Date.now() + timeoutSec * 1000),
+      state: "paused",
+      envdVersion: record.row.envdVersion,
+      envdAccessToken: record.row.envdAccessToken,
+      allowInternetAccess: record.row.allowInternetAccess,
+      apiKeyId,
+      mcpServers: record.row.mcpServers,
+      lifecycle: record.row.lifecycle,
+      timeoutSec: record.row.timeoutSec,
+      pauseKind: "filesystem",
+    };
+    const importSandbox = host.orchestrator.importSandbox;
+    if (!importSandbox) throw new BurrowError(Code.Unimplemented, "this node's orchestrator cannot take sandboxes over");
+    const digest = record.writable.digest;
+    await host.adopt(row, { from, to: nodeName, network: record.row.network }, () =>
+      importSandbox.call(host.orchestrator, {
+        sandboxId,
+        templateId: record.row.templateId,
+        boot: { layers, ...(record.boot.runtime ? { runtime: record.boot.runtime } : {}), envVars: record.boot.envVars, accessToken: record.boot.accessToken },
+        limits: record.limits,
+        allowInternetAccess: record.allowInternetAccess,
+        egress: record.egress,
+        startedAt: record.row.startedAt,
+        fillUpper: async (dir, fillSignal) => {
+          const object = await this.#objects.get(objectName(sandboxId, digest));
+          if (!object) throw new BurrowError(Code.NotFound, `the writable layer of sandbox ${sandboxId} is not in the cluster's object store`, { reason: "layer_missing" });
+          await unpackLayer(object.data as unknown as AsyncIterable<Uint8Array>, digest, dir, fillSignal);
+        },
+        ...(signal ? { signal } : {}),
+      }),
+    );
+    logger.info({ sandboxId, from, bytes: record.writable.size, ms: Date.now() - started }, "sandbox moved to this node (filesystem-paused)");
+  }
+
+  /**
+   * Give a filesystem-paused sandbox of this node to the best other node (placement over the nodes' records), which
+   * takes it over and resumes it. `headers`: the operator's credentials, passed on. Resolves the node's name.
+   */
+  async handOver(sandboxId: string, headers: Record<string, string>, signal?: AbortSignal): Promise<string> {
+    const { membership, nodeName, host } = this.#o;
+    if (!(await this.publish(sandboxId))) throw new BurrowError(Code.FailedPrecondition, `sandbox ${sandboxId} cannot move (not filesystem-paused, or it has volumes)`, { reason: "not_movable" });
+    const row = host.row(sandboxId);
+    const names = [...new Set([row?.templateId, row?.alias].filter((n): n is string => !!n))];
+    const nodes = membership.list().filter((v) => v.name !== nodeName).map((view): PlacementNode => ({
+      name: view.name,
+      up: view.status === "up",
+      cordoned: view.cordoned,
+      templates: view.load.templates ? new Set(view.load.templates) : undefined,
+      sandboxes: view.load.runningSandboxes,
+      capacity: view.load.capacity ?? 100,
+      freeMemoryBytes: view.load.freeMemoryBytes,
+      warm: 0,
+      cpu: view.load.cpu,
+    }));
+    const plan = placeCreate(nodes, { template: names, self: nodeName, fetchable: true });
+    const refused: string[] = [];
+    for (const node of plan.order) {
+      const view = membership.node(node);
+      if (!view) continue;
+      const answer = await postJson(`${view.apiUrl}/burrow/v1/nodes/${encodeURIComponent(node)}/sandboxes/${sandboxId}/take`, headers, signal).catch((err: unknown) => ({
+        status: 0,
+        body: err instanceof Error ? err.message : String(err),
+      }));
+      if (answer.status === 200) return node;
+      refused.push(`${node} (${answer.status || "unreachable"}: ${answer.body.slice(0, 200)})`);
+      // Taken by that node even though it failed later: it is that node's now, not another's to take.
+      if ((await this.#o.owners.read(sandboxId))?.record.node === node) break;
+    }
+    const skipped = plan.skipped.map((s) => `${s.node} ${s.why}`);
+    throw new BurrowError(Code.Unavailable, `no node took sandbox ${sandboxId}: ${[...refused, ...skipped].join(", ") || "no other node"}`, { reason: "no_node_available" });
+  }
+
+  async #record(sandboxId: string): Promise<MoveRecord | undefined> {
+    const entry = await this.#kv.get(sandboxId);
+    return entry?.operation === "PUT" ? decodeMoveRecord(entry.value) : undefined;
+  }
+
+  /** Remove the move record and archive of a sandbox resumed or ended on its owner (not of one another node took over). */
+  async #discard(sandboxId: string): Promise<void> {
+    const owner = await this.#o.owners.read(sandboxId);
+    if (owner && owner.record.node !== this.#o.nodeName) return;
+    const entry = await this.#kv.get(sandboxId);
+    if (entry?.operation !== "PUT") return;
+    const record = decodeMoveRecord(entry.value);
+    await this.#kv.delete(sandboxId, { previousSeq: entry.revision }).catch(() => undefined);
+    await this.#objects.delete(objectName(sandboxId, record.writable.digest)).catch(() => undefined);
+  }
+
+  close(): void {
+    this.#stopEvents?.();
+  }
+}
+
+/** Objects are per sandbox: two sandboxes with the same files must not share one that either may delete. */
+function objectName(sandboxId: string, digest: string): string {
+  return `${sandboxId}.${digest}`;
+}
+
+/** node:http: a take-over includes a cold boot and may outlast fetch's defaults on a loaded machine. */
+function postJson(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "content-length": "2" }, ...(signal ? { signal } : {}) }, (res) => {
+      let text = "";
+      res.setEncoding("utf8");
+      res.on("data", (chunk: string) => (text += chunk));
+      res.on("end", () => resolve({ status: res.statusCode ?? 502, body: text }));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end("{}");
+  });
+}
+
+async function openBucket(kvm: Kvm, replicas: number): Promise<KV> {
+  try {
+    return await kvm.create(MOVES_BUCKET, { history: 1, replicas, allow_direct: false });
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(MOVES_BUCKET);
+    throw err;
+  }
+}
+
+async function openObjects(objm: Objm, replicas: number): Promise<ObjectStore> {
+  try {
+    return await objm.create(SANDBOX_LAYERS_STORE, { replicas });
+  } catch (err) {
+    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return objm.open(SANDBOX_LAYERS_STORE);
+    throw err;
+  }
+}
