@@ -13,6 +13,7 @@ import type { NodeView } from "./node-record.js";
 import { placeCreate, type PlacementNode, type PlacementPlan } from "./placement.js";
 import type { RecentCreates } from "./recent-creates.js";
 import type { ClusterTemplates } from "./cluster-templates.js";
+import { recordMatches } from "./template-records.js";
 
 /** What this node knows of itself now, fresher than its record. */
 export interface LocalFacts {
@@ -31,7 +32,7 @@ export interface CreatePlacementDeps {
   /** Drawn nodes (power of k choices). */
   choices?: number;
   /** Templates in the cluster's bucket: a node without one fetches it before creating (cluster-templates.ts). */
-  templates?: Pick<ClusterTemplates, "find" | "ensureLocal"> | undefined;
+  templates?: Pick<ClusterTemplates, "records" | "ensureLocal"> | undefined;
 }
 
 interface CreateBody {
@@ -67,7 +68,9 @@ export class CreatePlacement {
       return false;
     }
     const names = this.#templateNames(body.templateID);
-    const fetchable = this.#d.templates?.find(body.templateID) !== undefined;
+    // Published, wherever it is: this node's own templates too, which the others can fetch (built here, then this
+    // node cordoned or fuller, a create through it must not be refused because no other node has fetched it yet).
+    const fetchable = this.#d.templates?.records().some((r) => recordMatches(r, body.templateID)) ?? false;
     const plan = placeCreate(this.#nodes(names), { template: names, self, fetchable, ...(this.#d.choices ? { choices: this.#d.choices } : {}) });
     if (plan.order.length === 0) return this.#nowhere(plan, body.templateID, cordoned);
     const passedOver: string[] = [];
