@@ -31,3 +31,4 @@ if (!only || only === "egress") await (await import("./egress.mjs")).runEgressBe
 if (!only || only === "dashboard") await (await import("./dashboard.mjs")).runDashboardBenchmarks();
 if (!only || only === "cluster") await (await import("./cluster.mjs")).runClusterBenchmarks();
 if (!only || only === "cluster-templates") await (await import("./cluster-templates.mjs")).runClusterTemplateBenchmarks();
+if (!only || only === "cluster-moves") await (await import("./cluster-moves.mjs")).runClusterMoveBenchmarks();
