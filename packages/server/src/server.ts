@@ -358,6 +358,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
             host: {
               orchestrator: deps.orchestrator,
               clientId: () => cfg.clientId,
+              ids: () => store.sandboxes.list().map((row) => row.sandboxId),
               row: (sandboxId) => store.sandboxes.get(sandboxId),
               network: (sandboxId) => store.networks.get(sandboxId),
               teamOf: (row) => {

@@ -48,6 +48,8 @@ const RESUME_PATH = /^\/(?:v2\/)?sandboxes\/([a-z0-9]+)\/(?:connect|resume)\/?(?
 export interface MoveHost {
   orchestrator: Pick<Orchestrator, "movableSandbox" | "importSandbox">;
   clientId: () => string;
+  /** The sandboxes this node has (its rows). */
+  ids(): string[];
   row(sandboxId: string): SandboxRow | undefined;
   network(sandboxId: string): SandboxNetworkConfig | undefined;
   /** The row's shared team (null: this node's default team) and its key's public id. */
@@ -83,6 +85,7 @@ export class SandboxMoves {
   readonly #publishing = new Map<string, Promise<boolean>>();
   readonly #taking = new Map<string, Promise<void>>();
   #stopEvents: (() => void) | undefined;
+  #closed = false;
 
   private constructor(o: SandboxMovesOptions, kv: KV, objects: ObjectStore) {
     this.#o = o;
@@ -101,7 +104,10 @@ export class SandboxMoves {
     return new SandboxMoves(o, kv, objects);
   }
 
-  /** Publish each filesystem pause once it answered; withdraw what a resume or an end made stale. */
+  /**
+   * Publish each filesystem pause once it answered; withdraw what a resume or an end made stale. The filesystem pauses
+   * this node has now (made before it started, or by an older version) are published in the background.
+   */
   follow(events: SandboxEvents): void {
     this.#stopEvents = events.subscribe((event) => {
       const { sandboxId } = event;
@@ -111,6 +117,13 @@ export class SandboxMoves {
         void this.#discard(sandboxId).catch((err: unknown) => this.#o.logger.warn({ err, sandboxId }, "could not remove a sandbox's move record"));
       }
     });
+    void (async () => {
+      for (const sandboxId of this.#o.host.ids()) {
+        if (this.#closed) return;
+        if (this.#o.host.row(sandboxId)?.pauseKind !== "filesystem") continue;
+        await this.publish(sandboxId).catch((err: unknown) => this.#o.logger.warn({ err, sandboxId }, "could not publish a paused sandbox for moves"));
+      }
+    })();
   }
 
   /**
@@ -207,6 +220,10 @@ export class SandboxMoves {
    */
   async beforeResume(sandboxId: string): Promise<void> {
     const { owners, nodeName } = this.#o;
+    // Most resumes (memory pauses, unpublished ones) need no round trip: only a node that is down or lost has its
+    // sandboxes taken over, and its own mirror then shows the other node's record.
+    const cached = owners.cachedRecord(sandboxId);
+    if (cached && cached.node === nodeName && cached.movable === undefined) return;
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await owners.read(sandboxId);
       if (!stored) return;
@@ -401,6 +418,7 @@ export class SandboxMoves {
   }
 
   close(): void {
+    this.#closed = true;
     this.#stopEvents?.();
   }
 }
