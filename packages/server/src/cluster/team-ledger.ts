@@ -7,9 +7,17 @@
 // it made until the other nodes' mirrors count them (their owner records with facts), so no moment counts none.
 // Holds whose node is down, or that outlived any create, count no more and are dropped at the next write. A create
 // placed on another node carries its hold's id (quota-hold.ts): the receiving node takes the hold over in the same
-// write that adds its own, so the create is counted once. Only teams with a limit these counts serve take part: for
-// the others admission makes no round trip.
+// write that adds its own, so the create is counted once, and puts it back if it makes nothing (the placing node
+// then passes the create on, or makes it itself, still holding its place). Only teams with a limit these counts
+// serve take part: for the others admission makes no round trip.
+//
+// The write expects the bucket stream's last sequence, not the key's revision: a clustered stream's per-subject
+// check is made before the Raft proposal against what is applied (nats-server before 2.9.21, nats-io/nats-server#4320),
+// so two writes naming one revision can both be taken (seen here: a team's limit of 2 passed by 3 on a 3-server
+// cluster). The stream-wide check counts proposals in flight. Every team's writes thus follow one sequence: a write
+// of another team meanwhile makes a node read again (ATTEMPTS), the price of a check that holds on such servers.
 import { randomBytes } from "node:crypto";
+import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
@@ -25,6 +33,8 @@ const UNSETTLED_MS = 10 * 60_000;
 const SETTLED_MS = 30_000;
 /** A settled sandbox no mirror has a record of after this has ended (or its record was never written). */
 export const RECORD_GRACE_MS = 5_000;
+/** A handed hold put back counts at most this long (its node settles it when its create answers). */
+const RESTORED_MS = 2 * 60_000;
 /** Revision conflicts retried before a create is refused as too contended (503). */
 const ATTEMPTS = 50;
 
@@ -47,9 +57,11 @@ export interface Hold extends Held {
   /** Once its request answered: the sandboxes it made. */
   sandboxIds?: string[];
   settledAt?: number;
+  /** The placing node's hold this one took over (put back if nothing is made here: the placing node goes on). */
+  handed?: { id: string; hold: Hold };
 }
 
-interface LedgerRecord {
+export interface LedgerRecord {
   v: number;
   holds: Record<string, Hold>;
   /** [node, unix ms, count] of the starts of the last minute. */
@@ -70,6 +82,11 @@ export interface LedgerHold {
 
 export interface TeamLedgerDeps {
   kv: KV;
+  /** For the bucket stream's last sequence and writes that expect it. */
+  jsm: JetStreamManager;
+  js: JetStreamClient;
+  /** The bucket's name (its stream is KV_<name>, a key's subject $KV.<name>.<key>). */
+  bucket: string;
   nodeName: string;
   isUp: (node: string) => boolean;
   /**
@@ -81,8 +98,12 @@ export interface TeamLedgerDeps {
   now?: () => number;
 }
 
+/** A key written once so that the stream's last sequence is never 0 (an expected 0 is no check at all). */
+const SEED_KEY = "_seed";
+
 export class TeamLedger {
   readonly #d: TeamLedgerDeps;
+  #seeded: Promise<void> | undefined;
 
   constructor(deps: TeamLedgerDeps) {
     this.#d = deps;
@@ -104,9 +125,10 @@ export class TeamLedger {
     const id = randomBytes(9).toString("hex");
     const { takeOver, signal } = options;
     await this.#change(team, signal, (record, now) => {
+      const handed = takeOver !== undefined ? record.holds[takeOver] : undefined;
       if (takeOver !== undefined) delete record.holds[takeOver];
       check(this.#view(record, now));
-      record.holds[id] = { node: this.#d.nodeName, ...held, at: now, until: now + (options.ttlMs ?? UNSETTLED_MS) };
+      record.holds[id] = { node: this.#d.nodeName, ...held, at: now, until: now + (options.ttlMs ?? UNSETTLED_MS), ...(handed && takeOver !== undefined ? { handed: { id: takeOver, hold: handed } } : {}) };
       if (starts > 0) record.starts.push([this.#d.nodeName, now, starts]);
       return true;
     });
@@ -117,8 +139,13 @@ export class TeamLedger {
           await this.#change(team, undefined, (record, now) => {
             const hold = record.holds[id];
             if (!hold) return false;
-            if (sandboxIds.length === 0) delete record.holds[id];
-            else record.holds[id] = { ...hold, sandboxIds: [...sandboxIds], settledAt: now, until: now + SETTLED_MS };
+            const { handed, ...own } = hold;
+            if (sandboxIds.length > 0) record.holds[id] = { ...own, sandboxIds: [...sandboxIds], settledAt: now, until: now + SETTLED_MS };
+            else {
+              delete record.holds[id];
+              // Made nothing here: the placing node passes the create on (or makes it itself) under its own hold.
+              if (handed && record.holds[handed.id] === undefined) record.holds[handed.id] = { ...handed.hold, until: Math.min(handed.hold.until, now + RESTORED_MS) };
+            }
             return true;
           });
         } catch (err) {
@@ -131,8 +158,13 @@ export class TeamLedger {
 
   /** What `team`'s record holds now (for a check outside an admission, and tests). */
   async view(team: string): Promise<LedgerView> {
+    return this.#view(await this.record(team), this.#now());
+  }
+
+  /** `team`'s record as stored. */
+  async record(team: string): Promise<LedgerRecord> {
     const entry = await this.#d.kv.get(team);
-    return this.#view(entry?.operation === "PUT" ? decode(entry.value) : empty(), this.#now());
+    return entry?.operation === "PUT" ? decode(entry.value) : empty();
   }
 
   #view(record: LedgerRecord, now: number): LedgerView {
@@ -162,21 +194,26 @@ export class TeamLedger {
 
   /** Read, change and write `team`'s record with a revision check, again while another write lands first. */
   async #change(team: string, signal: AbortSignal | undefined, change: (record: LedgerRecord, now: number) => boolean): Promise<void> {
+    await (this.#seeded ??= this.#seed());
+    const stream = `KV_${this.#d.bucket}`;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       signal?.throwIfAborted();
+      let last: number;
       let entry;
       try {
+        // The stream's last sequence first, then the record: a record newer than it was written meanwhile.
+        last = (await this.#d.jsm.streams.info(stream)).state.last_seq;
         entry = await this.#d.kv.get(team);
       } catch (err) {
         throw clusterError(err, `read team ${team}'s quota record`);
       }
+      if (entry && entry.revision > last) continue;
       const now = this.#now();
       const record = entry?.operation === "PUT" ? decode(entry.value) : empty();
       this.#prune(record, now);
       if (!change(record, now)) return;
       try {
-        if (entry) await this.#d.kv.update(team, encode(record), entry.revision);
-        else await this.#d.kv.create(team, encode(record));
+        await this.#d.js.publish(`$KV.${this.#d.bucket}.${team}`, encode(record), { expect: { lastSequence: last } });
         return;
       } catch (err) {
         if (!isRevisionConflict(err)) throw clusterError(err, `write team ${team}'s quota record`);
@@ -185,6 +222,17 @@ export class TeamLedger {
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(20, 1 + attempt * 2)));
     }
     throw new BurrowError(Code.Unavailable, `team ${team}'s quota record kept changing while this node admitted a request; retry`, { reason: "quota_contended" });
+  }
+
+  async #seed(): Promise<void> {
+    try {
+      await this.#d.kv.create(SEED_KEY, new Uint8Array([1]));
+    } catch (err) {
+      // Seeded already (by this node before, or another): nothing to do. Anything else is tried again next time.
+      if (isRevisionConflict(err)) return;
+      this.#seeded = undefined;
+      throw clusterError(err, "seed the team quotas bucket");
+    }
   }
 
   #prune(record: LedgerRecord, now: number): void {
