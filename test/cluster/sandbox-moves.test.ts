@@ -1,7 +1,8 @@
 // Sandboxes that move between nodes, with the real CLI: two Burrow nodes on a 3-server NATS JetStream cluster on the
 // loopback and the official e2b SDK. A sandbox on A with a file written is paused to the filesystem and published
-// (its owner record says `movable`); A's server is SIGKILLed; once A is reported lost, `Sandbox.connect` through B
-// takes it over and resumes it on B — same id, same envd token (the SDK's handle works), its file there — with one
+// (its owner record says `movable`); A's server is SIGKILLed; once A is reported lost, a connect with another team's
+// key takes nothing over, nor does one while the archive is corrupt (refused while it streams, nothing left on B);
+// `Sandbox.connect` through B then takes it over and resumes it on B — same id, same envd token (the SDK's handle works), its file there — with one
 // `moved` event; A restarted on its state directory removes its copy and does not take the sandbox back. Then
 // `burrow node drain node-a --move` moves a running sandbox of A to B: the SDK handle made through A keeps working
 // (through A's forwarder) with its files, the report names it moved, and A has no copy left.
@@ -12,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { Objm } from "@nats-io/obj";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { tearDownServers } from "../helpers/tear-down.js";
@@ -103,11 +105,47 @@ describe("sandboxes that move between nodes", () => {
     expect(await sandbox.pause({ keepMemory: false })).toBe(true);
     await until("the paused sandbox published", async () => (await ownerRecord(sandboxId))?.movable !== undefined, 60_000);
 
+    // A key of another team, known to B.
+    const created = await fetch(`${url(a)}/burrow/v1/teams`, {
+      method: "POST",
+      headers: { "X-API-KEY": API_KEY, "content-type": "application/json" },
+      body: JSON.stringify({ name: `other-${randomBytes(3).toString("hex")}` }),
+    });
+    expect(created.status).toBe(201);
+    const otherKey = ((await created.json()) as { adminKey: { key: string } }).adminKey.key;
+    await until("B knows the other team's key", async () => (await fetch(`${url(b)}/sandboxes`, { headers: { "X-API-KEY": otherKey } })).status === 200);
+
     const eventsB = new LifecycleEvents(url(b), API_KEY);
     await eventsB.ready;
     try {
       await stopServerProcess(a.server!, "SIGKILL");
       await until("A reported lost", async () => (await ownerRecord(sandboxId))?.lostAt !== undefined, DOWN_AFTER_MS + 30_000);
+
+      // Another team's key takes nothing over.
+      await expect(Sandbox.connect(sandboxId, { ...opts(b), apiKey: otherKey, timeoutMs: 600_000 })).rejects.toThrow();
+      expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-a", lostAt: expect.any(String) });
+      // A corrupt archive is refused while it streams: the sandbox stays A's, nothing is left on B.
+      const digest = (await ownerRecord(sandboxId))!.movable!;
+      const nc = await connect({ servers: nats.urls });
+      try {
+        const store = await new Objm(nc).open("burrow_sandbox_layers");
+        const name = `${sandboxId}.${digest}`;
+        const original = await store.getBlob(name);
+        expect(original?.length).toBeGreaterThan(0);
+        await store.putBlob({ name }, randomBytes(original!.length));
+        const refused = await fetch(`${url(b)}/sandboxes/${sandboxId}/connect`, {
+          method: "POST",
+          headers: { "X-API-KEY": API_KEY, "content-type": "application/json" },
+          body: JSON.stringify({ timeout: 600 }),
+        });
+        expect(refused.status).toBeGreaterThanOrEqual(500);
+        expect(((await refused.json()) as { message: string }).message).toMatch(/is corrupt/);
+        expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-a", lostAt: expect.any(String) });
+        expect(existsSync(join(b.instance.stateDir, "sandboxes", sandboxId))).toBe(false);
+        await store.putBlob({ name }, original!);
+      } finally {
+        await nc.close();
+      }
 
       const resumed = await Sandbox.connect(sandboxId, { ...opts(b), timeoutMs: 600_000 });
       expect(resumed.sandboxId).toBe(sandboxId);

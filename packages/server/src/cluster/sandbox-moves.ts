@@ -4,12 +4,12 @@
 // cluster-templates.ts), and its row and boot spec in burrow_sandbox_moves (move-records.ts). Last, its owner record
 // gets `movable` (the archive's digest): a record without it is never taken over, so nothing claims a half-published
 // sandbox. A resume (connect) through any node of a movable sandbox whose owner is lost or down makes that node take
-// it over: a revision-checked rewrite of the owner record (one winner; the owner itself, clearing `movable` before a
-// resume of its own, is the other contender), then the template and the archive (verified) are fetched, the sandbox
-// is imported filesystem-paused under the same id and envd token, its row written, a `moved` event sent, and the
-// connect resumes it as any filesystem pause. The old node, back, finds another node's record and removes its copy
-// (reconcile.ts). A drain with `move` hands each sandbox of its cordoned node, paused, to the best other node the
-// same way (handOver).
+// it over: the template and the archive (verified) are fetched, then a revision-checked rewrite of the owner record
+// names this node (one winner; the owner itself, clearing `movable` before a resume of its own, is the other
+// contender), the sandbox is imported filesystem-paused under the same id and envd token, its row written, a `moved`
+// event sent, and the connect resumes it as any filesystem pause. The old node, back, finds another node's record
+// and removes its copy (reconcile.ts). A drain with `move` hands each sandbox of its cordoned node, paused, to the
+// best other node the same way (handOver).
 import { createReadStream } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -294,7 +294,10 @@ export class SandboxMoves {
     if (caller !== "operator" && caller.teamId !== record.row.teamId) throw notFound();
     const started = Date.now();
     const from = stored.record.node === nodeName ? (stored.record.movedFrom ?? record.node) : stored.record.node;
-    if (stored.record.node !== nodeName) {
+    // The owner record is rewritten once the archive is here and verified, before the sandbox exists here: a corrupt
+    // or missing archive leaves the sandbox where it was, and a node that loses the race has made nothing.
+    const claim = async () => {
+      if (stored.record.node === nodeName) return;
       const { lostAt: _lostAt, killedAt: _killedAt, ...rest } = stored.record;
       const mine: OwnerRecord = {
         ...rest,
@@ -313,7 +316,7 @@ export class SandboxMoves {
         throw new BurrowError(Code.Aborted, `sandbox ${sandboxId} was taken over or resumed by another node meanwhile; retry`, { reason: "revision_conflict" });
       }
       logger.info({ sandboxId, from }, "took over a sandbox of another node");
-    }
+    };
     const keyId = record.row.apiKeyPublicId !== null ? host.keyIdOf(record.row.apiKeyPublicId) : undefined;
     const apiKeyId = keyId ?? (record.row.teamId === null || caller === "operator" ? null : caller.keyId);
     await templates.ensureLocal(record.row.templateId, apiKeyId, signal);
@@ -356,6 +359,7 @@ export class SandboxMoves {
           const object = await this.#objects.get(objectName(sandboxId, digest));
           if (!object) throw new BurrowError(Code.NotFound, `the writable layer of sandbox ${sandboxId} is not in the cluster's object store`, { reason: "layer_missing" });
           await unpackLayer(object.data as unknown as AsyncIterable<Uint8Array>, digest, dir, fillSignal);
+          await claim();
         },
         ...(signal ? { signal } : {}),
       }),
