@@ -81,6 +81,14 @@ export class ClusterLan {
     return ip(["netns", "pids", netns]).split("\n").filter(Boolean).map(Number);
   }
 
+  #deleteLink(name: string): void {
+    try {
+      ip(["link", "del", name]);
+    } catch (err) {
+      if (this.linksOf().includes(name)) throw err;
+    }
+  }
+
   /** Names of the links in a namespace (the host's without one). */
   linksOf(netns?: string): string[] {
     const out = ip([...(netns === undefined ? [] : ["-n", netns]), "-o", "link", "show"]);
@@ -105,11 +113,13 @@ export class ClusterLan {
       for (const pid of this.pidsIn(node.instance.netns)) step(() => process.kill(pid, "SIGKILL"));
       step(() => ip(["netns", "del", node.instance.netns]));
     }
-    const links = ip(["-o", "link", "show"]);
+    // A host veth end goes with its namespace, but the kernel frees a namespace a moment later: one still listed may
+    // be gone by the time it is deleted, which is no failure.
     for (let i = 0; i < this.nodes.length; i++) {
-      if (links.includes(`vlan${this.#tag}${i}@`)) step(() => ip(["link", "del", `vlan${this.#tag}${i}`]));
+      const veth = `vlan${this.#tag}${i}`;
+      if (this.linksOf().includes(veth)) step(() => this.#deleteLink(veth));
     }
-    if (links.includes(`${this.#bridge}:`)) step(() => ip(["link", "del", this.#bridge]));
+    if (this.linksOf().includes(this.#bridge)) step(() => this.#deleteLink(this.#bridge));
     if (failures.length > 0) throw failures[0];
   }
 }
