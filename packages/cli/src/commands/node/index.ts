@@ -84,7 +84,8 @@ const nodeDrain = defineCommand({
     const report = (
       await apiRequest(clientConnection(env), "POST", `/burrow/v1/nodes/${encodeURIComponent(name)}/drain`, { body, timeoutMs: (timeout + 60) * 1000 })
     ).body as DrainReport;
-    if (!report.drained) process.exitCode = 1;
+    // A move that failed leaves its sandbox paused here (not running): the drain did not do what was asked.
+    if (!report.drained || (values.move && report.failed.length > 0)) process.exitCode = 1;
     if (values.json) return printJson(report);
     const moved = report.moved ?? [];
     const paused = (report.paused.length > 0 ? `, ${report.paused.length} paused to disk` : "") + (moved.length > 0 ? `, ${moved.length} moved` : "");
