@@ -4,12 +4,14 @@
 // across the LAN. A node cannot reach another node's sandboxes except through that node (they are behind its own
 // network stack), so whatever works on a sandbox of B or C through A was forwarded, and the port server in the
 // sandbox says which address asked it: its own node's bridge. 30 creates spread over the nodes; commands, streamed
-// output, files, a port and an upgraded connection reach sandboxes on other nodes; a template built on A is started on
-// C while A and B are cordoned (which then get no creates); one NATS server of three killed loses nothing; every
-// process in node C's namespace SIGKILLed has its sandboxes reported lost within the window while new creates go to A
-// and B, and C restarted takes them back, each once. The nodes share one cluster across the tests, in this order.
+// output, files, a port and an upgraded connection reach sandboxes on other nodes; a sandbox's own connections leave
+// masqueraded by its node's namespace; a template built on A is started on C while A and B are cordoned (which then
+// get no creates); one NATS server of three killed loses nothing; every process in node C's namespace SIGKILLed has
+// its sandboxes reported lost within the window while new creates go to A and B, and C restarted takes them back,
+// each once. The nodes share one cluster across the tests, in this order.
 import { randomBytes } from "node:crypto";
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -249,6 +251,23 @@ describe("three nodes, each in its own network namespace", () => {
         if (echoed.status !== 101) await new Promise((r) => setTimeout(r, 200));
       }
       expect(echoed).toEqual({ status: 101, body: `HELLO ${node.name.toUpperCase()}` });
+    }
+  });
+
+  it("a sandbox's own connections leave through its node's namespace: routed and masqueraded there onto the LAN", { timeout: 60_000 }, async () => {
+    // A server of the test's on the host's LAN address, saying who connected: each node's LAN address, which only
+    // that node's forwarding and NAT (in its namespace, its own ip_forward) give a sandbox's connection.
+    const server = createServer((req, res) => res.end(req.socket.remoteAddress?.replace(/^::ffff:/, "")));
+    await new Promise<void>((resolve) => server.listen(0, lan.hostAddress, resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      for (const node of nodes) {
+        const sandbox = await Sandbox.connect(on.get(node.name)![0]!.sandboxId, { ...opts(a), timeoutMs: 600_000 });
+        const fetched = await sandbox.commands.run(`python3 -c 'import urllib.request; print(urllib.request.urlopen("http://${lan.hostAddress}:${port}/", timeout=10).read().decode())'`);
+        expect(fetched.stdout.trim(), node.name).toBe(node.instance.host);
+      }
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 
