@@ -3,7 +3,8 @@
 // runs `commands.run('true')` and `Sandbox.getInfo` against B directly (the baseline) and through A (forwarded to
 // B), interleaved in the same run; the sandbox list through A (gathered from both nodes) beside B's own answer.
 // Both nodes share this process's event loop and the machine's two cores, so the hop's CPU is counted on both sides.
-// Then placement (cluster-placement.mjs): the decision's time, and creates per second through one node, 1 vs 2 nodes.
+// Then placement (cluster-placement.mjs): the decision's time, and creates per second through one node, 1 vs 2 nodes;
+// and exact team limits (cluster-quotas.mjs): an admission through the team ledger, creates of a team with a limit.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -121,6 +122,8 @@ export async function runClusterBenchmarks() {
   }
   runPlacementDecisionBenchmarks();
   await runPlacementCreateBenchmarks({ startNats, startNode });
+  // Imported here: cluster-quotas.mjs, run alone, imports this file for startNats and startNode.
+  await (await import("./cluster-quotas.mjs")).runClusterQuotaBenchmarks({ startNats, startNode });
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await runClusterBenchmarks();
