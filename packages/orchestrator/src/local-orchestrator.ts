@@ -14,7 +14,7 @@ import { LiveSandboxes, toRecord } from "./live-sandboxes.js";
 import { LivenessMonitor } from "./liveness-monitor.js";
 import type { Logger } from "./logger.js";
 import { MetricsSampler } from "./metrics-sampler.js";
-import { exportMovable, importMoved } from "./moved-sandboxes.js";
+import { exportMovable, importMoved, removeStaleTransfers } from "./moved-sandboxes.js";
 import type {
   CreateSandboxOptions,
   ForkResult,
@@ -176,6 +176,7 @@ export class LocalOrchestrator implements Orchestrator {
       onLifecycleEvent: (event) => this.live.emitLifecycleEvent(event),
       logger,
     });
+    await removeStaleTransfers(config.stateDir, logger);
     await removeStaleSnapshotCopies(templates.layersRoot).catch((error: unknown) =>
       logger.error({ err: error }, "stale snapshot copies could not all be removed; the next start retries"),
     );

@@ -5,7 +5,7 @@
 // that the ordinary resume cold-boots it with the same envd token and env vars.
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, realpath, rename } from "node:fs/promises";
+import { mkdir, readdir, realpath, rename } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { BurrowError, Code } from "@burrow/protocol";
 import { statePaths, type OrchestratorConfig } from "./config.js";
@@ -17,6 +17,20 @@ import { pauseKindOf, writeRecord, type SandboxRecordFile } from "./sandbox-reco
 import type { SandboxStorage } from "./storage/disk-storage.js";
 import { removeTree } from "./storage/remove-tree.js";
 import type { CgroupManager, NetworkManager, NetworkReservation, SandboxCgroup } from "./types.js";
+
+/** Where imports fill a sandbox's directory before it is renamed into place: beside the sandboxes, same filesystem. */
+async function transfersDir(stateDir: string): Promise<string> {
+  return join(dirname(await realpath(statePaths(stateDir).sandboxes)), "sandbox-transfers");
+}
+
+/** What imports cut short by a crash left (nothing imports before the orchestrator has started). */
+export async function removeStaleTransfers(stateDir: string, logger: Logger): Promise<void> {
+  const dir = await transfersDir(stateDir);
+  if (!existsSync(dir)) return;
+  for (const name of await readdir(dir)) {
+    await removeTree(join(dir, name)).catch((err: unknown) => logger.error({ path: join(dir, name), err }, "could not remove what an interrupted sandbox import left"));
+  }
+}
 
 /** A filesystem-paused sandbox as another host needs it; undefined when it is not (or no longer) halted here. */
 export function exportMovable(live: LiveSandboxes, sandboxId: string): MovableSandbox | undefined {
@@ -65,7 +79,7 @@ export async function importMoved(deps: ImportDeps, opts: ImportSandboxOptions):
   if (existsSync(dir)) throw new BurrowError(Code.AlreadyExists, `sandbox ${sandboxId} already has a directory on this host`, { reason: "sandbox_exists" });
   // Beside the sandboxes' directories, on the same filesystem: the filled directory is renamed into place, so a
   // start never finds a half-written sandbox (one without its record is reaped as a leftover).
-  const transfers = join(dirname(await realpath(statePaths(config.stateDir).sandboxes)), "sandbox-transfers");
+  const transfers = await transfersDir(config.stateDir);
   await mkdir(transfers, { recursive: true });
   const staging = join(transfers, `${sandboxId}-${randomBytes(4).toString("hex")}`);
   let reservation: NetworkReservation | undefined;
