@@ -101,9 +101,10 @@ function gatewayOf(node: Node): string {
 }
 
 describe("three nodes, each in its own network namespace", () => {
-  const lan = ClusterLan.create(NAMES, "lan");
-  const nodes: Node[] = lan.nodes.map((n) => ({ ...n, port: PORT }));
-  const [a, b, c] = nodes as [Node, Node, Node];
+  // Made in beforeAll, not when the file is collected: a run that skips these tests must leave no LAN behind.
+  let lan: ClusterLan | undefined;
+  const nodes: Node[] = [];
+  let a: Node, b: Node, c: Node;
   let nats: NatsCluster | undefined;
   const url = (node: Node) => `http://${node.instance.host}:${node.port}`;
   const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
@@ -157,6 +158,9 @@ describe("three nodes, each in its own network namespace", () => {
     }).nodes ?? [];
 
   beforeAll(async () => {
+    lan = ClusterLan.create(NAMES, "lan");
+    nodes.push(...lan.nodes.map((n) => ({ ...n, port: PORT })));
+    [a, b, c] = nodes as [Node, Node, Node];
     nats = await NatsCluster.start(3, 3, lan.hostAddress);
     const started = await Promise.allSettled(
       nodes.map(async (node, i) => {
@@ -176,14 +180,14 @@ describe("three nodes, each in its own network namespace", () => {
   afterAll(async () => {
     const kills = () => Promise.allSettled([...made].map((id) => Sandbox.kill(id, opts(a))));
     const deleteTemplate = () => nodeApi(`/templates/${TEMPLATE}`, "DELETE").catch(() => undefined);
-    await tearDownServers(nodes, { before: [kills, deleteTemplate], after: [() => nats?.stop(), () => lan.destroy()] });
+    await tearDownServers(nodes, { before: [kills, deleteTemplate], after: [() => nats?.stop(), () => lan?.destroy()] });
   }, 300_000);
 
   it("each node's network is in its namespace: its bridge is there and not on the host", () => {
     // Not a test of the product so much as of the setup the rest relies on.
     for (const node of nodes) {
-      expect(lan.linksOf(node.instance.netns)).toContain(`burrow-${node.instance.instance}`);
-      expect(lan.linksOf()).not.toContain(`burrow-${node.instance.instance}`);
+      expect(lan!.linksOf(node.instance.netns)).toContain(`burrow-${node.instance.instance}`);
+      expect(lan!.linksOf()).not.toContain(`burrow-${node.instance.instance}`);
     }
   });
 
@@ -258,12 +262,12 @@ describe("three nodes, each in its own network namespace", () => {
     // A server of the test's on the host's LAN address, saying who connected: each node's LAN address, which only
     // that node's forwarding and NAT (in its namespace, its own ip_forward) give a sandbox's connection.
     const server = createServer((req, res) => res.end(req.socket.remoteAddress?.replace(/^::ffff:/, "")));
-    await new Promise<void>((resolve) => server.listen(0, lan.hostAddress, resolve));
+    await new Promise<void>((resolve) => server.listen(0, lan!.hostAddress, resolve));
     try {
       const { port } = server.address() as AddressInfo;
       for (const node of nodes) {
         const sandbox = await Sandbox.connect(on.get(node.name)![0]!.sandboxId, { ...opts(a), timeoutMs: 600_000 });
-        const fetched = await sandbox.commands.run(`python3 -c 'import urllib.request; print(urllib.request.urlopen("http://${lan.hostAddress}:${port}/", timeout=10).read().decode())'`);
+        const fetched = await sandbox.commands.run(`python3 -c 'import urllib.request; print(urllib.request.urlopen("http://${lan!.hostAddress}:${port}/", timeout=10).read().decode())'`);
         expect(fetched.stdout.trim(), node.name).toBe(node.instance.host);
       }
     } finally {
@@ -327,7 +331,7 @@ describe("three nodes, each in its own network namespace", () => {
     try {
       // Every process of node C's (its server and the helpers beside it in its namespace), as a machine lost; its
       // sandboxes, in namespaces of their own, live on.
-      const pids = lan.pidsIn(c.instance.netns);
+      const pids = lan!.pidsIn(c.instance.netns);
       expect(pids).toContain(c.server!.child.pid);
       const exited = new Promise((r) => c.server!.child.once("exit", r));
       for (const pid of pids) process.kill(pid, "SIGKILL");
