@@ -21,6 +21,8 @@ interface Node {
   quotas: TeamQuotas;
   /** Running sandboxes this node made, by team. */
   store: Map<string, number>;
+  /** MiB of volumes this node has, by team. */
+  volumes: Map<string, number>;
   ledger: TeamLedger;
 }
 
@@ -32,6 +34,7 @@ async function node(servers: string[], name: string, shared = true, replicas = 1
   const kv = await openClusterKv(servers, name, replicas);
   conns.push(kv);
   const store = new Map<string, number>();
+  const volumes = new Map<string, number>();
   // This node's own sandboxes are its store's; others' never reach its usage here but through the ledger.
   const ledger = new TeamLedger({
     kv: kv.teamQuotas,
@@ -46,11 +49,12 @@ async function node(servers: string[], name: string, shared = true, replicas = 1
   const quotas = new TeamQuotas({
     defaults: UNLIMITED_QUOTAS,
     overrides: (teamId) => overrides.get(teamId) ?? {},
-    usage: (teamId): TeamUsage => ({ ...NO_USAGE, runningSandboxes: store.get(teamId) ?? 0 }),
+    usage: (teamId): TeamUsage => ({ ...NO_USAGE, runningSandboxes: store.get(teamId) ?? 0, diskMB: (store.get(teamId) ?? 0) * ask.diskMB + (volumes.get(teamId) ?? 0) }),
     runningBuilds: () => 0,
     ledger: shared ? ledger : undefined,
+    localVolumesMB: (teamId) => volumes.get(teamId) ?? 0,
   });
-  return { name, quotas, store, ledger };
+  return { name, quotas, store, volumes, ledger };
 }
 
 /** A create: admitted, made (in the store) and answered, or refused. */
@@ -158,6 +162,21 @@ describe("team ledger: a team's limits across nodes", () => {
     await expect(b.quotas.admitShared("disk", ask)).rejects.toThrow(/maxDiskMB/);
     first.release([]);
     second.release([]);
+  });
+
+  it("volumes count on every node: a node's figure is in the ledger once its volume is made, and gone once deleted", async () => {
+    const [a, b] = [await node(servers(), "a8"), await node(servers(), "b8")];
+    overrides.set("vols", { maxDiskMB: 3000 });
+    const volume = await a.quotas.admitVolumeShared("vols", 2048);
+    a.volumes.set("vols", 2048);
+    volume.release();
+    await expect.poll(async () => (await b.ledger.view("vols")).volumesMB).toBe(2048);
+    await expect(b.quotas.admitShared("vols", ask)).rejects.toThrow(/team quota maxDiskMB reached: your team's sandboxes and volumes hold 2048 MiB of disk of 3000 MiB \(asked for 1024 MiB more\)/);
+    await expect(b.quotas.admitVolumeShared("vols", 1024)).rejects.toThrow(/hold 2048 MiB of disk of 3000 MiB \(a volume takes 1024 MiB\)/);
+    a.volumes.delete("vols");
+    a.quotas.volumesChanged("vols");
+    await expect.poll(async () => (await b.ledger.view("vols")).volumesMB).toBe(0);
+    (await b.quotas.admitShared("vols", ask)).release([]);
   });
 
   it("concurrent builds are counted cluster-wide and released when they end", async () => {

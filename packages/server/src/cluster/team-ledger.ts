@@ -66,18 +66,25 @@ export interface LedgerRecord {
   holds: Record<string, Hold>;
   /** [node, unix ms, count] of the starts of the last minute. */
   starts: Array<[string, number, number]>;
+  /** MiB of the team's volumes on each node (volumes are node-local; each node writes its own figure). */
+  volumes: Record<string, number>;
 }
 
 /** What the record holds beyond the owner records' usage, for a check. */
 export interface LedgerView {
   held: Held;
   starts: number;
+  /** MiB of the team's volumes on the other nodes that are up (this node's are its store's). */
+  volumesMB: number;
 }
 
 export interface LedgerHold {
   readonly id: string;
-  /** End the hold: with the sandboxes it made (kept until other nodes count them) or none (removed). Never throws. */
-  settle(sandboxIds: readonly string[]): Promise<void>;
+  /**
+   * End the hold: with the sandboxes it made (kept until other nodes count them) or none (removed); `volumesMB`: this
+   * node's volumes of the team now, written in the same write (a volume's create). Never throws.
+   */
+  settle(sandboxIds: readonly string[], volumesMB?: number): Promise<void>;
 }
 
 export interface TeamLedgerDeps {
@@ -134,11 +141,12 @@ export class TeamLedger {
     });
     return {
       id,
-      settle: async (sandboxIds) => {
+      settle: async (sandboxIds, volumesMB) => {
         try {
           await this.#change(team, undefined, (record, now) => {
+            if (volumesMB !== undefined) setVolumes(record, this.#d.nodeName, volumesMB);
             const hold = record.holds[id];
-            if (!hold) return false;
+            if (!hold) return volumesMB !== undefined;
             const { handed, ...own } = hold;
             if (sandboxIds.length > 0) record.holds[id] = { ...own, sandboxIds: [...sandboxIds], settledAt: now, until: now + SETTLED_MS };
             else {
@@ -154,6 +162,19 @@ export class TeamLedger {
         }
       },
     };
+  }
+
+  /** Write this node's figure of `team`'s volumes (after a volume is deleted, and at start). Never throws. */
+  async setVolumes(team: string, volumesMB: number): Promise<void> {
+    try {
+      await this.#change(team, undefined, (record) => {
+        if ((record.volumes[this.#d.nodeName] ?? 0) === volumesMB) return false;
+        setVolumes(record, this.#d.nodeName, volumesMB);
+        return true;
+      });
+    } catch (err) {
+      this.#d.logger.warn({ err, team }, "could not write this node's volumes of a team into its quota record");
+    }
   }
 
   /** What `team`'s record holds now (for a check outside an admission, and tests). */
@@ -185,7 +206,9 @@ export class TeamLedger {
     }
     const since = now - STARTS_WINDOW_MS;
     const starts = record.starts.reduce((sum, [, at, count]) => (at > since ? sum + count : sum), 0);
-    return { held, starts };
+    let volumesMB = 0;
+    for (const [node, mb] of Object.entries(record.volumes)) if (node !== this.#d.nodeName && this.#d.isUp(node)) volumesMB += mb;
+    return { held, starts, volumesMB };
   }
 
   #alive(hold: Hold, now: number): boolean {
@@ -247,13 +270,18 @@ export class TeamLedger {
 }
 
 function empty(): LedgerRecord {
-  return { v: LEDGER_VERSION, holds: {}, starts: [] };
+  return { v: LEDGER_VERSION, holds: {}, starts: [], volumes: {} };
+}
+
+function setVolumes(record: LedgerRecord, node: string, volumesMB: number): void {
+  if (volumesMB > 0) record.volumes[node] = volumesMB;
+  else delete record.volumes[node];
 }
 
 function decode(bytes: Uint8Array): LedgerRecord {
   const value = JSON.parse(new TextDecoder().decode(bytes)) as Partial<LedgerRecord> & Record<string, unknown>;
   // Fields of newer versions are kept for the next writer.
-  return { ...value, v: Math.max(value.v ?? 1, LEDGER_VERSION), holds: value.holds ?? {}, starts: value.starts ?? [] };
+  return { ...value, v: Math.max(value.v ?? 1, LEDGER_VERSION), holds: value.holds ?? {}, starts: value.starts ?? [], volumes: value.volumes ?? {} };
 }
 
 function encode(record: LedgerRecord): Uint8Array {

@@ -222,7 +222,7 @@ async function admitQuotas(d: AccessHookDeps, caller: Caller, request: FastifyRe
   if (url === "/sandboxes/:sandboxID/timeout" && typeof body["timeout"] === "number") d.quotas.checkTimeout(caller.teamId, body["timeout"]);
   if (url === "/v2/templates/:templateID/builds/:buildID") return d.quotas.admitBuildShared(caller.teamId, signal);
   // Every volume gets the server's size limit (E2B's create names none).
-  if (url === "/volumes") return d.quotas.admitVolume(caller.teamId, d.config().volumeDefaultMB);
+  if (url === "/volumes") return d.quotas.admitVolumeShared(caller.teamId, d.config().volumeDefaultMB, signal);
   return undefined;
 }
 
@@ -292,6 +292,7 @@ function recordOutcome(d: AccessHookDeps, caller: Caller, request: FastifyReques
     audit("create", "volume", p["volumeID"], { name: p["name"] });
   } else if (method === "DELETE" && url === "/volumes/:volumeID") {
     audit("delete", "volume", params["volumeID"]!);
+    d.quotas.volumesChanged(caller.teamId);
   } else if (method === "DELETE" && url === "/templates/:templateID") {
     audit("delete", "template", params["templateID"]!);
   } else if (method === "POST" && (url === `${BURROW}/triggers` || url === `${BURROW}/tasks`) && typeof p["id"] === "string") {

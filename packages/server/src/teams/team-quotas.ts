@@ -125,9 +125,11 @@ export interface SharedQuotaLedger {
     teamId: string,
     held: SharedHeld,
     starts: number,
-    check: (view: { held: SharedHeld; starts: number }) => void,
+    check: (view: { held: SharedHeld; starts: number; volumesMB: number }) => void,
     options: { takeOver?: string | undefined; ttlMs?: number | undefined; signal?: AbortSignal | undefined },
-  ): Promise<{ id: string; settle(sandboxIds: readonly string[]): Promise<void> }>;
+  ): Promise<{ id: string; settle(sandboxIds: readonly string[], volumesMB?: number): Promise<void> }>;
+  /** This node's volumes of a team (MiB), for the other nodes' disk totals. Never throws. */
+  setVolumes(teamId: string, volumesMB: number): Promise<void>;
 }
 
 /** Limits counted across the nodes of a cluster: a team with one of them set is admitted through the ledger. */
@@ -144,6 +146,8 @@ export interface TeamQuotasDeps {
   runningBuilds: (teamId: string) => number;
   /** On a node of a cluster: the team ledger every node writes its admissions into. */
   ledger?: SharedQuotaLedger | undefined;
+  /** MiB of the team's volumes on this node (written into the ledger for the other nodes). */
+  localVolumesMB?: ((teamId: string) => number) | undefined;
   now?: () => number;
 }
 
@@ -222,7 +226,7 @@ export class TeamQuotas {
       u.runningSandboxes += view.held.sandboxes;
       u.vcpu += view.held.vcpu;
       u.memoryMB += view.held.memoryMB;
-      u.diskMB += view.held.diskMB;
+      u.diskMB += view.held.diskMB + view.volumesMB;
       // The starts of a create placed here are in the view already (the placing node wrote them).
       this.#checkUsage(q, u, ask, view.starts - (ask.kind === "new" && takeOver !== undefined ? ask.count : 0));
     }, { takeOver, signal });
@@ -267,6 +271,32 @@ export class TeamQuotas {
       refuse("maxDiskMB", `your team's sandboxes and volumes hold ${u.diskMB} MiB of disk of ${q.maxDiskMB} MiB (a volume takes ${sizeMB} MiB)`);
     }
     return this.#hold(teamId, { ...NO_USAGE, diskMB: sizeMB });
+  }
+
+  /**
+   * `admitVolume` across a cluster: with a disk limit, a hold checked against usage, every node's holds and the other
+   * nodes' volumes; released with this node's new volume total in the same write. Without one, the total is written
+   * once the request ends, for when the team gets a limit.
+   */
+  async admitVolumeShared(teamId: string, sizeMB: number, signal?: AbortSignal): Promise<QuotaReservation> {
+    const q = this.effective(teamId);
+    const ledger = this.#d.ledger;
+    const volumesNow = () => this.#d.localVolumesMB?.(teamId) ?? 0;
+    if (!ledger) return this.admitVolume(teamId, sizeMB);
+    if (q.maxDiskMB <= 0) {
+      const local = this.admitVolume(teamId, sizeMB);
+      return { release: () => (local.release(), void ledger.setVolumes(teamId, volumesNow())) };
+    }
+    const hold = await ledger.reserve(teamId, { sandboxes: 0, vcpu: 0, memoryMB: 0, diskMB: sizeMB, builds: 0 }, 0, (view) => {
+      const held = this.usage(teamId).diskMB + view.held.diskMB + view.volumesMB;
+      if (held + sizeMB > q.maxDiskMB) refuse("maxDiskMB", `your team's sandboxes and volumes hold ${held} MiB of disk of ${q.maxDiskMB} MiB (a volume takes ${sizeMB} MiB)`);
+    }, { signal });
+    return { holdId: hold.id, release: () => void hold.settle([], volumesNow()) };
+  }
+
+  /** This node's volumes of a team changed (one deleted): the other nodes' disk totals follow. */
+  volumesChanged(teamId: string): void {
+    void this.#d.ledger?.setVolumes(teamId, this.#d.localVolumesMB?.(teamId) ?? 0);
   }
 
   #hold(teamId: string, held: TeamUsage): QuotaReservation {

@@ -116,6 +116,7 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
     return byTeam;
   };
   const builds = new Map<string, Set<string>>();
+  const ledgerKey = (teamId: string) => (teamId === defaultTeamId ? DEFAULT_TEAM_LEDGER_KEY : teamId);
   const quotas = new TeamQuotas({
     defaults: d.quotaDefaults,
     overrides: (teamId) => store.team(teamId)?.quotas ?? {},
@@ -134,9 +135,15 @@ export function openTeamServices(d: TeamServicesDeps): TeamServices {
     },
     runningBuilds: (teamId) => countBuilds(teamId),
     ledger: d.ledger
-      ? { reserve: (teamId, ...rest) => d.ledger!.reserve(teamId === defaultTeamId ? DEFAULT_TEAM_LEDGER_KEY : teamId, ...rest) }
+      ? {
+          reserve: (teamId, ...rest) => d.ledger!.reserve(ledgerKey(teamId), ...rest),
+          setVolumes: (teamId, volumesMB) => d.ledger!.setVolumes(ledgerKey(teamId), volumesMB),
+        }
       : undefined,
+    localVolumesMB: (teamId) => (d.volumes?.() ?? []).reduce((sum, v) => (v.teamId === teamId ? sum + v.sizeMB : sum), 0),
   });
+  // Other nodes count this node's volumes from the ledger: its figures as they are at start.
+  if (d.ledger) for (const teamId of new Set((d.volumes?.() ?? []).map((v) => v.teamId))) quotas.volumesChanged(teamId);
   /** A team's running builds, forgetting (and releasing the holds of) those that ended. */
   function countBuilds(teamId: string): number {
     const set = builds.get(teamId);
