@@ -5,20 +5,22 @@
 // network stack), so whatever works on a sandbox of B or C through A was forwarded, and the port server in the
 // sandbox says which address asked it: its own node's bridge. 30 creates spread over the nodes; commands, streamed
 // output, files, a port and an upgraded connection reach sandboxes on other nodes; a sandbox's own connections leave
-// masqueraded by its node's namespace; a template built on A is started on C while A and B are cordoned (which then
-// get no creates); one NATS server of three killed loses nothing; every process in node C's namespace SIGKILLed has
-// its sandboxes reported lost within the window while new creates go to A and B, and C restarted takes them back,
-// each once. The nodes share one cluster across the tests, in this order.
+// masqueraded by its node's namespace, and its node's resolver and egress proxy work there (lan-services.ts); a
+// template built on A is started on C while A and B are cordoned (which then get no creates); one NATS server of three
+// killed loses nothing; every process in node C's namespace SIGKILLed has its sandboxes reported lost within the
+// window while new creates go to A and B, and C restarted takes them back, each once. The nodes share one cluster
+// across the tests, in this order.
 import { randomBytes } from "node:crypto";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sandbox, SandboxNotFoundError, Template } from "e2b";
+import { ALL_TRAFFIC, Sandbox, SandboxNotFoundError, Template, type SandboxOpts } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { ClusterLan, type LanNode } from "./node-namespaces.js";
+import { startLanServices, type LanServices } from "./lan-services.js";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { tearDownServers } from "../helpers/tear-down.js";
@@ -103,6 +105,7 @@ function gatewayOf(node: Node): string {
 describe("three nodes, each in its own network namespace", () => {
   // Made in beforeAll, not when the file is collected: a run that skips these tests must leave no LAN behind.
   let lan: ClusterLan | undefined;
+  let services: LanServices | undefined;
   const nodes: Node[] = [];
   let a: Node, b: Node, c: Node;
   let nats: NatsCluster | undefined;
@@ -117,7 +120,7 @@ describe("three nodes, each in its own network namespace", () => {
       node.instance,
       node.port,
       ["--pool-size", "0", "--cluster", nats!.urls[i]!, "--node-name", node.name, "--node-url", url(node)],
-      { BURROW_API_KEY: API_KEY, BURROW_CLUSTER_HEARTBEAT_MS: "500", BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS), BURROW_CLUSTER_REPLICAS: "3" },
+      { BURROW_API_KEY: API_KEY, BURROW_CLUSTER_HEARTBEAT_MS: "500", BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS), BURROW_CLUSTER_REPLICAS: "3", BURROW_DNS_UPSTREAM: services!.dnsUpstream },
     );
   };
 
@@ -145,8 +148,8 @@ describe("three nodes, each in its own network namespace", () => {
     }
   }
 
-  async function create(template = "base"): Promise<Sandbox> {
-    const sandbox = await Sandbox.create(template, { ...opts(a), timeoutMs: 600_000 });
+  async function create(template = "base", more: Partial<SandboxOpts> = {}): Promise<Sandbox> {
+    const sandbox = await Sandbox.create(template, { ...opts(a), timeoutMs: 600_000, ...more });
     made.add(sandbox.sandboxId);
     return sandbox;
   }
@@ -161,6 +164,7 @@ describe("three nodes, each in its own network namespace", () => {
     lan = ClusterLan.create(NAMES, "lan");
     nodes.push(...lan.nodes.map((n) => ({ ...n, port: PORT })));
     [a, b, c] = nodes as [Node, Node, Node];
+    services = await startLanServices(lan.hostAddress, { "lan-allowed.test": lan.hostAddress, "lan-denied.test": lan.hostAddress });
     nats = await NatsCluster.start(3, 3, lan.hostAddress);
     const started = await Promise.allSettled(
       nodes.map(async (node, i) => {
@@ -180,7 +184,7 @@ describe("three nodes, each in its own network namespace", () => {
   afterAll(async () => {
     const kills = () => Promise.allSettled([...made].map((id) => Sandbox.kill(id, opts(a))));
     const deleteTemplate = () => nodeApi(`/templates/${TEMPLATE}`, "DELETE").catch(() => undefined);
-    await tearDownServers(nodes, { before: [kills, deleteTemplate], after: [() => nats?.stop(), () => lan?.destroy()] });
+    await tearDownServers(nodes, { before: [kills, deleteTemplate], after: [() => nats?.stop(), () => services?.close(), () => lan?.destroy()] });
   }, 300_000);
 
   it("each node's network is in its namespace: its bridge is there and not on the host", () => {
@@ -273,6 +277,22 @@ describe("three nodes, each in its own network namespace", () => {
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  it("its resolver and egress proxy work in its namespace: an allowed name is reached through the proxy, a denied one never asked", { timeout: 60_000 }, async () => {
+    const sandbox = await create("base", { network: { allowOut: ["lan-allowed.test"], denyOut: [ALL_TRAFFIC] } });
+    const ownerName = (await owners([sandbox.sandboxId])).get(sandbox.sandboxId)?.node;
+    const owner = nodes.find((n) => n.name === ownerName)!;
+    const get = async (url: string) => (await sandbox.commands.run(`curl -s -m 5 -w ' %{http_code}' ${url} 2>&1 || true`)).stdout.trim();
+    // Resolved by the owner's resolver (asking the LAN's DNS server), proxied from the owner's namespace: with
+    // ALL_TRAFFIC denied, nothing else could reach the LAN.
+    expect(await get("http://lan-allowed.test/")).toBe(`hello ${owner.instance.host} 200`);
+    expect(services!.queries()).toContain("lan-allowed.test");
+    expect(await get("http://lan-denied.test/")).toBe("000");
+    expect(services!.queries()).not.toContain("lan-denied.test");
+    expect(await get(`http://${lan!.hostAddress}/`)).toMatch(/ 403$/);
+    expect(await Sandbox.kill(sandbox.sandboxId, opts(a))).toBe(true);
+    made.delete(sandbox.sandboxId);
   });
 
   it("a template built through A is started on C while A and B are cordoned, which get no creates", { timeout: 600_000 }, async () => {
