@@ -151,7 +151,7 @@ export class ServerSandboxRunner implements SandboxRunner {
     } else {
       const grace = this.o.freshSandboxGraceSec ?? 300;
       const timeoutSec = Math.ceil(timeoutMs / 1000) + grace;
-      const reservation = this.o.admitFresh?.()?.(opts.ownerKeyId ?? null, target.template, timeoutSec);
+      const reservation = await this.o.admitFresh?.()?.(opts.ownerKeyId ?? null, target.template, timeoutSec, opts.signal);
       try {
         const row = await this.o.sandboxes.create({
           template: target.template,
@@ -162,7 +162,8 @@ export class ServerSandboxRunner implements SandboxRunner {
         });
         fresh = sandboxId = row.sandboxId;
       } finally {
-        reservation?.release();
+        // A hold in the cluster's ledger counts the sandbox until every node does.
+        reservation?.release(fresh !== undefined ? [fresh] : []);
       }
     }
     try {

@@ -4,8 +4,11 @@
 import type { QuotaReservation } from "./team-quotas.js";
 import type { TeamServices } from "./team-services.js";
 
-/** Admit one new sandbox of `template` for the team of `ownerKeyId`; throws the quota's 429 when it does not fit. */
-export type FreshSandboxAdmission = (ownerKeyId: number | null, template: string, timeoutSec: number) => QuotaReservation;
+/**
+ * Admit one new sandbox of `template` for the team of `ownerKeyId`; throws the quota's 429 when it does not fit. On a
+ * node of a cluster through the team ledger, as API creates are (team-quotas.ts admitShared).
+ */
+export type FreshSandboxAdmission = (ownerKeyId: number | null, template: string, timeoutSec: number, signal?: AbortSignal) => Promise<QuotaReservation>;
 
 /** What a create without a known template is assumed to ask for (E2B's defaults), as the access hooks assume. */
 export const FALLBACK_SANDBOX_SIZE = { cpuCount: 2, memoryMB: 512, diskMB: 0 };
@@ -14,9 +17,9 @@ export function freshSandboxAdmission(
   teams: Pick<TeamServices, "quotas" | "ownership" | "metrics">,
   templateSize: (ref: string) => { cpuCount: number; memoryMB: number; diskMB: number } | undefined,
 ): FreshSandboxAdmission {
-  return (ownerKeyId, template, timeoutSec) => {
+  return async (ownerKeyId, template, timeoutSec, signal) => {
     const teamId = teams.ownership.teamOfKeyId(ownerKeyId);
-    const reservation = teams.quotas.admit(teamId, { count: 1, ...(templateSize(template) ?? FALLBACK_SANDBOX_SIZE), timeoutSec, kind: "new" });
+    const reservation = await teams.quotas.admitShared(teamId, { count: 1, ...(templateSize(template) ?? FALLBACK_SANDBOX_SIZE), timeoutSec, kind: "new" }, undefined, signal);
     teams.metrics.started(teamId);
     return reservation;
   };
