@@ -27,6 +27,10 @@ export interface EnvdRoutes {
 const RPC_PREFIXES = [`/${Process.typeName}/`, `/${Filesystem.typeName}/`];
 
 export function createEnvdRoutes(context: EnvdContext): EnvdRoutes {
+  // Connect's Node adapter turns each request's headers into a fetch `Headers`. Node 20 defines that global lazily:
+  // its first use loads Node's whole fetch implementation (undici), about 20 ms of CPU, which was most of what a
+  // sandbox's first command cost more than the next ones. Touched here, it loads while envd is idle.
+  void globalThis.Headers;
   const watchers = new WatcherRegistry(context.users);
   const shutdown = new AbortController();
   const rpc = connectNodeAdapter({
