@@ -3,10 +3,12 @@
 // xattr/inotify addon and the envd-exec privilege-drop helper). The native parts compile with the system C
 // compiler against the running Node's headers, so the build needs no network (node-gyp would download headers).
 import { build } from "esbuild";
-import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
+import { setTimeout } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 
 const pkgDir = dirname(fileURLToPath(import.meta.url));
@@ -111,25 +113,66 @@ async function bundleEntry() {
 }
 
 // The cache is made by this node, the one the runtime copies into every sandbox, with no flags (V8 refuses a
-// cache made under other flags). envd listens on a loopback port of its own choosing for the moment it runs.
-// Without a cache envd still starts, only slower: a failure here is reported, not fatal.
-function writeCodeCache() {
+// cache made under other flags). envd listens on a loopback port of its own choosing for the moment it runs; once it
+// has loaded its routes, code-cache-warm-up.mjs sends it a sandbox's first requests, then SIGUSR2 has it write the
+// cache. Without a cache envd still starts, only slower, and without the warm-up the cache still holds start-up: a
+// failure here is reported, not fatal.
+/** envd loads its routes 100 ms after it listens (server.ts); the warm-up waits that long before its requests. */
+const ROUTES_LOADED_MS = 300;
+const CACHE_TIMEOUT_MS = 30_000;
+
+async function writeCodeCache() {
   const cache = join(distDir, "envd-main.cache");
+  const scratch = mkdtempSync(join(tmpdir(), "burrow-envd-cache-"));
   rmSync(cache, { force: true });
+  const child = spawn(process.execPath, [join(distDir, "envd.cjs")], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ENVD_PORT: "0", ENVD_HOST: "127.0.0.1", BURROW_ENVD_WRITE_CODE_CACHE: cache },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const exited = new Promise((resolve) => child.once("exit", (code, signal) => resolve(code ?? signal)));
+  const signal = AbortSignal.timeout(CACHE_TIMEOUT_MS);
   try {
-    execFileSync(process.execPath, [join(distDir, "envd.cjs")], {
-      env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ENVD_PORT: "0", ENVD_HOST: "127.0.0.1", BURROW_ENVD_WRITE_CODE_CACHE: cache },
-      stdio: ["ignore", "ignore", "pipe"],
-      timeout: 30_000,
-    });
+    const port = await listeningPort(child, signal);
+    await setTimeout(ROUTES_LOADED_MS);
+    try {
+      const { warmUp } = await import("./code-cache-warm-up.mjs");
+      await warmUp(`http://127.0.0.1:${port}`, scratch, signal);
+    } catch (error) {
+      console.warn(`envd: the code cache holds start-up only (the warm-up failed: ${error.message})`);
+    }
+    child.kill("SIGUSR2");
+    const status = await Promise.race([exited, setTimeout(CACHE_TIMEOUT_MS, "timed out", { ref: false })]);
+    if (status !== 0 || !existsSync(cache)) throw new Error(`envd exited with ${status} before writing it`);
   } catch (error) {
+    child.kill("SIGKILL");
     rmSync(cache, { force: true });
     console.warn(`envd: no code cache (envd starts without it, slower): ${error.message}`);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** The port envd's "listening" log line names. */
+function listeningPort(child, signal) {
+  return new Promise((resolve, reject) => {
+    let text = "";
+    const onAbort = () => reject(new Error("envd did not start listening"));
+    signal.addEventListener("abort", onAbort, { once: true });
+    child.once("exit", () => reject(new Error(`envd exited before listening: ${text.slice(-500)}`)));
+    child.stderr.setEncoding("utf8");
+    child.stderr.on("data", (chunk) => {
+      text += chunk;
+      const line = text.split("\n").find((l) => l.includes('"listening"'));
+      if (line) {
+        signal.removeEventListener("abort", onAbort);
+        resolve(JSON.parse(line).port);
+      }
+    });
+  });
 }
 
 buildNative();
 await bundle();
 await bundleEntry();
 stageNativeModules();
-writeCodeCache();
+await writeCodeCache();
