@@ -43,7 +43,10 @@ export interface UpConfig {
   readonly orchestrator: Readonly<OrchestratorConfig>;
   /** Resolved by the server's resolver (BURROW_HOST, BURROW_PORT, BURROW_DOMAIN, BURROW_API_KEY, …), in the orchestrator's state directory. */
   readonly server: ServerConfig;
-  /** `embedded` (SQLite in the state directory) or NATS JetStream at comma-separated nats:// or tls:// URLs. @default embedded (flag --bus, env BURROW_BUS) */
+  /**
+   * `embedded` (SQLite in the state directory) or NATS JetStream at comma-separated nats:// or tls:// URLs.
+   * @default embedded; on a node of a cluster, the cluster's NATS servers (flag --bus, env BURROW_BUS)
+   */
   readonly bus: BusSpec;
   /** pino level of the log. @default "info" (env BURROW_LOG_LEVEL) */
   readonly logLevel: LogLevel;
@@ -62,7 +65,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw usageError(`BURROW_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
   }
-  const bus = flags.bus !== undefined ? parseBus("--bus", flags.bus) : parseBus("BURROW_BUS", fromEnv(env, "BURROW_BUS") ?? DEFAULT_BUS);
+  const busSpec = flags.bus !== undefined ? { source: "--bus", spec: flags.bus } : fromEnv(env, "BURROW_BUS") !== undefined ? { source: "BURROW_BUS", spec: fromEnv(env, "BURROW_BUS")! } : undefined;
   return asUsageErrors(() => {
     const orchestrator = resolveOrchestratorConfig(
       {
@@ -88,6 +91,9 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
       },
       env,
     );
+    // A node of a cluster shares one bus with the others unless told otherwise: triggers, queues and events that
+    // stop at a node's edge would make a cluster several Burrows behind one URL.
+    const bus = busSpec ? parseBus(busSpec.source, busSpec.spec) : server.cluster ? Object.freeze({ kind: "nats" as const, servers: server.cluster.servers }) : parseBus("default", DEFAULT_BUS);
     return Object.freeze({ orchestrator, server, bus, logLevel: logLevel as LogLevel });
   });
 }

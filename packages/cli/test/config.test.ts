@@ -126,6 +126,16 @@ describe("resolveUpConfig", () => {
     expect([ages({}), ages({ memoryPauseMaxAgeMs: "5000" })]).toEqual([60_000, 5_000]);
   });
 
+  it("gives a node of a cluster the cluster's NATS as its bus unless --bus or BURROW_BUS says otherwise", () => {
+    const servers = ["nats://a:4222", "nats://b:4222"];
+    expect(resolveUpConfig({ cluster: servers.join(","), nodeName: "n1" }, {}).bus).toEqual({ kind: "nats", servers });
+    expect(resolveUpConfig({ nodeName: "n1" }, { BURROW_CLUSTER: servers.join(",") }).bus).toEqual({ kind: "nats", servers });
+    expect(resolveUpConfig({ cluster: servers.join(","), nodeName: "n1", bus: "embedded" }, {}).bus).toEqual({ kind: "embedded" });
+    expect(resolveUpConfig({ cluster: servers.join(","), nodeName: "n1" }, { BURROW_BUS: "embedded" }).bus).toEqual({ kind: "embedded" });
+    expect(resolveUpConfig({ cluster: servers.join(","), nodeName: "n1", bus: "nats://c:4222" }, {}).bus).toEqual({ kind: "nats", servers: ["nats://c:4222"] });
+    expect(resolveUpConfig({}, {}).bus).toEqual({ kind: "embedded" });
+  });
+
   it("refuses bad flags and variables with usage errors that name them", () => {
     for (const [flags, env, message] of [
       [{ poolSize: "abc" }, {}, "--pool-size must be a non-negative integer, got 'abc'"],

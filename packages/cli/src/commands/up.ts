@@ -32,7 +32,7 @@ export const up = defineCommand({
       description: `Prepared sandboxes that take the root of any template a create names (default ${DEFAULT_POOL_SHELLS} with a pool, 0 without; env BURROW_POOL_SHELLS)`,
     },
     "memory-pause-max-age-ms": { type: "string", value: "MS", description: "A memory pause older than this becomes a filesystem pause (default 3600000, env BURROW_MEMORY_PAUSE_MAX_AGE_MS)" },
-    bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}, env BURROW_BUS)` },
+    bus: { type: "string", value: "SPEC", description: `'embedded' or nats://HOST:4222[,…] (default ${DEFAULT_BUS}; with --cluster, the cluster's servers; env BURROW_BUS)` },
     cluster: { type: "string", value: "URLS", description: "Join the cluster coordinated by these NATS JetStream servers, nats://HOST:4222[,…] (env BURROW_CLUSTER)" },
     "node-name": { type: "string", value: "NAME", description: "This node's name in the cluster (default the host name, env BURROW_NODE_NAME)" },
     "node-url": { type: "string", value: "URL", description: "http://HOST:PORT other nodes reach this one at (default the address it listens on, env BURROW_NODE_URL)" },
@@ -81,6 +81,12 @@ async function runServer(config: UpConfig): Promise<void> {
   const { stateDir } = config.orchestrator;
   const logger = pino({ level: config.logLevel });
   const progress = (line: string) => process.stderr.write(`[burrow] ${line}\n`);
+  if (config.server.cluster && config.bus.kind === "embedded") {
+    logger.warn(
+      { node: config.server.cluster.nodeName },
+      "--bus embedded on a node of a cluster: this node's bus is its own (events, triggers, queues and agents published through it are not heard on other nodes)",
+    );
+  }
   const orchestrator = await LocalOrchestrator.create({
     config: config.orchestrator,
     envd: { ...envdRuntimeFiles(), programs: [codeInterpreterRuntimeFiles(), mcpGatewayRuntimeFiles()] },
