@@ -19,6 +19,11 @@ export interface WarmPoolOptions {
   launch: (template: TemplateManifest, signal: AbortSignal) => Promise<HostedSandbox>;
   destroy: (sandbox: HostedSandbox) => Promise<void>;
   logger: Logger;
+  /**
+   * How long a refill waits before its first launch; without it, one event-loop turn (the claim's answer is sent
+   * first). See SandboxPools for the prepared sandboxes' delay.
+   */
+  refillDelayMs?: number;
 }
 
 interface PooledSandbox {
@@ -151,8 +156,10 @@ export class WarmPool {
   }
 
   private async fillLoop(): Promise<void> {
-    // A claim calls fill() before its create is answered: launching starts once that answer is on its way.
-    await new Promise((resolve) => setImmediate(resolve));
+    // A claim calls fill() before its create is answered: launching starts once that answer is on its way (or after
+    // the pool's refill delay).
+    const delayMs = this.opts.refillDelayMs ?? 0;
+    await new Promise((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs) : setImmediate(resolve)));
     while (this.ready.length < this.opts.size && !this.controller.signal.aborted) {
       const template = this.opts.resolve(this.opts.template);
       // Nothing to launch from; refresh() starts filling again once the reference names a template.

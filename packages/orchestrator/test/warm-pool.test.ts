@@ -130,3 +130,29 @@ describe("warm pool builds", () => {
     expect(h.destroyed).toContain("sb4");
   });
 });
+
+describe("warm pool refill delay", () => {
+  it("launches nothing until the delay has passed after a take, then refills", async () => {
+    let launches = 0;
+    const pool = new WarmPool({
+      template: "pooled",
+      size: 1,
+      resolve: () => manifest(["layer-1"]),
+      launch: async () => ({ record: { sandboxId: `sb${++launches}` } }) as HostedSandbox,
+      destroy: async () => undefined,
+      logger: silentLogger,
+      refillDelayMs: 300,
+    });
+    await pool.waitFull();
+    expect(launches).toBe(1);
+    expect(pool.takeAny()?.record.sandboxId).toBe("sb1");
+    pool.fill();
+    // Timers fire in the order they expire: this one, set after the pool's, still expires first.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(launches).toBe(1);
+    expect(pool.status().starting).toBe(0);
+    await pool.waitFull();
+    expect(launches).toBe(2);
+    await pool.close();
+  });
+});
