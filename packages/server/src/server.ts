@@ -45,6 +45,8 @@ import { WebhookStore } from "./alerts/webhook-store.js";
 import { startAlertWatches } from "./alerts/alert-watches.js";
 import { openTeamServices } from "./teams/team-services.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
+import type { CreatePlacement } from "./cluster/create-placement.js";
+import { taskNodes } from "./cluster/task-nodes.js";
 import type { LocalTemplates } from "./cluster/cluster-templates.js";
 import { clusterTemplateTeams } from "./cluster/template-teams.js";
 import type { SandboxMoves } from "./cluster/sandbox-moves.js";
@@ -218,12 +220,19 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     let busServices: SandboxBusServices | undefined;
     // Fresh sandboxes of triggers and tasks are admitted against their team's quotas once the teams are open (below).
     let freshAdmission: FreshSandboxAdmission | undefined;
+    // Set once made (below): where a trigger's fresh sandbox goes on a node of a cluster.
+    let placement: CreatePlacement | undefined;
     if (deps.bus) {
       const upstream = deps.upstream ?? defaultUpstream;
-      const runner = new ServerSandboxRunner({ sandboxes, upstream, bus: deps.bus, logger, outputLimits: cfg.outputEvents, admitFresh: () => freshAdmission });
+      // Nodes sharing one bus share its task queue: a run belongs to the node with its sandbox (cluster/task-nodes.ts).
+      const sharedBus = cluster && deps.bus.kind === "nats" ? cluster : undefined;
+      const nodeFor = sharedBus
+        ? taskNodes({ membership: sharedBus.membership, owners: sharedBus.owners, isLocal: (sandboxId) => store.sandboxes.get(sandboxId) !== undefined, placement: () => placement })
+        : undefined;
+      const runner = new ServerSandboxRunner({ sandboxes, upstream, bus: deps.bus, logger, outputLimits: cfg.outputEvents, admitFresh: () => freshAdmission, nodeFor });
       const watches = new WatchBridge({ bus: deps.bus, sandboxes, upstream, events, logger, limits: cfg.fsEvents });
       cleanups.push(() => watches.close());
-      const triggers = await TriggerService.open({ bus: deps.bus, runner, logger, eventStream: cfg.eventStream });
+      const triggers = await TriggerService.open({ bus: deps.bus, runner, logger, eventStream: cfg.eventStream, node: sharedBus?.config.nodeName });
       cleanups.push(() => triggers.close());
       busServices = { watches, triggers, runner };
     }
@@ -379,7 +388,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
         )
       : undefined;
     // Creates go to the node placement chooses (cluster/create-placement.ts).
-    const placement = cluster?.placement({
+    placement = cluster?.placement({
       runningSandboxes: () => store.sandboxes.countRunning(),
       poolFill: () => deps.orchestrator.poolFill?.() ?? [],
       resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),

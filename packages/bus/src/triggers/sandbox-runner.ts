@@ -37,6 +37,11 @@ export interface CodeExecution {
 export interface SandboxRunner {
   runCommand(target: RunTarget, cmd: string, opts: RunOptions): Promise<RunResult>;
   runCode?(target: RunTarget, code: CodeSpec, opts: RunOptions): Promise<RunResult>;
+  /**
+   * The server (another one sharing this bus: a node of a cluster) that must run a task in this target — the one with
+   * the sandbox, or the one placement chose for a fresh sandbox; undefined: this one.
+   */
+  nodeFor?(target: RunTarget): string | undefined;
 }
 
 export function shellQuote(s: string): string {

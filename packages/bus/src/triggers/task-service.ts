@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { BurrowError, Code } from "@burrow/protocol";
 import { AsyncQueue } from "../async-queue.js";
 import { WorkQueue, type QueueMessage } from "../queue/work-queue.js";
@@ -48,6 +48,11 @@ export interface TaskServiceOptions {
   /** Delay before each retry. @default [1000, 5000, 30000] */
   backoffMs?: number[];
   pollMs?: number;
+  /**
+   * This server's name among the servers sharing the bus (the nodes of a cluster): it also reads a queue of its own,
+   * to which other servers hand the tasks only it can run (its sandboxes, or a fresh one placement put here).
+   */
+  node?: string;
 }
 
 const TASK_BUCKET = "burrow_tasks";
@@ -55,20 +60,56 @@ const enc = new TextEncoder();
 const dec = new TextDecoder();
 
 /** Tasks: commands or code run in sandboxes with retries, backoff, a dead state, and failover between workers. */
+/**
+ * The queue of one server's own tasks: `<queue>_at_<node>`, or a digest of the node's name where that would be longer
+ * than a queue name may be.
+ */
+export function nodeQueueName(queue: string, node: string): string {
+  const name = `${queue}_at_${node}`;
+  return /^[A-Za-z0-9_-]{1,57}$/.test(name) ? name : `${queue}_at_${createHash("sha256").update(node).digest("hex").slice(0, 16)}`;
+}
+
 export class TaskService {
-  private constructor(private readonly bus: Bus, readonly queue: WorkQueue, private readonly kv: KV, private readonly maxAttempts: number) {}
+  readonly #nodeQueues = new Map<string, Promise<WorkQueue>>();
+
+  private constructor(
+    private readonly bus: Bus,
+    readonly queue: WorkQueue,
+    private readonly kv: KV,
+    private readonly maxAttempts: number,
+    private readonly queueOptions: Omit<Parameters<typeof WorkQueue.open>[1], "name">,
+    /** This server's own queue (TaskServiceOptions.node). */
+    readonly nodeQueue: WorkQueue | undefined,
+  ) {}
 
   static async open(bus: Bus, o: TaskServiceOptions = {}): Promise<TaskService> {
     const maxAttempts = o.maxAttempts ?? 3;
-    const queue = await WorkQueue.open(bus, {
-      name: o.queue ?? "tasks",
+    const queueOptions = {
       ackWaitMs: o.ackWaitMs ?? 30_000,
       // One spare delivery: the worker writes "dead" and terminates on the last attempt itself.
       maxAttempts: maxAttempts + 1,
       backoffMs: o.backoffMs ?? [1000, 5000, 30_000],
       ...(o.pollMs ? { pollMs: o.pollMs } : {}),
-    });
-    return new TaskService(bus, queue, await bus.kv(TASK_BUCKET), maxAttempts);
+    };
+    const name = o.queue ?? "tasks";
+    const queue = await WorkQueue.open(bus, { name, ...queueOptions });
+    const nodeQueue = o.node !== undefined ? await WorkQueue.open(bus, { name: nodeQueueName(name, o.node), ...queueOptions }) : undefined;
+    return new TaskService(bus, queue, await bus.kv(TASK_BUCKET), maxAttempts, queueOptions, nodeQueue);
+  }
+
+  /**
+   * Hands a task to the server named `node` (its own queue): taken from the shared queue by a server that cannot run
+   * it. Its status stays where it is; the msg id makes a second hand-over of the same task a no-op.
+   */
+  async handTo(node: string, spec: TaskSpec & { id: string }, opts: { signal?: AbortSignal } = {}): Promise<void> {
+    const name = nodeQueueName(this.queue.name, node);
+    let queue = this.#nodeQueues.get(name);
+    if (!queue) {
+      queue = WorkQueue.open(this.bus, { name, ...this.queueOptions });
+      this.#nodeQueues.set(name, queue);
+      queue.catch(() => this.#nodeQueues.delete(name));
+    }
+    await (await queue).enqueue(enc.encode(JSON.stringify(spec)), { priority: spec.priority ?? 0, msgId: `task:${spec.id}`, signal: opts.signal });
   }
 
   private statusSubject(id: string): string {
@@ -172,26 +213,38 @@ export class TaskWorker {
   readonly events = new AsyncQueue<TaskStatus>(10_000);
 
   constructor(private readonly svc: TaskService, private readonly runner: SandboxRunner, readonly workerId: string, concurrency: number, private readonly maxAttempts: number) {
-    for (let i = 0; i < concurrency; i++) this.loops.push(this.loop());
+    for (let i = 0; i < concurrency; i++) this.loops.push(this.loop(svc.queue, true));
+    // Tasks other servers handed to this one: run here whatever nodeFor says now (no second hand-over, no ping-pong).
+    if (svc.nodeQueue) for (let i = 0; i < concurrency; i++) this.loops.push(this.loop(svc.nodeQueue, false));
   }
 
-  private async loop(): Promise<void> {
-    const c = await this.svc.queue.consumer();
+  private async loop(queue: WorkQueue, shared: boolean): Promise<void> {
+    const c = await queue.consumer();
     try {
       while (!this.stop.signal.aborted) {
         const m = await c.next({ timeoutMs: 5000, signal: this.stop.signal }).catch(() => null);
-        if (m) await this.handle(m);
+        if (m) await this.handle(m, shared);
       }
     } finally {
       await c.close();
     }
   }
 
-  private async handle(m: QueueMessage): Promise<void> {
+  private async handle(m: QueueMessage, shared: boolean): Promise<void> {
     const spec = JSON.parse(dec.decode(m.data)) as TaskSpec & { id: string };
     const prev = await this.svc.get(spec.id);
     // A worker that finished but died before acknowledging: the result is recorded, do not run it again.
     if (prev && (prev.state === "succeeded" || prev.state === "dead")) return void (await m.ack());
+    const elsewhere = shared ? this.runner.nodeFor?.(spec.target) : undefined;
+    if (elsewhere !== undefined) {
+      try {
+        await this.svc.handTo(elsewhere, spec, { signal: this.stop.signal });
+        await m.ack();
+      } catch {
+        await m.nack({ delayMs: 1000 }).catch(() => undefined);
+      }
+      return;
+    }
     const limit = Math.min(spec.maxAttempts ?? this.maxAttempts, this.maxAttempts);
     const base = { id: spec.id, spec, attempt: m.attempt, worker: this.workerId };
     await this.note({ ...base, state: "running", updatedAtMs: Date.now() });

@@ -67,6 +67,11 @@ export interface ServerSandboxRunnerOptions {
    * is stored; undefined until the server's teams are open.
    */
   admitFresh?: () => FreshSandboxAdmission | undefined;
+  /**
+   * On a node of a cluster sharing its bus: the node that must run a task in this target (cluster/task-nodes.ts);
+   * undefined there, or absent: this server.
+   */
+  nodeFor?: ((target: RunTarget) => string | undefined) | undefined;
 }
 
 const DEFAULT_TIMEOUT_MS = 60_000;
@@ -76,6 +81,10 @@ export class ServerSandboxRunner implements SandboxRunner {
 
   constructor(private readonly o: ServerSandboxRunnerOptions) {
     this.outputLimits = resolveOutputEventLimits(o.outputLimits);
+  }
+
+  nodeFor(target: RunTarget): string | undefined {
+    return this.o.nodeFor?.(target);
   }
 
   /** The live sandbox as an envd target, or NotFound in the API's words. */

@@ -1,6 +1,9 @@
 // Triggers and tasks inside the server: rules persisted in the bus's KV (so they survive a restart and resume from
 // their durable consumer's position), one TriggerEngine per rule, a TaskService and a TaskWorker running tasks with
-// the server's real SandboxRunner.
+// the server's real SandboxRunner. On a bus other servers share (NATS: the nodes of a cluster), every server runs
+// every rule: the rules' KV is read again every few seconds so that a rule made or deleted through another server
+// starts or stops here too, and the servers' engines of one rule read through the same durable consumer, which gives
+// each event to one of them, so a rule fires once per event however many servers run it.
 import { randomBytes, randomUUID } from "node:crypto";
 import {
   TaskService, TriggerEngine,
@@ -48,6 +51,16 @@ export interface TriggerServiceOptions {
   backoffMs?: number[];
   /** Limits of the sandbox event stream every rule's engine ensures; the server's own (config `eventStream`). */
   eventStream?: SandboxEventStreamLimits;
+  /**
+   * How often the rules are read again to follow other servers' changes; 0: never (a bus only this server uses).
+   * @default 2000 on a NATS bus, else 0
+   */
+  syncMs?: number;
+  /**
+   * This server's name when other servers share the bus (a node of a cluster): tasks only it can run are handed to its
+   * own queue (TaskService's `node`, the runner's `nodeFor`).
+   */
+  node?: string | undefined;
 }
 
 export const TRIGGER_BUCKET = "burrow_triggers";
@@ -83,7 +96,11 @@ function toEngineRule(t: StoredTrigger): TriggerRule {
 }
 
 export class TriggerService {
-  readonly #engines = new Map<string, TriggerEngine>();
+  /** Rule id → its engine, and the generation it runs (a rule re-created under the same id is a new one). */
+  readonly #engines = new Map<string, { engine: TriggerEngine; generation: string }>();
+  /** Starts and stops of engines, one at a time: a sync must not start a second engine beside a create's. */
+  #changes: Promise<unknown> = Promise.resolve();
+  #syncTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   private constructor(
@@ -95,18 +112,71 @@ export class TriggerService {
 
   /** Opens the task queue, starts a worker, and restarts every persisted rule. */
   static async open(o: TriggerServiceOptions): Promise<TriggerService> {
-    const tasks = await TaskService.open(o.bus, { maxAttempts: o.maxAttempts ?? 3, backoffMs: o.backoffMs ?? [1000, 5000, 15_000] });
+    const tasks = await TaskService.open(o.bus, { maxAttempts: o.maxAttempts ?? 3, backoffMs: o.backoffMs ?? [1000, 5000, 15_000], ...(o.node !== undefined ? { node: o.node } : {}) });
     const kv = await o.bus.kv(TRIGGER_BUCKET);
     const worker = tasks.startWorker(o.runner, { workerId: `server-${process.pid}-${randomUUID().slice(0, 8)}`, concurrency: o.concurrency ?? 4 });
     const svc = new TriggerService(o, tasks, worker, kv);
-    for (const t of await svc.list()) {
-      try {
-        svc.#engines.set(t.id, await TriggerEngine.start({ bus: o.bus, tasks, rules: [toEngineRule(t)], eventStream: o.eventStream }));
-      } catch (err) {
-        o.logger.error({ err, triggerId: t.id }, "could not restart a persisted trigger");
-      }
+    await svc.sync();
+    const syncMs = o.syncMs ?? (o.bus.kind === "nats" ? 2000 : 0);
+    if (syncMs > 0) {
+      const tick = () => {
+        svc.#syncTimer = setTimeout(() => void svc.sync().finally(() => !svc.#closed && tick()), syncMs);
+        svc.#syncTimer.unref();
+      };
+      tick();
     }
     return svc;
+  }
+
+  /** Runs `change` after the ones before it (engine starts and stops never interleave). */
+  #serial<T>(change: () => Promise<T>): Promise<T> {
+    const next = this.#changes.then(change, change);
+    this.#changes = next.catch(() => undefined);
+    return next;
+  }
+
+  async #start(t: StoredTrigger): Promise<void> {
+    // A sync may have started it between the rule's write and its create's turn.
+    if (this.#engines.get(t.id)?.generation === t.generation) return;
+    const engine = await TriggerEngine.start({ bus: this.o.bus, tasks: this.tasks, rules: [toEngineRule(t)], eventStream: this.o.eventStream });
+    if (this.#closed) return void (await engine.close());
+    this.#engines.set(t.id, { engine, generation: t.generation });
+  }
+
+  async #stop(id: string): Promise<void> {
+    const running = this.#engines.get(id);
+    this.#engines.delete(id);
+    await running?.engine.close();
+  }
+
+  /**
+   * Runs exactly the stored rules: starts those without an engine here (persisted before a restart, or made through
+   * another server), stops those deleted or re-created elsewhere. Never throws: a failure is logged and the next sync
+   * tries again.
+   */
+  sync(): Promise<void> {
+    return this.#serial(async () => {
+      if (this.#closed) return;
+      let stored: StoredTrigger[];
+      try {
+        stored = await this.list();
+      } catch (err) {
+        this.o.logger.warn({ err }, "could not read the trigger rules");
+        return;
+      }
+      const wanted = new Map(stored.map((t) => [t.id, t]));
+      for (const [id, running] of [...this.#engines]) {
+        if (wanted.get(id)?.generation !== running.generation) await this.#stop(id).catch((err: unknown) => this.o.logger.warn({ err, triggerId: id }, "could not stop a trigger"));
+      }
+      for (const t of stored) {
+        if (this.#engines.has(t.id) || this.#closed) continue;
+        try {
+          await this.#start(t);
+        } catch (err) {
+          this.o.logger.error({ err, triggerId: t.id }, "could not start a stored trigger");
+        }
+      }
+    });
   }
 
   /** `owner`: the key of the request that made the rule, whose team owns the sandboxes it creates. */
@@ -126,7 +196,7 @@ export class TriggerService {
       throw err;
     }
     try {
-      this.#engines.set(t.id, await TriggerEngine.start({ bus: this.o.bus, tasks: this.tasks, rules: [toEngineRule(t)], eventStream: this.o.eventStream }));
+      await this.#serial(() => this.#start(t));
     } catch (err) {
       await this.kv.delete(t.id).catch(() => undefined);
       throw err;
@@ -149,15 +219,13 @@ export class TriggerService {
     const existing = await this.get(id);
     if (!existing) return false;
     await this.kv.delete(id);
-    const engine = this.#engines.get(id);
-    this.#engines.delete(id);
-    await engine?.close();
+    await this.#serial(() => this.#stop(id));
     return true;
   }
 
   /** How many tasks the rule has submitted since this server started it. */
   fired(id: string): number {
-    return this.#engines.get(id)?.fired ?? 0;
+    return this.#engines.get(id)?.engine.fired ?? 0;
   }
 
   /** `owner`: the key of the request that submitted it, whose team owns a fresh sandbox it runs in. */
@@ -187,9 +255,11 @@ export class TriggerService {
 
   async close(): Promise<void> {
     this.#closed = true;
+    clearTimeout(this.#syncTimer);
+    await this.#changes;
     const engines = [...this.#engines.values()];
     this.#engines.clear();
-    await Promise.allSettled(engines.map((e) => e.close()));
+    await Promise.allSettled(engines.map((e) => e.engine.close()));
     await this.worker.close();
   }
 }

@@ -103,6 +103,18 @@ export class CreatePlacement {
     throw unavailable(`no node could take the sandbox: ${passedOver.join(", ")}${cordoned ? `; node ${self} is cordoned` : ""}`, "no_node_available");
   }
 
+  /**
+   * The node placement would try first for a sandbox of this template, made by the server itself (a trigger's or
+   * task's fresh sandbox); undefined: this node (also when none can take it: it then answers as on one machine).
+   */
+  choose(templateRef: string): string | undefined {
+    const self = this.#d.membership.nodeName;
+    const names = this.#templateNames(templateRef);
+    const fetchable = this.#d.templates?.records().some((r) => recordMatches(r, templateRef)) ?? false;
+    const first = placeCreate(this.#nodes(names), { template: names, self, fetchable, ...(this.#d.choices ? { choices: this.#d.choices } : {}) }).order[0];
+    return first === self ? undefined : first;
+  }
+
   /** Nothing can take it: a template no node has is this node's 404 to give (as on one machine), else 503. */
   #nowhere(plan: PlacementPlan, ref: string, cordoned: boolean): boolean {
     const hasIt = plan.skipped.filter((s) => s.why !== "no_template" && s.why !== "templates_unknown");
