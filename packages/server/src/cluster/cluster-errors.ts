@@ -5,8 +5,26 @@ import { BurrowError, Code } from "@burrow/protocol";
 /** JetStream's "wrong last sequence": a revision check failed (someone wrote the key first). */
 const WRONG_LAST_SEQUENCE = 10071;
 
-export function isRevisionConflict(err: unknown): boolean {
+/** JetStream refused a write whose expected sequence (a key's revision or the stream's last) has moved. */
+export function isWrongLastSequence(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.code === WRONG_LAST_SEQUENCE;
+}
+
+/** A checked write (cluster-kv.ts) found its key changed: someone else wrote it first. */
+export class KeyChangedError extends Error {
+  constructor(
+    readonly bucket: string,
+    readonly key: string,
+    readonly found: number,
+  ) {
+    super(`key ${key} of bucket ${bucket} is at revision ${found}, not the one expected`);
+    this.name = "KeyChangedError";
+  }
+}
+
+/** Someone else wrote the key first: a checked write's KeyChangedError, or JetStream's own per-key refusal. */
+export function isRevisionConflict(err: unknown): boolean {
+  return err instanceof KeyChangedError || isWrongLastSequence(err);
 }
 
 export function clusterError(err: unknown, what: string): BurrowError {

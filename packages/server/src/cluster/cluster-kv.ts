@@ -1,11 +1,12 @@
 // The node's connection to the cluster's NATS servers and the buckets the cluster keeps there. A connection of its
 // own, not the agent bus's: the bus may be embedded while the node is clustered, and cluster state must not wait
 // behind a flood of bus traffic.
-import { connect, type NatsConnection } from "@nats-io/transport-node";
+import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { Kvm, type KV } from "@nats-io/kv";
+import { Bucket, Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { clusterError } from "./cluster-errors.js";
+import { BurrowError, Code } from "@burrow/protocol";
+import { clusterError, isWrongLastSequence, KeyChangedError } from "./cluster-errors.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 
 /** JetStream's "stream name already in use with a different configuration". */
@@ -76,4 +77,82 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     await nc.close().catch(() => undefined);
     throw clusterError(err, "open the cluster's buckets");
   }
+}
+
+// Checked writes. Every write that must not be lost to another writer (an owner claim, a take-over, a marker, a
+// read-modify-write of a node, team, key or template record) goes through these, never through the KV's own
+// create/update/delete with a revision. Those send `Nats-Expected-Last-Subject-Sequence`, which nats-server before
+// 2.9.21 (Debian 12 ships 2.9.10) checks on a replicated stream before the Raft proposal, against what is applied:
+// two writes naming one revision can both be taken (nats-io/nats-server#4320; seen on 3 servers, one double win in
+// about four races). `Nats-Expected-Last-Sequence`, the stream's last sequence, is checked there counting proposals
+// in flight, so these expect that instead: read the stream's last sequence, then the key (a key newer than that
+// sequence was written between the two reads: read again), compare the key with what the caller expects (changed:
+// KeyChangedError, which isRevisionConflict knows), and write expecting the stream still at that sequence. A write
+// of any other key of the bucket in between moves the sequence and the whole read is made again; only a change of
+// the key itself is a conflict. The price: three requests instead of one, and retries that grow with the bucket's
+// write rate (bounded: CHECKED_WRITE_ATTEMPTS, then an Unavailable error saying so).
+
+/** How often a checked write reads again because writes of other keys moved the stream's sequence. */
+export const CHECKED_WRITE_ATTEMPTS = 40;
+
+/** What a checked write expects of its key: its revision, or `ABSENT` (no record, or a deleted one). */
+export const ABSENT = 0;
+
+/**
+ * The only message of an empty bucket stream's seeding, a deletion of a key no one uses: JetStream takes an expected
+ * last sequence of 0 as no check at all, so a checked write needs a stream with something in it. A deletion marker
+ * reads as "no record" everywhere (watches, listings, gets).
+ */
+const SEED_KEY = "_seed";
+
+export interface CheckedWriteOptions {
+  signal?: AbortSignal | undefined;
+}
+
+/** Write `value` at `key` if the key is still at `expected` (a revision, or ABSENT). Returns the new revision. */
+export function checkedPut(kv: KV, key: string, value: Uint8Array, expected: number, options: CheckedWriteOptions = {}): Promise<number> {
+  return checkedWrite(kv, key, expected, value, undefined, options);
+}
+
+/** Write `value` at `key` if the key has no record (none, or a deleted one). Returns the new revision. */
+export function checkedCreate(kv: KV, key: string, value: Uint8Array, options: CheckedWriteOptions = {}): Promise<number> {
+  return checkedWrite(kv, key, ABSENT, value, undefined, options);
+}
+
+/** Delete `key` (a deletion marker, as the KV's delete) if it is still at revision `expected`. */
+export async function checkedDelete(kv: KV, key: string, expected: number, options: CheckedWriteOptions = {}): Promise<void> {
+  const h = natsHeaders();
+  h.set("KV-Operation", "DEL");
+  await checkedWrite(kv, key, expected, new Uint8Array(0), h, options);
+}
+
+async function checkedWrite(kv: KV, key: string, expected: number, payload: Uint8Array, hdrs: MsgHdrs | undefined, options: CheckedWriteOptions): Promise<number> {
+  // The KV interface has no way to send another expectation; its implementation class exposes what it sends with.
+  if (!(kv instanceof Bucket)) throw new BurrowError(Code.Internal, `checked write of ${key}: not a JetStream KV bucket`);
+  const subject = kv.subjectForKey(kv.encodeKey(key), true);
+  for (let attempt = 0; attempt < CHECKED_WRITE_ATTEMPTS; attempt++) {
+    options.signal?.throwIfAborted();
+    // The stream's last sequence first (the leader's, as applied), then the key: both read from the stream's leader.
+    const last = (await kv.jsm.streams.info(kv.stream)).state.last_seq;
+    if (last === 0) {
+      await kv.delete(SEED_KEY);
+      continue;
+    }
+    const entry = await kv.get(key);
+    if (!entry || entry.revision <= last) {
+      const live = entry !== null && entry.operation === "PUT";
+      if (expected === ABSENT ? live : entry?.revision !== expected) throw new KeyChangedError(kv.bucket, key, entry?.revision ?? 0);
+      try {
+        const ack = await kv.js.publish(subject, payload, { ...(hdrs ? { headers: hdrs } : {}), expect: { lastSequence: last } });
+        return ack.seq;
+      } catch (err) {
+        if (!isWrongLastSequence(err)) throw err;
+      }
+      // Another key's write came first. A short random wait, longer as attempts go, so that writers spread out.
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 1 + attempt * 3)));
+    }
+  }
+  throw new BurrowError(Code.Unavailable, `key ${key} of bucket ${kv.bucket} was not written: writes of other keys kept moving the bucket's sequence (${CHECKED_WRITE_ATTEMPTS} attempts); retry`, {
+    reason: "cluster_contended",
+  });
 }
