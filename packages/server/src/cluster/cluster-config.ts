@@ -7,6 +7,8 @@ import { BurrowError, Code } from "@burrow/protocol";
 export const DEFAULT_HEARTBEAT_MS = 3_000;
 /** A node whose record is older than this is reported down: a few missed heartbeats, not one slow write. */
 export const DEFAULT_DOWN_AFTER_MS = 15_000;
+/** Writable layers up to 10 GiB are published for moves. */
+export const DEFAULT_MOVE_MAX_MB = 10_240;
 
 export interface ClusterConfig {
   /** NATS servers (nats:// or tls:// URLs); every node of a cluster names the same cluster. (env BURROW_CLUSTER, comma-separated) */
@@ -29,6 +31,12 @@ export interface ClusterConfig {
    * @default the number of servers listed, at most 3 (env BURROW_CLUSTER_REPLICAS)
    */
   readonly replicas: number;
+  /**
+   * A filesystem pause whose writable layer is larger than this many MiB is not published for moves (it stays on its
+   * node; the owner record says why): every published pause uploads its whole writable layer to the NATS cluster.
+   * @default 10240 (env BURROW_CLUSTER_MOVE_MAX_MB)
+   */
+  readonly moveMaxMB: number;
 }
 
 export type ClusterConfigInput = Partial<ClusterConfig>;
@@ -67,6 +75,7 @@ export function resolveClusterConfig(input: ClusterConfigInput | null | undefine
   const heartbeatMs = intSetting("cluster.heartbeatMs", input?.heartbeatMs, env, "BURROW_CLUSTER_HEARTBEAT_MS", DEFAULT_HEARTBEAT_MS);
   const downAfterMs = intSetting("cluster.downAfterMs", input?.downAfterMs, env, "BURROW_CLUSTER_DOWN_AFTER_MS", DEFAULT_DOWN_AFTER_MS);
   const replicas = intSetting("cluster.replicas", input?.replicas, env, "BURROW_CLUSTER_REPLICAS", Math.min(servers.length, 3));
+  const moveMaxMB = intSetting("cluster.moveMaxMB", input?.moveMaxMB, env, "BURROW_CLUSTER_MOVE_MAX_MB", DEFAULT_MOVE_MAX_MB);
   if (replicas > 5) throw clusterError(`cluster.replicas must be at most 5 (JetStream's limit), got ${replicas}`);
   if (downAfterMs <= heartbeatMs) throw clusterError(`cluster.downAfterMs (${downAfterMs}) must exceed cluster.heartbeatMs (${heartbeatMs})`);
   return Object.freeze({
@@ -76,6 +85,7 @@ export function resolveClusterConfig(input: ClusterConfigInput | null | undefine
     heartbeatMs,
     downAfterMs,
     replicas,
+    moveMaxMB,
   });
 }
 

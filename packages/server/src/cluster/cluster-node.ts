@@ -167,8 +167,8 @@ export class ClusterNode {
    */
   async moveSandboxes(o: Pick<SandboxMovesOptions, "host" | "workDir">, events: SandboxEvents): Promise<SandboxMoves | undefined> {
     if (!this.#templates) return undefined;
-    const { nodeName, replicas } = this.config;
-    this.#moves = await SandboxMoves.open({ ...o, nc: this.kv.nc, replicas, nodeName, owners: this.owners, membership: this.membership, templates: this.#templates, logger: this.logger });
+    const { nodeName, replicas, moveMaxMB } = this.config;
+    this.#moves = await SandboxMoves.open({ ...o, nc: this.kv.nc, jsm: this.kv.jsm, maxMoveBytes: moveMaxMB * 1048576, replicas, nodeName, owners: this.owners, membership: this.membership, templates: this.#templates, logger: this.logger });
     this.#moves.follow(events);
     return this.#moves;
   }

@@ -69,6 +69,8 @@ export interface ClusterTemplatesOptions {
   /** Names of shipped templates, which every node makes itself and never publishes. */
   shipped: ReadonlySet<string>;
   intervalMs: number;
+  /** How old an object no record names must be before the sweep deletes it. @default 10 minutes */
+  sweepGraceMs?: number;
   logger: Logger;
 }
 
@@ -86,6 +88,8 @@ export class ClusterTemplates {
   readonly #imports = new Map<string, Promise<void>>();
   /** Templates of other nodes whose team is recorded here (so that lists and checks scope them as local ones). */
   readonly #adopted = new Set<string>();
+  /** Digests something else still needs (published sandboxes' layers, sandbox-moves.ts): never swept. */
+  #held: (() => Promise<Iterable<string>>) | undefined;
   #syncing: Promise<void> | undefined;
   #again = false;
   #closed = false;
@@ -416,12 +420,23 @@ export class ClusterTemplates {
     this.#o.logger.info({ templateId }, "deleted a template's cluster record");
   }
 
+  /**
+   * Layers a published sandbox stands on (sandbox-moves.ts) are swept only once no move record names them: a
+   * template deleted while a filesystem pause of it is published must still be resumable elsewhere.
+   */
+  holdLayers(held: () => Promise<Iterable<string>>): void {
+    this.#held = held;
+  }
+
   /** Delete the layer objects no record names (older than the grace: a publish uploads before it writes). */
   async #sweep(): Promise<void> {
     const named = new Set<string>();
     for (const record of this.records()) for (const source of Object.values(record.layers)) if ("digest" in source) named.add(source.digest);
+    // A failure to read what moves hold throws: nothing is swept rather than something a move needs.
+    for (const digest of (await this.#held?.()) ?? []) named.add(digest);
+    const grace = this.#o.sweepGraceMs ?? SWEEP_GRACE_MS;
     for (const info of await this.#objects.list()) {
-      if (info.deleted || named.has(info.name) || Date.now() - Date.parse(info.mtime) < SWEEP_GRACE_MS) continue;
+      if (info.deleted || named.has(info.name) || Date.now() - Date.parse(info.mtime) < grace) continue;
       await this.#objects.delete(info.name).catch((err: unknown) => this.#o.logger.warn({ err, object: info.name }, "could not delete a layer object"));
     }
   }

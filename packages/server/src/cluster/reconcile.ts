@@ -4,7 +4,8 @@
 // id, the local copy is killed, so that one id never names two live sandboxes; a lost record whose sandbox was killed
 // meanwhile (lost-kill.ts), the sandbox is killed and the record removed. A lost record is taken back rather
 // than its sandbox killed: it is the same sandbox with its state intact, nobody else can have taken the id meanwhile
-// (a lost record still holds it), and a client that was told `lost` is told `recovered`.
+// (a lost record still holds it), and a client that was told `lost` is told `recovered`. A record of this node for a
+// sandbox it does not have is removed, unless it is `movable`: a take-over this node claimed and did not finish.
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { SandboxEvents } from "../lifecycle/events.js";
@@ -24,7 +25,7 @@ export interface LocalSandboxes {
   kill(sandboxId: string): Promise<unknown>;
 }
 
-export type ReconcileOutcome = "kept" | "registered" | "recovered" | "killed" | "gone";
+export type ReconcileOutcome = "kept" | "registered" | "recovered" | "killed" | "gone" | "pending_move";
 
 export interface ReconcileDeps {
   owners: SandboxOwners;
@@ -90,8 +91,15 @@ export async function reconcileOwnership(d: ReconcileDeps, localIds: readonly st
     if (outcome) outcomes.set(sandboxId, outcome);
   }
   const local = new Set(localIds);
-  for (const sandboxId of await d.owners.mine()) {
+  for (const [sandboxId, { record }] of await d.owners.ownedBy(d.nodeName)) {
     if (local.has(sandboxId)) continue;
+    if (record.movable !== undefined && record.killedAt === undefined) {
+      // A take-over cut short after its claim (sandbox-moves.ts): the published archive may be the only copy left.
+      // The record stays this node's and movable, so a connect takes it over here again; removing it would lose it.
+      d.logger.warn({ sandboxId, movedFrom: record.movedFrom }, "a take-over of a sandbox was cut short; it stays movable and is taken over again at its next connect");
+      outcomes.set(sandboxId, "pending_move");
+      continue;
+    }
     await d.owners.release(sandboxId).catch((err: unknown) => d.logger.warn({ err, sandboxId }, "could not remove a stale owner record"));
   }
   return outcomes;

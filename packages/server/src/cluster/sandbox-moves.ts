@@ -16,11 +16,12 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { JetStreamApiError } from "@nats-io/jetstream";
+import { JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Orchestrator } from "@burrow/orchestrator";
+import { kvStoredKeys } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
 import type { Logger } from "pino";
 import { apiKeyFromHeaders } from "../auth/credentials.js";
@@ -37,10 +38,13 @@ import type { Membership } from "./membership.js";
 import { MOVE_RECORD_VERSION, decodeMoveRecord, encodeMoveRecord, type MoveRecord } from "./move-records.js";
 import { placeCreate, type PlacementNode } from "./placement.js";
 import { OWNER_RECORD_VERSION, type OwnerRecord, type SandboxOwners } from "./sandbox-owners.js";
+import { treeExceeds } from "./tree-size.js";
 
 export const MOVES_BUCKET = "burrow_sandbox_moves";
 export const SANDBOX_LAYERS_STORE = "burrow_sandbox_layers";
 const STREAM_NAME_IN_USE = 10058;
+/** Move records and archives no live sandbox needs are removed once this old (a publish uploads before it writes). */
+const DEFAULT_SWEEP_GRACE_MS = 10 * 60_000;
 /** Connect (E2B v1, v2) and the legacy resume: the requests that take a movable sandbox over. */
 const RESUME_PATH = /^\/(?:v2\/)?sandboxes\/([a-z0-9]+)\/(?:connect|resume)\/?(?:\?|$)/;
 
@@ -64,6 +68,8 @@ export interface MoveHost {
 
 export interface SandboxMovesOptions {
   nc: NatsConnection;
+  /** For listing the move records' keys (kvStoredKeys). */
+  jsm: JetStreamManager;
   replicas: number;
   nodeName: string;
   owners: SandboxOwners;
@@ -72,6 +78,10 @@ export interface SandboxMovesOptions {
   host: MoveHost;
   /** Where archives are written before they are sent (removed after). */
   workDir: string;
+  /** A filesystem pause whose writable layer is larger than this is not published (cluster.moveMaxMB). */
+  maxMoveBytes: number;
+  /** How old a move record or archive no sandbox needs must be before the sweep removes it. @default 10 minutes */
+  sweepGraceMs?: number;
   logger: Logger;
 }
 
@@ -85,6 +95,7 @@ export class SandboxMoves {
   readonly #publishing = new Map<string, Promise<boolean>>();
   readonly #taking = new Map<string, Promise<void>>();
   #stopEvents: (() => void) | undefined;
+  #sweepTimer: NodeJS.Timeout | undefined;
   #closed = false;
 
   private constructor(o: SandboxMovesOptions, kv: KV, objects: ObjectStore) {
@@ -101,7 +112,9 @@ export class SandboxMoves {
     const objects = await whenClusterAnswers(`open object store ${SANDBOX_LAYERS_STORE}`, () => openObjects(objm, o.replicas), { logger });
     await rm(o.workDir, { recursive: true, force: true });
     await mkdir(o.workDir, { recursive: true });
-    return new SandboxMoves(o, kv, objects);
+    const moves = new SandboxMoves(o, kv, objects);
+    o.templates.holdLayers(() => moves.heldLayerDigests());
+    return moves;
   }
 
   /**
@@ -117,6 +130,9 @@ export class SandboxMoves {
         void this.#discard(sandboxId).catch((err: unknown) => this.#o.logger.warn({ err, sandboxId }, "could not remove a sandbox's move record"));
       }
     });
+    const grace = this.#o.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS;
+    this.#sweepTimer = setInterval(() => void this.sweep().catch((err: unknown) => this.#o.logger.warn({ err }, "could not sweep stale sandbox moves")), Math.max(1_000, grace / 2));
+    this.#sweepTimer.unref();
     void (async () => {
       for (const sandboxId of this.#o.host.ids()) {
         if (this.#closed) return;
@@ -148,6 +164,14 @@ export class SandboxMoves {
     if (!owner || owner.record.node !== nodeName || owner.record.lostAt !== undefined) return false;
     const previous = await this.#record(sandboxId);
     if (previous && previous.bootId === movable.bootId && owner.record.movable === previous.writable.digest) return true;
+    const { maxMoveBytes } = this.#o;
+    if (await treeExceeds(movable.upperDir, maxMoveBytes)) {
+      // Uploading it on every pause would cost the cluster more than a move is worth: it stays on this node.
+      const why = `its writable layer exceeds the cluster's move limit of ${Math.floor(maxMoveBytes / 1048576)} MiB`;
+      logger.warn({ sandboxId, maxMoveBytes }, "a filesystem-paused sandbox is not published for moves: its writable layer is too large");
+      await this.#refuse(sandboxId, why);
+      return false;
+    }
     const started = Date.now();
     const sources = await templates.layerSources(movable.boot.layers);
     const file = join(this.#o.workDir, `${sandboxId}-${process.pid}.tar`);
@@ -202,11 +226,16 @@ export class SandboxMoves {
       writable,
     };
     await this.#kv.put(sandboxId, encodeMoveRecord(record));
+    // A newer publication replaces the older one: its archive is nobody's now.
+    if (previous && previous.writable.digest !== writable.digest) {
+      await this.#objects.delete(objectName(sandboxId, previous.writable.digest)).catch((err: unknown) => logger.warn({ err, sandboxId }, "could not delete a replaced sandbox archive"));
+    }
     // The owner record says movable last, and only while the sandbox is still this node's and still paused.
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await owners.read(sandboxId);
       if (!stored || stored.record.node !== nodeName || stored.record.lostAt !== undefined || host.row(sandboxId)?.state !== "paused") return false;
-      if (await owners.replace(sandboxId, { ...stored.record, v: Math.max(stored.record.v, OWNER_RECORD_VERSION), movable: writable.digest }, stored.revision)) {
+      const { moveRefused: _refused, ...rest } = stored.record;
+      if (await owners.replace(sandboxId, { ...rest, v: Math.max(stored.record.v, OWNER_RECORD_VERSION), movable: writable.digest }, stored.revision)) {
         logger.info({ sandboxId, bytes: writable.size, ms: Date.now() - started }, "published a paused sandbox: it can be resumed on another node");
         return true;
       }
@@ -223,15 +252,15 @@ export class SandboxMoves {
     // Most resumes (memory pauses, unpublished ones) need no round trip: only a node that is down or lost has its
     // sandboxes taken over, and its own mirror then shows the other node's record.
     const cached = owners.cachedRecord(sandboxId);
-    if (cached && cached.node === nodeName && cached.movable === undefined) return;
+    if (cached && cached.node === nodeName && cached.movable === undefined && cached.moveRefused === undefined) return;
     for (let attempt = 0; attempt < 3; attempt++) {
       const stored = await owners.read(sandboxId);
       if (!stored) return;
       if (stored.record.node !== nodeName) {
         throw new BurrowError(Code.NotFound, `sandbox "${sandboxId}" was moved to node ${stored.record.node}`, { reason: "sandbox_moved" });
       }
-      if (stored.record.movable === undefined) return;
-      const { movable: _movable, ...rest } = stored.record;
+      if (stored.record.movable === undefined && stored.record.moveRefused === undefined) return;
+      const { movable: _movable, moveRefused: _refused, ...rest } = stored.record;
       if (await owners.replace(sandboxId, rest, stored.revision)) return;
     }
     throw new BurrowError(Code.Aborted, `the owner record of sandbox ${sandboxId} kept changing before its resume`, { reason: "revision_conflict" });
@@ -410,6 +439,94 @@ export class SandboxMoves {
     return entry?.operation === "PUT" ? decodeMoveRecord(entry.value) : undefined;
   }
 
+  /** Say in the owner record why this pause is not published (revision-checked, while it is this node's and paused). */
+  async #refuse(sandboxId: string, why: string): Promise<void> {
+    const { owners, nodeName, host } = this.#o;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const stored = await owners.read(sandboxId);
+      if (!stored || stored.record.node !== nodeName || stored.record.lostAt !== undefined || host.row(sandboxId)?.state !== "paused") return;
+      if (stored.record.moveRefused === why && stored.record.movable === undefined) return;
+      const { movable: _movable, ...rest } = stored.record;
+      if (await owners.replace(sandboxId, { ...rest, v: Math.max(stored.record.v, OWNER_RECORD_VERSION), moveRefused: why }, stored.revision)) return;
+    }
+  }
+
+  /**
+   * Every move record, by sandbox id (one read per key). Records this node cannot read (a newer node's) are in
+   * `unreadable` with their JSON, so that no sweep here removes what they need.
+   */
+  async #records(): Promise<{ found: Map<string, { record: MoveRecord; revision: number }>; unreadable: Map<string, unknown> }> {
+    const found = new Map<string, { record: MoveRecord; revision: number }>();
+    const unreadable = new Map<string, unknown>();
+    for (const key of await kvStoredKeys(this.#o.jsm, MOVES_BUCKET)) {
+      const entry = await this.#kv.get(key);
+      if (entry?.operation !== "PUT") continue;
+      try {
+        found.set(key, { record: decodeMoveRecord(entry.value), revision: entry.revision });
+      } catch {
+        unreadable.set(key, JSON.parse(new TextDecoder().decode(entry.value)) as unknown);
+      }
+    }
+    return { found, unreadable };
+  }
+
+  /** Template layer objects that published sandboxes stand on (held from the template sweep, cluster-templates.ts). */
+  async heldLayerDigests(): Promise<Set<string>> {
+    const held = new Set<string>();
+    const { found, unreadable } = await this.#records();
+    for (const { record } of found.values()) {
+      for (const { source } of record.boot.layers) if ("digest" in source) held.add(source.digest);
+    }
+    // A newer node's record: every digest it names where a layer's would be, read leniently.
+    for (const value of unreadable.values()) {
+      const layers = (value as { boot?: { layers?: unknown } } | null)?.boot?.layers;
+      if (!Array.isArray(layers)) throw new BurrowError(Code.FailedPrecondition, "a sandbox move record names layers this node cannot read", { reason: "move_record_too_new" });
+      for (const layer of layers as Array<{ source?: { digest?: unknown } }>) if (typeof layer?.source?.digest === "string") held.add(layer.source.digest);
+    }
+    return held;
+  }
+
+  /**
+   * Remove what no sandbox needs any more, older than the grace: move records whose sandbox ended (no owner record,
+   * or killed while its node was lost) or whose archive the owner record no longer names (resumed, republished),
+   * and archives no move record names (a publish cut short, a record removed before its object). Any node may run
+   * it; deletes are revision-checked or idempotent.
+   */
+  async sweep(): Promise<{ records: number; objects: number }> {
+    const grace = this.#o.sweepGraceMs ?? DEFAULT_SWEEP_GRACE_MS;
+    const now = Date.now();
+    const named = new Set<string>();
+    let records = 0;
+    const { found, unreadable } = await this.#records();
+    for (const [sandboxId, { record, revision }] of found) {
+      const name = objectName(sandboxId, record.writable.digest);
+      const owner = (await this.#o.owners.read(sandboxId))?.record;
+      const stale = !owner || owner.killedAt !== undefined || owner.movable !== record.writable.digest;
+      if (!stale || now - Date.parse(record.publishedAt) < grace) {
+        named.add(name);
+        continue;
+      }
+      try {
+        await this.#kv.delete(sandboxId, { previousSeq: revision });
+      } catch {
+        // Republished meanwhile: the newer record is not stale.
+        named.add(name);
+        continue;
+      }
+      await this.#objects.delete(name).catch(() => undefined);
+      records++;
+    }
+    let objects = 0;
+    for (const info of await this.#objects.list()) {
+      // A newer node's record: its sandbox's archives are left to a node that can read it.
+      if (info.deleted || named.has(info.name) || unreadable.has(info.name.split(".", 1)[0]!) || now - Date.parse(info.mtime) < grace) continue;
+      await this.#objects.delete(info.name).catch((err: unknown) => this.#o.logger.warn({ err, object: info.name }, "could not delete a sandbox archive"));
+      objects++;
+    }
+    if (records || objects) this.#o.logger.info({ records, objects }, "removed stale sandbox move records and archives");
+    return { records, objects };
+  }
+
   /** Remove the move record and archive of a sandbox resumed or ended on its owner (not of one another node took over). */
   async #discard(sandboxId: string): Promise<void> {
     const owner = await this.#o.owners.read(sandboxId);
@@ -423,6 +540,7 @@ export class SandboxMoves {
 
   close(): void {
     this.#closed = true;
+    clearInterval(this.#sweepTimer);
     this.#stopEvents?.();
   }
 }

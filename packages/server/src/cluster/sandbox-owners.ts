@@ -55,6 +55,8 @@ export interface OwnerRecord {
   movable?: string;
   /** The node the sandbox was moved from, by the node that took it over. */
   movedFrom?: string;
+  /** Why this filesystem pause was not published for moves (its writable layer over the cluster's move limit). */
+  moveRefused?: string;
 }
 
 /** A record as stored, with the revision a revision-checked write must name. */
