@@ -11,8 +11,8 @@ import type { Membership } from "./membership.js";
 export interface DrainableSandboxes {
   list(): ReadonlyArray<{ sandboxId: string; state: string }>;
   pause(sandboxId: string, opts: { memory: boolean }): Promise<unknown>;
-  /** End this node's copy of a sandbox another node has taken over. */
-  kill(sandboxId: string, reason: "orchestrator"): Promise<unknown>;
+  /** Remove this node's copy of a sandbox another node has taken over: a move, not an end (no `killed` event). */
+  removeMovedAway(sandboxId: string): Promise<unknown>;
 }
 
 /** Hands a filesystem-paused sandbox to another node (SandboxMoves.handOver); resolves that node's name. */
@@ -68,7 +68,7 @@ export async function drainNode(membership: Membership, sandboxes: DrainableSand
             const node = await handOver(id, opts.signal);
             moved.push({ sandboxId: id, node });
             // The other node owns it now: this copy must not live on beside it (nor be counted as running here).
-            await sandboxes.kill(id, "orchestrator").catch((err: unknown) => logger.warn({ err, sandboxId: id }, "could not remove the local copy of a moved sandbox"));
+            await sandboxes.removeMovedAway(id).catch((err: unknown) => logger.warn({ err, sandboxId: id }, "could not remove the local copy of a moved sandbox"));
           } catch (err) {
             if (!pausedHere && !running().includes(id)) continue;
             logger.warn({ err, sandboxId: id }, "drain could not move a sandbox");

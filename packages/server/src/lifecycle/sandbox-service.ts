@@ -422,6 +422,22 @@ export class SandboxService {
     return true;
   }
 
+  /**
+   * Remove this node's copy of a sandbox another node has taken over (a drain's move): it stops being routable here
+   * and the orchestrator's copy goes, but the sandbox did not end, so no `killed` is sent (the taking node sends
+   * `moved`): owner records, team streams and dashboards see a move, not an end. False when there was no row.
+   */
+  async removeMovedAway(sandboxId: string): Promise<boolean> {
+    const row = this.#d.store.get(sandboxId);
+    if (!row || !this.#d.store.delete(sandboxId)) return false;
+    this.#scheduler.cancel(sandboxId);
+    this.#d.sandboxMetrics.untrack(sandboxId);
+    this.#notify(this.#removedListeners, sandboxId, "sandbox removal listener failed");
+    this.#d.logger.info({ sandboxId }, "sandbox moved to another node; this node's copy removed");
+    await this.#d.orchestrator.killSandbox(sandboxId);
+    return true;
+  }
+
   /** Set endAt = now + timeout (E2B: overwrites, may shorten). A paused sandbox keeps it but has no timer. */
   setTimeout(sandboxId: string, timeoutSec: number): SandboxRow {
     const row = this.require(sandboxId);
