@@ -157,6 +157,27 @@ describe.each(["embedded", "nats"] as const)("alert watchers on a real %s bus", 
     }
   });
 
+  it("dead letters: one moved by two servers sharing the bus (both announce it) is counted once", async () => {
+    const a = hook("/dup", TEAM_A, { kinds: ["dead_letters"] });
+    const stream = `QUEUE_${busNamespace(TEAM_A, DEFAULT_TEAM)}dups`;
+    const move = (seq: number) =>
+      bus.publishDurable(`dlq.${stream}.lane0`, new TextEncoder().encode(`m${seq}`), {
+        msgId: `dlq:${stream}:${seq}`,
+        headers: { "burrow-dlq-stream": stream, "burrow-dlq-seq": String(seq), "burrow-dlq-reason": "max_deliver" },
+      });
+    try {
+      // Message 1 moved by two servers, then message 2 by one.
+      await move(1);
+      await move(1);
+      await move(2);
+      await until(() => to("/dup").at(-1)?.details["deadLetters"] === 2, 5000);
+      await new Promise((r) => setTimeout(r, WINDOW_MS * 2));
+      expect(to("/dup").map((x) => x.details["deadLetters"])).toEqual([1, 2]);
+    } finally {
+      alerts.webhooks.remove(a.id);
+    }
+  });
+
   it("heartbeat_lost: once per loss, for the agent's team, under the agent's own name", async () => {
     const a = hook("/hb-a", TEAM_A, { kinds: ["heartbeat_lost"] });
     const b = hook("/hb-b", TEAM_B, { kinds: ["heartbeat_lost"] });

@@ -2,14 +2,18 @@
 // alike), so this listens there instead of polling the dead-letter stream. Per queue, a RateWindow makes one alert
 // per window of a flood; each alert carries the queue's dead letters seen since this server started and those new
 // since its previous alert, and webhooks with a threshold hear of it once the count grew by that much since the
-// last alert they were sent (DeadLetterThresholds).
-import { queueStream, type Bus } from "@burrow/bus";
+// last alert they were sent (DeadLetterThresholds). On a bus several servers share (the nodes of a cluster), every
+// server reading a queue hears JetStream's max-deliveries advisory and moves the message: the dead-letter stream keeps
+// one copy (msg-id), but each move is announced, so a message is counted once by its stream sequence.
+import { DLQ_HEADER, queueStream, type Bus } from "@burrow/bus";
 import type { Logger } from "pino";
 import type { BusOwner } from "./bus-owner.js";
 import type { RaiseAlert } from "./alert-kinds.js";
 import { RateWindow } from "./rate-window.js";
 
 const QUEUE_PREFIX = queueStream("");
+/** Dead letters remembered to count each once: far more than movers can announce twice in a window. */
+const REMEMBERED = 10_000;
 
 export interface DeadLetterWatchDeps {
   bus: Bus;
@@ -31,8 +35,16 @@ export function watchDeadLetters(d: DeadLetterWatchDeps): () => void {
     }, { teamId: owner.teamId });
   });
   const sub = d.bus.subscribe("dlq.>");
+  const counted = new Set<string>();
   void (async () => {
     for await (const msg of sub) {
+      const seq = msg.headers[DLQ_HEADER.seq];
+      const moved = `${msg.headers[DLQ_HEADER.stream] ?? ""}:${seq ?? ""}`;
+      if (seq !== undefined) {
+        if (counted.has(moved)) continue;
+        counted.add(moved);
+        if (counted.size > REMEMBERED) counted.delete(counted.values().next().value!);
+      }
       // dlq.<stream>.<durable>; queue stream names are QUEUE_<name>, which no token encoding changes.
       const stream = msg.subject.split(".")[1] ?? "";
       if (!stream.startsWith(QUEUE_PREFIX)) continue;
