@@ -6,10 +6,9 @@
 // two nodes and a limit.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { pino } from "pino";
-import { jetstream } from "@nats-io/jetstream";
 import { NatsServerFixture } from "../../bus/test/helpers/nats-server.js";
 import { NatsCluster } from "../../../test/cluster/nats-cluster.js";
-import { openClusterKv, TEAM_QUOTAS_BUCKET, type ClusterKv } from "../src/cluster/cluster-kv.js";
+import { openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
 import { TeamLedger } from "../src/cluster/team-ledger.js";
 import { NO_USAGE, TeamQuotas, UNLIMITED_QUOTAS, type QuotaReservation, type SandboxAsk, type TeamQuotaOverrides, type TeamUsage } from "../src/teams/team-quotas.js";
 
@@ -38,9 +37,6 @@ async function node(servers: string[], name: string, shared = true, replicas = 1
   // This node's own sandboxes are its store's; others' never reach its usage here but through the ledger.
   const ledger = new TeamLedger({
     kv: kv.teamQuotas,
-    jsm: kv.jsm,
-    js: jetstream(kv.nc),
-    bucket: TEAM_QUOTAS_BUCKET,
     nodeName: name,
     isUp: (n) => !down.has(n),
     counted: (_id, hold) => hold.node === name,

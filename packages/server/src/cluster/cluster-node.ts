@@ -6,8 +6,7 @@ import type { Orchestrator } from "@burrow/orchestrator";
 import type { Logger } from "pino";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { ClusterConfig } from "./cluster-config.js";
-import { jetstream } from "@nats-io/jetstream";
-import { openClusterKv, TEAM_QUOTAS_BUCKET, type ClusterKv } from "./cluster-kv.js";
+import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
 import { CreatePlacement, type LocalFacts } from "./create-placement.js";
 import { ClusterTemplates, type ClusterTemplatesOptions } from "./cluster-templates.js";
 import { ForwardSigning } from "./forwarded-header.js";
@@ -121,9 +120,6 @@ export class ClusterNode {
     const self = this.config.nodeName;
     return new TeamLedger({
       kv: this.kv.teamQuotas,
-      jsm: this.kv.jsm,
-      js: jetstream(this.kv.nc),
-      bucket: TEAM_QUOTAS_BUCKET,
       nodeName: self,
       isUp: (node) => this.membership.node(node)?.status === "up",
       counted: (sandboxId, hold, now) => countedByUsage(this.owners, sandboxId, hold, self, now),

@@ -5,6 +5,7 @@
 import { hkdfSync, randomBytes } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import { isRevisionConflict } from "./cluster-errors.js";
+import { checkedCreate } from "./cluster-kv.js";
 
 /** The key of the secret in the cluster's settings bucket. */
 export const FORWARD_SECRET_KEY = "forward-secret";
@@ -22,7 +23,7 @@ export async function loadForwardKey(settings: KV): Promise<Buffer> {
     if (entry?.operation === "PUT" && entry.value.length > 0) return deriveForwardKey(Buffer.from(entry.value));
     try {
       const secret = randomBytes(32);
-      await settings.create(FORWARD_SECRET_KEY, secret);
+      await checkedCreate(settings, FORWARD_SECRET_KEY, secret);
       return deriveForwardKey(secret);
     } catch (err) {
       // Another node made it first: read theirs.

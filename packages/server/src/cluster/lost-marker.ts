@@ -4,6 +4,7 @@
 // by a taker that went down itself may be taken over.
 import type { KV } from "@nats-io/kv";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
+import { ABSENT, checkedPut } from "./cluster-kv.js";
 
 export const LOSS_MARKER_VERSION = 1;
 
@@ -59,7 +60,7 @@ export async function takeLossMarker(kv: KV, opts: TakeMarkerOptions): Promise<T
     const entry = await kv.get(opts.node);
     if (!entry || entry.operation !== "PUT") {
       // No marker yet (or one deleted): create fails if another node created one first; a deleted key is replaced by revision.
-      const revision = entry ? await kv.update(opts.node, encode(marker), entry.revision) : await kv.create(opts.node, encode(marker));
+      const revision = await checkedPut(kv, opts.node, encode(marker), entry?.revision ?? ABSENT);
       return { marker, revision };
     }
     const held = decode(entry.value);
@@ -68,7 +69,7 @@ export async function takeLossMarker(kv: KV, opts: TakeMarkerOptions): Promise<T
       // This node's own unfinished marker (it restarted mid-report) is taken again: marking is idempotent.
       if (held.takenBy !== opts.me && opts.isUp(held.takenBy)) return "held";
     }
-    return { marker, revision: await kv.update(opts.node, encode(marker), entry.revision) };
+    return { marker, revision: await checkedPut(kv, opts.node, encode(marker), entry.revision) };
   } catch (err) {
     if (isRevisionConflict(err)) return "held";
     throw clusterError(err, `take the loss marker of node ${opts.node}`);
@@ -78,7 +79,7 @@ export async function takeLossMarker(kv: KV, opts: TakeMarkerOptions): Promise<T
 /** Mark the report complete; false when someone took the marker over meanwhile. */
 export async function finishLossMarker(kv: KV, taken: TakenMarker): Promise<boolean> {
   try {
-    await kv.update(taken.marker.node, encode({ ...taken.marker, done: true }), taken.revision);
+    await checkedPut(kv, taken.marker.node, encode({ ...taken.marker, done: true }), taken.revision);
     return true;
   } catch (err) {
     if (isRevisionConflict(err)) return false;

@@ -5,6 +5,7 @@ import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
+import { ABSENT, checkedPut } from "./cluster-kv.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import { randomBytes } from "node:crypto";
 import { ForwardSigning } from "./forwarded-header.js";
@@ -101,7 +102,7 @@ export class Membership {
       const record = { ...decodeNodeRecord(entry.value), cordoned };
       let revision: number;
       try {
-        revision = await this.#o.kv.update(name, encodeNodeRecord(record), entry.revision);
+        revision = await checkedPut(this.#o.kv, name, encodeNodeRecord(record), entry.revision);
       } catch (err) {
         // Written meanwhile (a heartbeat), or read from a replica that had not caught up: read again.
         if (isRevisionConflict(err) && attempt < MAX_ATTEMPTS) continue;
@@ -169,7 +170,7 @@ export class Membership {
         load,
       };
       try {
-        const revision = entry ? await kv.update(nodeName, encodeNodeRecord(record), entry.revision) : await kv.create(nodeName, encodeNodeRecord(record));
+        const revision = await checkedPut(kv, nodeName, encodeNodeRecord(record), entry?.revision ?? ABSENT);
         // Only the first write whose return is not yet mirrored counts: it is the one the watch is late with.
         const mirrored = this.#mirror.get(nodeName)?.revision ?? 0;
         if (!this.#written || this.#written.revision <= mirrored) this.#written = { revision, at: Date.now() };

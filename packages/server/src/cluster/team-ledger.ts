@@ -11,17 +11,15 @@
 // then passes the create on, or makes it itself, still holding its place). Only teams with a limit these counts
 // serve take part: for the others admission makes no round trip.
 //
-// The write expects the bucket stream's last sequence, not the key's revision: a clustered stream's per-subject
-// check is made before the Raft proposal against what is applied (nats-server before 2.9.21, nats-io/nats-server#4320),
-// so two writes naming one revision can both be taken (seen here: a team's limit of 2 passed by 3 on a 3-server
-// cluster). The stream-wide check counts proposals in flight. Every team's writes thus follow one sequence: a write
-// of another team meanwhile makes a node read again (ATTEMPTS), the price of a check that holds on such servers.
+// The write is a checked write (cluster-kv.ts), not the KV's revision-checked update: on a replicated stream
+// nats-server before 2.9.21 could take two writes naming one revision (seen here: a team's limit of 2 passed by 3 on
+// a 3-server cluster).
 import { randomBytes } from "node:crypto";
-import type { JetStreamClient, JetStreamManager } from "@nats-io/jetstream";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
+import { ABSENT, checkedPut } from "./cluster-kv.js";
 
 export const LEDGER_VERSION = 1;
 
@@ -89,11 +87,6 @@ export interface LedgerHold {
 
 export interface TeamLedgerDeps {
   kv: KV;
-  /** For the bucket stream's last sequence and writes that expect it. */
-  jsm: JetStreamManager;
-  js: JetStreamClient;
-  /** The bucket's name (its stream is KV_<name>, a key's subject $KV.<name>.<key>). */
-  bucket: string;
   nodeName: string;
   isUp: (node: string) => boolean;
   /**
@@ -105,12 +98,8 @@ export interface TeamLedgerDeps {
   now?: () => number;
 }
 
-/** A key written once so that the stream's last sequence is never 0 (an expected 0 is no check at all). */
-const SEED_KEY = "_seed";
-
 export class TeamLedger {
   readonly #d: TeamLedgerDeps;
-  #seeded: Promise<void> | undefined;
 
   constructor(deps: TeamLedgerDeps) {
     this.#d = deps;
@@ -215,28 +204,22 @@ export class TeamLedger {
     return hold.until > now && (hold.node === this.#d.nodeName || this.#d.isUp(hold.node));
   }
 
-  /** Read, change and write `team`'s record with a revision check, again while another write lands first. */
+  /** Read, change and write `team`'s record with a checked write, again while another write of it lands first. */
   async #change(team: string, signal: AbortSignal | undefined, change: (record: LedgerRecord, now: number) => boolean): Promise<void> {
-    await (this.#seeded ??= this.#seed());
-    const stream = `KV_${this.#d.bucket}`;
     for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
       signal?.throwIfAborted();
-      let last: number;
       let entry;
       try {
-        // The stream's last sequence first, then the record: a record newer than it was written meanwhile.
-        last = (await this.#d.jsm.streams.info(stream)).state.last_seq;
         entry = await this.#d.kv.get(team);
       } catch (err) {
         throw clusterError(err, `read team ${team}'s quota record`);
       }
-      if (entry && entry.revision > last) continue;
       const now = this.#now();
       const record = entry?.operation === "PUT" ? decode(entry.value) : empty();
       this.#prune(record, now);
       if (!change(record, now)) return;
       try {
-        await this.#d.js.publish(`$KV.${this.#d.bucket}.${team}`, encode(record), { expect: { lastSequence: last } });
+        await checkedPut(this.#d.kv, team, encode(record), entry?.revision ?? ABSENT, { signal });
         return;
       } catch (err) {
         if (!isRevisionConflict(err)) throw clusterError(err, `write team ${team}'s quota record`);
@@ -245,17 +228,6 @@ export class TeamLedger {
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(20, 1 + attempt * 2)));
     }
     throw new BurrowError(Code.Unavailable, `team ${team}'s quota record kept changing while this node admitted a request; retry`, { reason: "quota_contended" });
-  }
-
-  async #seed(): Promise<void> {
-    try {
-      await this.#d.kv.create(SEED_KEY, new Uint8Array([1]));
-    } catch (err) {
-      // Seeded already (by this node before, or another): nothing to do. Anything else is tried again next time.
-      if (isRevisionConflict(err)) return;
-      this.#seeded = undefined;
-      throw clusterError(err, "seed the team quotas bucket");
-    }
   }
 
   #prune(record: LedgerRecord, now: number): void {

@@ -9,6 +9,7 @@ import type { KV, KvEntry } from "@nats-io/kv";
 import type { Logger } from "pino";
 import type { KeySnapshot, TeamSnapshot, TeamStore, TeamStoreChange } from "../teams/team-store.js";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
+import { ABSENT, checkedPut } from "./cluster-kv.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import {
   decodeKey,
@@ -132,14 +133,14 @@ export class TeamSync {
       const entry = await whenClusterAnswers(what, () => bucket.kv.get(id), { logger: this.#o.logger });
       try {
         if (!entry || entry.operation !== "PUT") {
-          this.#know(bucket, id, ours, await bucket.kv.create(id, encodeRecord(ours as TeamRecord)));
+          this.#know(bucket, id, ours, await checkedPut(bucket.kv, id, encodeRecord(ours as TeamRecord), entry?.revision ?? ABSENT));
           return;
         }
         const stored = bucket.decode(entry.value);
         const merged = bucket.merge(stored, ours, base);
         this.#know(bucket, id, stored, entry.revision);
         if (sameRecord(merged, stored)) return;
-        this.#know(bucket, id, merged, await bucket.kv.update(id, encodeRecord(merged as TeamRecord), entry.revision));
+        this.#know(bucket, id, merged, await checkedPut(bucket.kv, id, encodeRecord(merged as TeamRecord), entry.revision));
         return;
       } catch (err) {
         if (!isRevisionConflict(err)) throw clusterError(err, what);
