@@ -19,6 +19,7 @@ import { Objm, type ObjectStore } from "@nats-io/obj";
 import type { TemplateManifest } from "@burrow/orchestrator";
 import { BurrowError, Code, type TemplateSummary } from "@burrow/protocol";
 import type { Logger } from "pino";
+import { ABSENT, checkedDelete, checkedPut } from "./cluster-kv.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import { packLayer, unpackLayer, type PackedLayer } from "./layer-archive.js";
 import {
@@ -378,7 +379,7 @@ export class ClusterTemplates {
     };
     const bytes = encodeTemplateRecord(record);
     // Revision-checked: a record written meanwhile by another node makes this one fail, and the next heartbeat decides again.
-    const revision = existing ? await this.#kv.update(templateId, bytes, existing.revision) : await this.#kv.create(templateId, bytes);
+    const revision = await checkedPut(this.#kv, templateId, bytes, existing?.revision ?? ABSENT);
     this.#mirror.remember(templateId, record, revision);
     this.#published.set(templateId, fp);
     this.#o.logger.info({ templateId, layers: Object.keys(layers).length, uploaded, ms: Date.now() - started }, "published a template to the cluster");
@@ -416,7 +417,7 @@ export class ClusterTemplates {
   async #unpublish(templateId: string): Promise<void> {
     const entry = await this.#kv.get(templateId);
     if (entry?.operation !== "PUT") return;
-    await this.#kv.delete(templateId, { previousSeq: entry.revision });
+    await checkedDelete(this.#kv, templateId, entry.revision);
     this.#o.logger.info({ templateId }, "deleted a template's cluster record");
   }
 

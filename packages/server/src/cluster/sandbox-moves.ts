@@ -31,6 +31,7 @@ import { DEFAULT_LIFECYCLE } from "../lifecycle/sandbox-lifecycle.js";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { SandboxNetworkConfig } from "../network/network-config.js";
 import type { SandboxRow } from "../store/sandboxes.js";
+import { checkedDelete } from "./cluster-kv.js";
 import type { ClusterTemplates } from "./cluster-templates.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import { packLayer, unpackLayer } from "./layer-archive.js";
@@ -507,7 +508,7 @@ export class SandboxMoves {
         continue;
       }
       try {
-        await this.#kv.delete(sandboxId, { previousSeq: revision });
+        await checkedDelete(this.#kv, sandboxId, revision);
       } catch {
         // Republished meanwhile: the newer record is not stale.
         named.add(name);
@@ -534,7 +535,7 @@ export class SandboxMoves {
     const entry = await this.#kv.get(sandboxId);
     if (entry?.operation !== "PUT") return;
     const record = decodeMoveRecord(entry.value);
-    await this.#kv.delete(sandboxId, { previousSeq: entry.revision }).catch(() => undefined);
+    await checkedDelete(this.#kv, sandboxId, entry.revision).catch(() => undefined);
     await this.#objects.delete(objectName(sandboxId, record.writable.digest)).catch(() => undefined);
   }
 

@@ -9,7 +9,7 @@ import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { kvStoredKeys } from "@burrow/bus";
 import { BurrowError, Code } from "@burrow/protocol";
-import { OWNERS_BUCKET, type ClusterKv } from "./cluster-kv.js";
+import { checkedCreate, checkedDelete, checkedPut, OWNERS_BUCKET, type ClusterKv } from "./cluster-kv.js";
 import { clusterError, isRevisionConflict } from "./cluster-errors.js";
 import { WatchedBucket } from "./watched-bucket.js";
 
@@ -133,7 +133,7 @@ export class SandboxOwners {
   /** Replace the record if it is still at `revision`; false when someone wrote it meanwhile. */
   async replace(sandboxId: string, record: OwnerRecord, revision: number): Promise<boolean> {
     try {
-      const written = await this.kv.update(sandboxId, encodeOwner(record), revision);
+      const written = await checkedPut(this.kv, sandboxId, encodeOwner(record), revision);
       this.mirror.remember(sandboxId, record, written);
       return true;
     } catch (err) {
@@ -146,7 +146,7 @@ export class SandboxOwners {
   async claim(sandboxId: string, templateId?: string): Promise<void> {
     const record: OwnerRecord = { v: OWNER_RECORD_VERSION, node: this.nodeName, claimedAt: new Date().toISOString(), ...(templateId ? { templateId } : {}) };
     try {
-      const revision = await this.kv.create(sandboxId, encodeOwner(record));
+      const revision = await checkedCreate(this.kv, sandboxId, encodeOwner(record));
       this.mirror.remember(sandboxId, record, revision);
       return;
     } catch (err) {
@@ -163,7 +163,7 @@ export class SandboxOwners {
       const entry = await this.kv.get(sandboxId);
       if (!entry || entry.operation !== "PUT") return;
       if (decodeOwner(entry.value).node !== this.nodeName) return;
-      await this.kv.delete(sandboxId, { previousSeq: entry.revision });
+      await checkedDelete(this.kv, sandboxId, entry.revision);
     } catch (err) {
       // Changed since it was read: whoever changed it owns it now.
       if (isRevisionConflict(err)) return;
