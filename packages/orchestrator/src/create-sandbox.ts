@@ -65,7 +65,7 @@ async function createTraced(deps: CreateSandboxDeps, opts: CreateSandboxOptions)
   // The template has a pool and it had nothing ready: this create waits for a launch (alerts: pool_exhausted).
   const poolEmpty = !taken && pools.serves(template);
   if (!sandbox) {
-    sandbox = await fromShell(deps, template, volumes, opts.signal);
+    sandbox = await fromShell(deps, template, volumes, opts.inBurst ?? false, opts.signal);
     if (sandbox) createdFrom = "shell";
   }
   if (!sandbox) {
@@ -99,9 +99,10 @@ async function fromShell(
   deps: CreateSandboxDeps,
   template: TemplateManifest,
   volumes: NonNullable<CreateSandboxOptions["volumeMounts"]>,
+  inBurst: boolean,
   signal: AbortSignal | undefined,
 ): Promise<HostedSandbox | undefined> {
-  const shell = deps.pools.takeShell();
+  const shell = deps.pools.takeShell(inBurst);
   if (!shell) return undefined;
   try {
     await inSpan("orchestrator.swap_root", () => deps.host.swapRoot(shell, template, signal));

@@ -89,6 +89,8 @@ export interface CreateSandboxOptions {
    * killed and the create launches one with them instead.
    */
   volumeMounts?: VolumeMount[];
+  /** One of many creates made at once (a fork's children): refills of the prepared sandboxes wait a moment. */
+  inBurst?: boolean;
   signal?: AbortSignal;
 }
 

@@ -17,13 +17,13 @@ export interface SandboxPoolsDeps {
 }
 
 /**
- * How long the prepared sandboxes' refill waits after a claim before it launches. A fork takes many at once and its
- * children's first commands follow within a few hundred milliseconds; a launch started at the first claim (envd
- * starting, the network, the launcher: tens of ms of CPU) competed with the other claims and with those commands
- * on a small host. Same-run probe, 10 children, 2 vCPUs, five rounds each way interleaved: all children answering,
- * median 332 -> 280 ms. The refill still launches one sandbox at a time, so the delay is paid once per refill.
+ * How long the prepared sandboxes' refill waits after a claim that is part of a burst (a fork's children). Their
+ * first commands follow within a few hundred milliseconds; a launch started at the first claim (envd starting, the
+ * network, the launcher: tens of ms of CPU) competed with the other claims and with those commands on a small host.
+ * Same-run probe, 10 children, 2 vCPUs, five rounds each way interleaved: all children answering, median 332 -> 280
+ * ms. Single creates do not wait: a steady stream of them needs the refill as soon as possible.
  */
-const SHELL_REFILL_DELAY_MS = 400;
+const BURST_REFILL_DELAY_MS = 400;
 
 export class SandboxPools {
   private warm: WarmPool | undefined;
@@ -59,7 +59,6 @@ export class SandboxPools {
             launch: (template, signal) => host.launch(template, template.defaults, { allowInternetAccess: true, pooled: true, shell, signal }),
             destroy: (sandbox) => host.destroy(sandbox),
             logger,
-            ...(shell ? { refillDelayMs: SHELL_REFILL_DELAY_MS } : {}),
           })
         : undefined;
     const warm = poolOf(pool.size, false);
@@ -75,9 +74,14 @@ export class SandboxPools {
     shells?.fill();
   }
 
-  /** A prepared sandbox of no template yet (SandboxHost.swapRoot makes it one), or undefined when none is ready. */
-  takeShell(): HostedSandbox | undefined {
-    return this.shells?.takeAny();
+  /**
+   * A prepared sandbox of no template yet (SandboxHost.swapRoot makes it one), or undefined when none is ready.
+   * `inBurst`: one of many taken at once, whose refill waits for them to get going (BURST_REFILL_DELAY_MS).
+   */
+  takeShell(inBurst = false): HostedSandbox | undefined {
+    const shell = this.shells?.takeAny();
+    if (shell && inBurst) this.shells?.deferRefill(BURST_REFILL_DELAY_MS);
+    return shell;
   }
 
   /** Keep sandboxes of the shipped template `name` ready, their start command run (PrestartedPools.use). */

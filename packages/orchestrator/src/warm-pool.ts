@@ -19,11 +19,6 @@ export interface WarmPoolOptions {
   launch: (template: TemplateManifest, signal: AbortSignal) => Promise<HostedSandbox>;
   destroy: (sandbox: HostedSandbox) => Promise<void>;
   logger: Logger;
-  /**
-   * How long a refill waits before its first launch; without it, one event-loop turn (the claim's answer is sent
-   * first). See SandboxPools for the prepared sandboxes' delay.
-   */
-  refillDelayMs?: number;
 }
 
 interface PooledSandbox {
@@ -42,6 +37,8 @@ export function buildKey(template: Pick<TemplateManifest, "templateId" | "layers
 }
 
 export class WarmPool {
+  /** Date.now() before which no launch starts (deferRefill). */
+  private refillNotBefore = 0;
   private ready: PooledSandbox[] = [];
   private filling = false;
   private readonly controller = new AbortController();
@@ -90,6 +87,14 @@ export class WarmPool {
   takeAny(): HostedSandbox | undefined {
     this.discardStale();
     return this.ready.shift()?.sandbox;
+  }
+
+  /**
+   * Launch nothing for `ms` from now (a launch under way finishes). For bursts of takes whose sandboxes are put to
+   * work at once: a launch is tens of milliseconds of CPU that would compete with them. See SandboxPools.
+   */
+  deferRefill(ms: number): void {
+    this.refillNotBefore = Math.max(this.refillNotBefore, Date.now() + ms);
   }
 
   /**
@@ -156,11 +161,14 @@ export class WarmPool {
   }
 
   private async fillLoop(): Promise<void> {
-    // A claim calls fill() before its create is answered: launching starts once that answer is on its way (or after
-    // the pool's refill delay).
-    const delayMs = this.opts.refillDelayMs ?? 0;
-    await new Promise((resolve) => (delayMs > 0 ? setTimeout(resolve, delayMs) : setImmediate(resolve)));
+    // A claim calls fill() before its create is answered: launching starts once that answer is on its way.
+    await new Promise((resolve) => setImmediate(resolve));
     while (this.ready.length < this.opts.size && !this.controller.signal.aborted) {
+      const deferred = this.refillNotBefore - Date.now();
+      if (deferred > 0) {
+        await new Promise((resolve) => setTimeout(resolve, deferred));
+        continue;
+      }
       const template = this.opts.resolve(this.opts.template);
       // Nothing to launch from; refresh() starts filling again once the reference names a template.
       if (!template) return;

@@ -131,8 +131,8 @@ describe("warm pool builds", () => {
   });
 });
 
-describe("warm pool refill delay", () => {
-  it("launches nothing until the delay has passed after a take, then refills", async () => {
+describe("warm pool refill deferral", () => {
+  it("launches nothing until a deferral has passed after a take, then refills; without one it refills at once", async () => {
     let launches = 0;
     const pool = new WarmPool({
       template: "pooled",
@@ -141,18 +141,22 @@ describe("warm pool refill delay", () => {
       launch: async () => ({ record: { sandboxId: `sb${++launches}` } }) as HostedSandbox,
       destroy: async () => undefined,
       logger: silentLogger,
-      refillDelayMs: 300,
     });
     await pool.waitFull();
     expect(launches).toBe(1);
     expect(pool.takeAny()?.record.sandboxId).toBe("sb1");
     pool.fill();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(launches).toBe(2);
+    expect(pool.takeAny()?.record.sandboxId).toBe("sb2");
+    pool.deferRefill(300);
+    pool.fill();
     // Timers fire in the order they expire: this one, set after the pool's, still expires first.
     await new Promise((resolve) => setTimeout(resolve, 100));
-    expect(launches).toBe(1);
+    expect(launches).toBe(2);
     expect(pool.status().starting).toBe(0);
     await pool.waitFull();
-    expect(launches).toBe(2);
+    expect(launches).toBe(3);
     await pool.close();
   });
 });

@@ -54,6 +54,7 @@ export class SandboxForks {
             ...(egress ? { egress: copyEgressRules(egress) } : {}),
             envVars: { ...envVars, ...fork.envVars },
             envdAccessToken: fork.envdAccessToken,
+            inBurst: count > 1,
             ...(shared.signal ? { signal: shared.signal } : {}),
           });
         }),
