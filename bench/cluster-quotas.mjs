@@ -1,18 +1,17 @@
 // What exact team limits across a cluster cost (packages/server/src/cluster/team-ledger.ts). First the admission
-// alone, in this process on one nats-server: a create's admission of a team with a limit through the ledger (stream
-// info, read, expected-sequence write) and its settle when the create answers, beside the same admission on one
+// alone, in this process on one nats-server: a create's admission of a team with a limit through the ledger (read, then a
+// checked write: stream info, read, expected-sequence write) and its settle when the create answers, beside the same admission on one
 // machine (TeamQuotas.admit, no NATS). Then whole creates with the official SDK on a cluster node: a team with a
 // limit (through the ledger) beside a team without one (no round trip) on the same node, and creates on a server
 // without --cluster, all interleaved in one run.
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
 import { Sandbox } from "e2b";
-import { jetstream } from "@nats-io/jetstream";
 import { envdRuntimeFiles } from "@burrow/envd";
 import { LocalOrchestrator } from "@burrow/orchestrator";
 import { startServer } from "@burrow/server";
 import { pino } from "pino";
-import { openClusterKv, TEAM_QUOTAS_BUCKET } from "../packages/server/dist/cluster/cluster-kv.js";
+import { openClusterKv } from "../packages/server/dist/cluster/cluster-kv.js";
 import { TeamLedger } from "../packages/server/dist/cluster/team-ledger.js";
 import { NO_USAGE, TeamQuotas, UNLIMITED_QUOTAS } from "../packages/server/dist/teams/team-quotas.js";
 import { freeSubnet } from "./lib/host.mjs";
@@ -26,7 +25,7 @@ async function admissionCost(natsUrl) {
   const kv = await openClusterKv([natsUrl], "bench-quota", 1);
   try {
     const limits = { maxRunningSandboxes: 1_000_000 };
-    const ledger = new TeamLedger({ kv: kv.teamQuotas, jsm: kv.jsm, js: jetstream(kv.nc), bucket: TEAM_QUOTAS_BUCKET, nodeName: "bench-quota", isUp: () => true, counted: () => true, logger: pino({ level: "silent" }) });
+    const ledger = new TeamLedger({ kv: kv.teamQuotas, nodeName: "bench-quota", isUp: () => true, counted: () => true, logger: pino({ level: "silent" }) });
     const deps = { defaults: UNLIMITED_QUOTAS, overrides: () => limits, usage: () => ({ ...NO_USAGE }), runningBuilds: () => 0 };
     const local = new TeamQuotas(deps);
     const held = { sandboxes: 1, vcpu: 1, memoryMB: 512, diskMB: 1024, builds: 0 };

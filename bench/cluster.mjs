@@ -5,6 +5,7 @@
 // Both nodes share this process's event loop and the machine's two cores, so the hop's CPU is counted on both sides.
 // Then placement (cluster-placement.mjs): the decision's time, and creates per second through one node, 1 vs 2 nodes;
 // and exact team limits (cluster-quotas.mjs): an admission through the team ledger, creates of a team with a limit.
+// Then what checked writes cost on 3 nats-servers (cluster-checked-writes.mjs): claims and updates, quiet and busy.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -124,6 +125,7 @@ export async function runClusterBenchmarks() {
   await runPlacementCreateBenchmarks({ startNats, startNode });
   // Imported here: cluster-quotas.mjs, run alone, imports this file for startNats and startNode.
   await (await import("./cluster-quotas.mjs")).runClusterQuotaBenchmarks({ startNats, startNode });
+  await (await import("./cluster-checked-writes.mjs")).runCheckedWriteBenchmarks();
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) await runClusterBenchmarks();

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Kvm, type KV } from "@nats-io/kv";
 import { NatsCluster } from "../../../test/cluster/nats-cluster.js";
-import { ABSENT, checkedCreate, checkedDelete, checkedPut, openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
+import { ABSENT, checkedCreate, checkedDelete, checkedPut, checkedUpdate, openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
 import { isRevisionConflict } from "../src/cluster/cluster-errors.js";
 
 const ROUNDS = 40;
@@ -90,6 +90,14 @@ describe("checked writes on a 3-server cluster (replicated bucket)", () => {
     expect(out).toEqual({ doubles: 0, nones: 0 });
     const entry = await a.owners.get("del-0");
     expect(entry?.operation === "DEL" || new TextDecoder().decode(entry?.value) === "v2").toBe(true);
+  });
+
+  it("read-modify-writes from two servers at once lose nothing: 2 × 25 increments of one counter make 50", { timeout: 120_000 }, async () => {
+    const bump = (kv: KV) => checkedUpdate(kv, "counter", (entry) => value((entry?.operation === "PUT" ? Number(new TextDecoder().decode(entry.value).slice(1)) : 0) + 1));
+    await Promise.all([0, 1].map(async (side) => {
+      for (let i = 0; i < 25; i++) await bump(writer[side as 0 | 1]);
+    }));
+    expect(new TextDecoder().decode((await a.owners.get("counter"))?.value)).toBe("v50");
   });
 
   it("writes of other keys meanwhile make a checked write read again, not fail; a change of its own key is a conflict", { timeout: 120_000 }, async () => {

@@ -3,7 +3,7 @@
 // behind a flood of bus traffic.
 import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
 import { JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
-import { Bucket, Kvm, type KV } from "@nats-io/kv";
+import { Bucket, Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isWrongLastSequence, KeyChangedError } from "./cluster-errors.js";
@@ -89,8 +89,9 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
 // sequence was written between the two reads: read again), compare the key with what the caller expects (changed:
 // KeyChangedError, which isRevisionConflict knows), and write expecting the stream still at that sequence. A write
 // of any other key of the bucket in between moves the sequence and the whole read is made again; only a change of
-// the key itself is a conflict. The price: three requests instead of one, and retries that grow with the bucket's
-// write rate (bounded: CHECKED_WRITE_ATTEMPTS, then an Unavailable error saying so).
+// the key itself is a conflict (checkedUpdate, a read-modify-write, makes its value again from what it reads). The
+// price: three requests instead of one, and retries that grow with the bucket's write rate (bounded:
+// CHECKED_WRITE_ATTEMPTS, then an Unavailable error saying so).
 
 /** How often a checked write reads again because writes of other keys moved the stream's sequence. */
 export const CHECKED_WRITE_ATTEMPTS = 40;
@@ -110,23 +111,43 @@ export interface CheckedWriteOptions {
 }
 
 /** Write `value` at `key` if the key is still at `expected` (a revision, or ABSENT). Returns the new revision. */
-export function checkedPut(kv: KV, key: string, value: Uint8Array, expected: number, options: CheckedWriteOptions = {}): Promise<number> {
-  return checkedWrite(kv, key, expected, value, undefined, options);
+export async function checkedPut(kv: KV, key: string, value: Uint8Array, expected: number, options: CheckedWriteOptions = {}): Promise<number> {
+  return (await checkedWrite(kv, key, (entry, bucket) => (expectedHere(bucket, key, entry, expected), value), undefined, options))!;
 }
 
 /** Write `value` at `key` if the key has no record (none, or a deleted one). Returns the new revision. */
 export function checkedCreate(kv: KV, key: string, value: Uint8Array, options: CheckedWriteOptions = {}): Promise<number> {
-  return checkedWrite(kv, key, ABSENT, value, undefined, options);
+  return checkedPut(kv, key, value, ABSENT, options);
 }
 
 /** Delete `key` (a deletion marker, as the KV's delete) if it is still at revision `expected`. */
 export async function checkedDelete(kv: KV, key: string, expected: number, options: CheckedWriteOptions = {}): Promise<void> {
   const h = natsHeaders();
   h.set("KV-Operation", "DEL");
-  await checkedWrite(kv, key, expected, new Uint8Array(0), h, options);
+  await checkedWrite(kv, key, (entry, bucket) => (expectedHere(bucket, key, entry, expected), new Uint8Array(0)), h, options);
 }
 
-async function checkedWrite(kv: KV, key: string, expected: number, payload: Uint8Array, hdrs: MsgHdrs | undefined, options: CheckedWriteOptions): Promise<number> {
+/**
+ * Read `key` and write what `change` makes of its entry (null: none), with nothing written to the key meanwhile: a
+ * read-modify-write in one read. `change` runs again after each read (it must not keep state between runs) and
+ * returns undefined to write nothing. Returns the new revision, or undefined when nothing was written.
+ */
+export function checkedUpdate(kv: KV, key: string, change: (entry: KvEntry | null) => Uint8Array | undefined, options: CheckedWriteOptions = {}): Promise<number | undefined> {
+  return checkedWrite(kv, key, change, undefined, options);
+}
+
+function expectedHere(bucket: string, key: string, entry: KvEntry | null, expected: number): void {
+  const live = entry !== null && entry.operation === "PUT";
+  if (expected === ABSENT ? live : entry?.revision !== expected) throw new KeyChangedError(bucket, key, entry?.revision ?? 0);
+}
+
+async function checkedWrite(
+  kv: KV,
+  key: string,
+  make: (entry: KvEntry | null, bucket: string) => Uint8Array | undefined,
+  hdrs: MsgHdrs | undefined,
+  options: CheckedWriteOptions,
+): Promise<number | undefined> {
   // The KV interface has no way to send another expectation; its implementation class exposes what it sends with.
   if (!(kv instanceof Bucket)) throw new BurrowError(Code.Internal, `checked write of ${key}: not a JetStream KV bucket`);
   const subject = kv.subjectForKey(kv.encodeKey(key), true);
@@ -140,19 +161,19 @@ async function checkedWrite(kv: KV, key: string, expected: number, payload: Uint
     }
     const entry = await kv.get(key);
     if (!entry || entry.revision <= last) {
-      const live = entry !== null && entry.operation === "PUT";
-      if (expected === ABSENT ? live : entry?.revision !== expected) throw new KeyChangedError(kv.bucket, key, entry?.revision ?? 0);
+      const payload = make(entry, kv.bucket);
+      if (payload === undefined) return undefined;
       try {
         const ack = await kv.js.publish(subject, payload, { ...(hdrs ? { headers: hdrs } : {}), expect: { lastSequence: last } });
         return ack.seq;
       } catch (err) {
         if (!isWrongLastSequence(err)) throw err;
       }
-      // Another key's write came first. A short random wait, longer as attempts go, so that writers spread out.
+      // Another write came first. A short random wait, longer as attempts go, so that writers spread out.
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, 1 + attempt * 3)));
     }
   }
-  throw new BurrowError(Code.Unavailable, `key ${key} of bucket ${kv.bucket} was not written: writes of other keys kept moving the bucket's sequence (${CHECKED_WRITE_ATTEMPTS} attempts); retry`, {
+  throw new BurrowError(Code.Unavailable, `key ${key} of bucket ${kv.bucket} was not written: other writes kept moving the bucket's sequence (${CHECKED_WRITE_ATTEMPTS} attempts); retry`, {
     reason: "cluster_contended",
   });
 }

@@ -11,15 +11,14 @@
 // then passes the create on, or makes it itself, still holding its place). Only teams with a limit these counts
 // serve take part: for the others admission makes no round trip.
 //
-// The write is a checked write (cluster-kv.ts), not the KV's revision-checked update: on a replicated stream
-// nats-server before 2.9.21 could take two writes naming one revision (seen here: a team's limit of 2 passed by 3 on
-// a 3-server cluster).
+// The write is a checked read-modify-write (checkedUpdate, cluster-kv.ts), not the KV's revision-checked update: on a
+// replicated stream nats-server before 2.9.21 could take two writes naming one revision (seen here: a team's limit of
+// 2 passed by 3 on a 3-server cluster).
 import { randomBytes } from "node:crypto";
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
-import { BurrowError, Code } from "@burrow/protocol";
-import { clusterError, isRevisionConflict } from "./cluster-errors.js";
-import { ABSENT, checkedPut } from "./cluster-kv.js";
+import { clusterError } from "./cluster-errors.js";
+import { checkedUpdate } from "./cluster-kv.js";
 
 export const LEDGER_VERSION = 1;
 
@@ -33,8 +32,6 @@ const SETTLED_MS = 30_000;
 export const RECORD_GRACE_MS = 5_000;
 /** A handed hold put back counts at most this long (its node settles it when its create answers). */
 const RESTORED_MS = 2 * 60_000;
-/** Revision conflicts retried before a create is refused as too contended (503). */
-const ATTEMPTS = 50;
 
 /** What a hold counts. */
 export interface Held {
@@ -204,30 +201,31 @@ export class TeamLedger {
     return hold.until > now && (hold.node === this.#d.nodeName || this.#d.isUp(hold.node));
   }
 
-  /** Read, change and write `team`'s record with a checked write, again while another write of it lands first. */
+  /** Read, change and write `team`'s record in one checked read-modify-write (made again while others write first). */
   async #change(team: string, signal: AbortSignal | undefined, change: (record: LedgerRecord, now: number) => boolean): Promise<void> {
-    for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
-      signal?.throwIfAborted();
-      let entry;
-      try {
-        entry = await this.#d.kv.get(team);
-      } catch (err) {
-        throw clusterError(err, `read team ${team}'s quota record`);
-      }
-      const now = this.#now();
-      const record = entry?.operation === "PUT" ? decode(entry.value) : empty();
-      this.#prune(record, now);
-      if (!change(record, now)) return;
-      try {
-        await checkedPut(this.#d.kv, team, encode(record), entry?.revision ?? ABSENT, { signal });
-        return;
-      } catch (err) {
-        if (!isRevisionConflict(err)) throw clusterError(err, `write team ${team}'s quota record`);
-      }
-      // Another node wrote first: a short random wait so that a few contenders do not collide again at once.
-      await new Promise((r) => setTimeout(r, Math.random() * Math.min(20, 1 + attempt * 2)));
+    // A refusal thrown by `change` (a check) reaches the caller as it is; NATS failures as cluster errors.
+    let refusal: unknown;
+    try {
+      await checkedUpdate(
+        this.#d.kv,
+        team,
+        (entry) => {
+          const now = this.#now();
+          const record = entry?.operation === "PUT" ? decode(entry.value) : empty();
+          this.#prune(record, now);
+          try {
+            return change(record, now) ? encode(record) : undefined;
+          } catch (err) {
+            refusal = err;
+            throw err;
+          }
+        },
+        { signal },
+      );
+    } catch (err) {
+      if (err === refusal) throw err;
+      throw clusterError(err, `write team ${team}'s quota record`);
     }
-    throw new BurrowError(Code.Unavailable, `team ${team}'s quota record kept changing while this node admitted a request; retry`, { reason: "quota_contended" });
   }
 
   #prune(record: LedgerRecord, now: number): void {
