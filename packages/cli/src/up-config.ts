@@ -36,6 +36,7 @@ export interface UpFlags {
   cluster?: string | undefined;
   nodeName?: string | undefined;
   nodeUrl?: string | undefined;
+  clusterMoveMaxMb?: string | undefined;
 }
 
 export interface UpConfig {
@@ -61,6 +62,7 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
   const port = optionalInteger("--port", flags.port, { max: 65_535 });
   const modelGatewayPort = optionalInteger("--model-gateway-port", flags.modelGatewayPort, { max: 65_535 });
   const memoryPauseMaxAgeMs = optionalInteger("--memory-pause-max-age-ms", flags.memoryPauseMaxAgeMs, { min: 1 });
+  const moveMaxMB = optionalInteger("--cluster-move-max-mb", flags.clusterMoveMaxMb, { min: 1 });
   const logLevel = fromEnv(env, "BURROW_LOG_LEVEL") ?? DEFAULT_LOG_LEVEL;
   if (!(LOG_LEVELS as readonly string[]).includes(logLevel)) {
     throw usageError(`BURROW_LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got '${logLevel}'`);
@@ -78,12 +80,13 @@ export function resolveUpConfig(flags: UpFlags, env: Env): UpConfig {
       {
         ...defined({ host: flags.host, port, domain: flags.domain }),
         ...(modelGatewayPort !== undefined ? { modelGateway: { port: modelGatewayPort } } : {}),
-        ...(flags.cluster !== undefined || flags.nodeName !== undefined || flags.nodeUrl !== undefined
+        ...(flags.cluster !== undefined || flags.nodeName !== undefined || flags.nodeUrl !== undefined || moveMaxMB !== undefined
           ? {
               cluster: defined({
                 servers: flags.cluster?.split(",").map((url) => url.trim()).filter(Boolean),
                 nodeName: flags.nodeName,
                 advertiseUrl: flags.nodeUrl,
+                moveMaxMB,
               }),
             }
           : {}),

@@ -136,6 +136,14 @@ describe("resolveUpConfig", () => {
     expect(resolveUpConfig({}, {}).bus).toEqual({ kind: "embedded" });
   });
 
+  it("gives a node of a cluster its move limit from --cluster-move-max-mb over BURROW_CLUSTER_MOVE_MAX_MB over 10240", () => {
+    const env = { BURROW_CLUSTER: "nats://a:4222" };
+    expect(resolveUpConfig({ nodeName: "n1" }, env).server.cluster?.moveMaxMB).toBe(10_240);
+    expect(resolveUpConfig({ nodeName: "n1" }, { ...env, BURROW_CLUSTER_MOVE_MAX_MB: "64" }).server.cluster?.moveMaxMB).toBe(64);
+    expect(resolveUpConfig({ nodeName: "n1", clusterMoveMaxMb: "32" }, { ...env, BURROW_CLUSTER_MOVE_MAX_MB: "64" }).server.cluster?.moveMaxMB).toBe(32);
+    expect(() => resolveUpConfig({ nodeName: "n1", clusterMoveMaxMb: "0" }, env)).toThrow(/--cluster-move-max-mb/);
+  });
+
   it("refuses bad flags and variables with usage errors that name them", () => {
     for (const [flags, env, message] of [
       [{ poolSize: "abc" }, {}, "--pool-size must be a non-negative integer, got 'abc'"],

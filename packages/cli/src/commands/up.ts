@@ -36,6 +36,11 @@ export const up = defineCommand({
     cluster: { type: "string", value: "URLS", description: "Join the cluster coordinated by these NATS JetStream servers, nats://HOST:4222[,…] (env BURROW_CLUSTER)" },
     "node-name": { type: "string", value: "NAME", description: "This node's name in the cluster (default the host name, env BURROW_NODE_NAME)" },
     "node-url": { type: "string", value: "URL", description: "http://HOST:PORT other nodes reach this one at (default the address it listens on, env BURROW_NODE_URL)" },
+    "cluster-move-max-mb": {
+      type: "string",
+      value: "MB",
+      description: "A filesystem pause whose writable layer is larger is not published for moves to other nodes (default 10240, env BURROW_CLUSTER_MOVE_MAX_MB)",
+    },
   },
   async run({ values, env }) {
     // Loaded here, not at the top: it imports the orchestrator and the server, which `burrow --help` does not need.
@@ -57,6 +62,7 @@ export const up = defineCommand({
         cluster: values.cluster,
         nodeName: values["node-name"],
         nodeUrl: values["node-url"],
+        clusterMoveMaxMb: values["cluster-move-max-mb"],
       },
       env,
     );
