@@ -47,6 +47,7 @@ import { openTeamServices } from "./teams/team-services.js";
 import { ClusterNode } from "./cluster/cluster-node.js";
 import type { CreatePlacement } from "./cluster/create-placement.js";
 import { taskNodes } from "./cluster/task-nodes.js";
+import { CheckpointRecords } from "./cluster/checkpoint-records.js";
 import type { LocalTemplates } from "./cluster/cluster-templates.js";
 import { clusterTemplateTeams } from "./cluster/template-teams.js";
 import type { SandboxMoves } from "./cluster/sandbox-moves.js";
@@ -250,6 +251,12 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       (sandboxId) => store.sandboxes.get(sandboxId) !== undefined,
       (key) => store.apiKeys.verify(key) !== undefined,
     );
+    // Routes naming a checkpoint go to the node holding it (cluster/checkpoint-records.ts).
+    const checkpointRecords = cfg.cluster ? await CheckpointRecords.open({ ...cfg.cluster, logger }) : undefined;
+    if (checkpointRecords) {
+      cleanups.push(() => checkpointRecords.close());
+      forwarder?.routeCheckpoints(checkpointRecords);
+    }
 
     const secrets = openSecrets(cfg.stateDir, store.secrets);
     // The CA sandboxes trust for TLS Burrow terminates: header transforms and the model gateway's provider hosts.
@@ -394,7 +401,16 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       resolveTemplate: (ref) => deps.orchestrator.resolveTemplate(ref),
       capacity: cfg.admission.maxSandboxes,
     });
-    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement, clusterTemplates: shared ? () => shared.summaries() : undefined, sandboxMoves: moves });
+    const app = await createApi(apiContext, { logger, serverFactory, templates: deps.templates, bus: deps.bus, busServices, logs, tracing: cfg.otlpEndpoint !== null, alerts, liveness, cluster: cluster?.membership, placement, clusterTemplates: shared ? () => shared.summaries() : undefined, sandboxMoves: moves,
+      checkpointRecords: checkpointRecords && {
+        taken: (checkpointId, sandboxId) => {
+          const row = store.sandboxes.get(sandboxId);
+          const teamId = row ? teams.ownership.teamOfSandbox(row) : null;
+          return checkpointRecords.taken(checkpointId, sandboxId, teamId === teams.defaultTeamId ? null : teamId);
+        },
+        deleted: (checkpointId) => checkpointRecords.deleted(checkpointId),
+      },
+    });
     // The default domain names the port, known once listening (port 0 picks one) and before any request arrives;
     // handlers read the config per request.
     let servedConfig = cfg;

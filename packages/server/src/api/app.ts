@@ -35,6 +35,7 @@ import type { Bus, LivenessMonitor } from "@burrow/bus";
 import { registerLifecycleStream } from "./sandboxes/lifecycle-stream.js";
 import { registerBusApi, type SandboxBusServices } from "../bus-api/index.js";
 import { registerCheckpointApi } from "./checkpoints/index.js";
+import type { CheckpointLocations } from "./checkpoints/checkpoint-service.js";
 import { registerSecretRoutes } from "./secrets/index.js";
 import { registerModelRoutes } from "../models/index.js";
 import { registerVolumeApi } from "./volumes/index.js";
@@ -71,6 +72,8 @@ export interface CreateApiOptions {
   clusterTemplates?: (() => TemplateSummary[]) | undefined;
   /** Sandboxes moved between nodes (cluster/sandbox-moves.ts): drains with `move` and the take-over route. */
   sandboxMoves?: SandboxMoves | undefined;
+  /** Where checkpoints are, on a node of a cluster (cluster/checkpoint-records.ts). */
+  checkpointRecords?: CheckpointLocations | undefined;
 }
 
 export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promise<FastifyInstance<Server>> {
@@ -136,7 +139,7 @@ export async function createApi(ctx: ApiContext, opts: CreateApiOptions): Promis
   registerSecretRoutes(app, ctx.secrets);
   registerModelRoutes(app, ctx.models);
   registerVolumeApi(app, ctx.volumes);
-  registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger });
+  registerCheckpointApi(app, ctx, { bus: opts.bus, logger: opts.logger, records: opts.checkpointRecords });
   if (opts.templates) {
     registerTemplateApi(app, {
       builder: opts.templates,

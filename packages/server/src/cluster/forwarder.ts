@@ -7,6 +7,8 @@
 // A sandbox whose record is marked lost (its node went down, lost-sweep.ts) is answered here as E2B answers for a
 // sandbox that is gone: the gateway's 502 "The sandbox was not found" (the SDK's SandboxNotFoundError on commands),
 // and 404 {code, message} on the REST API, saying the node was lost. A kill of a lost sandbox is kept (lost-kill.ts).
+// Routes naming a checkpoint (/burrow/v1/checkpoints/{id}…) go to the node its record names (checkpoint-records.ts);
+// one of a node that is down is answered 503 naming that node.
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Duplex } from "node:stream";
 import type { Logger } from "pino";
@@ -17,6 +19,7 @@ import { proxyUpgrade } from "../gateway/proxy-upgrade.js";
 import { goneBody, jsonAnswer, sendJson, sendRawJson } from "../gateway/responses.js";
 import type { GatewayAnswer } from "../gateway/retry-answer.js";
 import { routeRequest } from "../gateway/route.js";
+import type { CheckpointRecords } from "./checkpoint-records.js";
 import { isForwarded } from "./forwarded-header.js";
 import { fanOutList, isListRequest } from "./list-fanout.js";
 import { rememberKill } from "./lost-kill.js";
@@ -27,6 +30,8 @@ import type { OwnerRecord, SandboxOwners } from "./sandbox-owners.js";
 const SANDBOX_ITSELF = /^\/(?:v2\/|burrow\/v1\/)?sandboxes\/[a-z0-9]+\/?(?:\?|$)/;
 /** REST paths that name one sandbox: E2B's v1 and v2 and Burrow's own. */
 const SANDBOX_PATH = /^\/(?:v2\/|burrow\/v1\/)?sandboxes\/([a-z0-9]+)(?:[/?]|$)/;
+/** Burrow's routes that name one checkpoint (read, branch, delete). */
+const CHECKPOINT_PATH = /^\/burrow\/v1\/checkpoints\/([^/?]+)(?:[/?]|$)/;
 
 export interface ForwarderDeps {
   membership: Membership;
@@ -54,6 +59,7 @@ function lostAnswer(target: { sandboxId: string; rest: boolean }, record: OwnerR
 export class ClusterForwarder {
   readonly #d: ForwarderDeps;
   readonly #connections = new SandboxConnections();
+  #checkpoints: CheckpointRecords | undefined;
 
   constructor(deps: ForwarderDeps) {
     this.#d = deps;
@@ -67,6 +73,8 @@ export class ClusterForwarder {
     // First: a client's forwarded mark must be gone before anything (this, the create route) reads it.
     this.#d.membership.signing.admit(req);
     try {
+      const checkpointId = this.#checkpoints && !isForwarded(req.headers) ? CHECKPOINT_PATH.exec(req.url ?? "")?.[1] : undefined;
+      if (checkpointId !== undefined) return this.#routeCheckpoint(req, res, decodeURIComponent(checkpointId), local);
       const target = this.#target(req);
       if (!target) return false;
       if (target.kind === "list") {
@@ -123,6 +131,33 @@ export class ClusterForwarder {
 
   close(): void {
     this.#connections.close();
+  }
+
+  /** Forward requests naming a checkpoint to the node holding it, from its record. */
+  routeCheckpoints(records: CheckpointRecords): void {
+    this.#checkpoints = records;
+  }
+
+  /** Taken either way (the record is read first); answered by `local` when the checkpoint is this node's or nobody's. */
+  #routeCheckpoint(req: IncomingMessage, res: ServerResponse, checkpointId: string, local: () => void): boolean {
+    const me = this.#d.membership.nodeName;
+    void this.#checkpoints!.lookup(checkpointId).then(
+      (record) => {
+        if (!record || record.node === me) return local();
+        const view = this.#d.membership.node(record.node);
+        const upstream = view?.status === "up" ? this.#upstreamOf(record.node) : undefined;
+        if (upstream) return this.#forwardHttp(req, res, record.node, upstream, record.sandboxId);
+        req.resume();
+        const message = `checkpoint ${checkpointId} is on node ${record.node}, which is ${view ? "down" : "not in the cluster"}: retry once it is back`;
+        sendJson(res, 503, JSON.stringify({ code: 503, message }));
+      },
+      (err: unknown) => {
+        this.#d.logger.warn({ err, checkpointId }, "checkpoint record lookup failed");
+        req.resume();
+        sendJson(res, 503, JSON.stringify({ code: 503, message: `the cluster could not say which node has checkpoint ${checkpointId}; retry` }));
+      },
+    );
+    return true;
   }
 
   /** Why the request may not be answered, as the API words it; undefined when its key is known here. */

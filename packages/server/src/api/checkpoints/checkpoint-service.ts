@@ -24,6 +24,14 @@ export interface CheckpointServiceDeps {
   logger: Logger;
   /** Network configs: a child copies its checkpoint's sandbox's (the egress kept when it was taken, its ingress). */
   networks?: SandboxNetworkStore;
+  /** On a node of a cluster: where each checkpoint is, for the other nodes to forward to (cluster/checkpoint-records.ts). */
+  records?: CheckpointLocations | undefined;
+}
+
+/** Told of each checkpoint taken and deleted here; a failure is logged, the checkpoint stays as it is. */
+export interface CheckpointLocations {
+  taken(checkpointId: string, sandboxId: string): Promise<void>;
+  deleted(checkpointId: string): Promise<void>;
 }
 
 /** One child's outcome, as a fork's: the registered sandbox, or why it did not start. */
@@ -65,6 +73,7 @@ export class CheckpointService {
     // Its children get the network the sandbox has now (header transforms and user's proxy too), whatever it has later.
     const network = this.deps.networks?.get(sandboxId);
     if (network && hasEgressRules(network)) this.deps.networks?.keepCopy(info.checkpointId, egressConfigOf(network));
+    await this.deps.records?.taken(info.checkpointId, sandboxId).catch((err: unknown) => this.deps.logger.warn({ err, checkpointId: info.checkpointId }, "could not record where a checkpoint is"));
     this.publish({ type: "checkpoint_created", sandboxId, templateId: row.templateId, metadata: row.metadata, checkpointId: info.checkpointId, parentId: info.parentId });
     return info;
   }
@@ -146,6 +155,7 @@ export class CheckpointService {
     if (!deleted) throw checkpointNotFound(checkpointId);
     for (const id of deleted) {
       this.deps.networks?.dropCopy(id);
+      await this.deps.records?.deleted(id).catch((err: unknown) => this.deps.logger.warn({ err, checkpointId: id }, "could not remove where a checkpoint was"));
       const of = byId.get(id) ?? info;
       const row = sandboxes.get(of.sandboxId);
       this.publish({ type: "checkpoint_deleted", sandboxId: of.sandboxId, templateId: of.templateId, metadata: row?.metadata ?? {}, checkpointId: id });

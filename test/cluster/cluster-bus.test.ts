@@ -1,0 +1,211 @@
+// One bus for the whole cluster: two Burrow nodes (the real CLI, own state directories and subnets, no --bus) on a
+// 3-server NATS JetStream cluster on the loopback share the cluster's NATS as their bus. A message published through
+// A reaches a subscriber on B; a queue message enqueued through A is delivered once, through B; a trigger rule made
+// through A runs once per event with both nodes running it (events of a sandbox on B, each run in a fresh sandbox
+// placed like any create); and a checkpoint taken through A of a sandbox on B is read, branched and deleted through A
+// (cluster/checkpoint-records.ts routes /burrow/v1/checkpoints/{id} to the node holding it).
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { NatsCluster } from "./nats-cluster.js";
+import { until } from "./lifecycle-events.js";
+import { clusterSigning } from "./forward-pin.js";
+import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
+import { tearDownServers } from "../helpers/tear-down.js";
+import { keyedApi } from "../helpers/keyed-api.js";
+import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+
+const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
+
+interface Node {
+  name: string;
+  instance: TestInstance;
+  port: number;
+  server?: ServerProcess;
+}
+
+/** The SSE messages of a node's bus subscribe route, collected until stopped. */
+function subscribe(url: string, subject: string) {
+  const controller = new AbortController();
+  const seen: Array<{ subject: string; data?: string }> = [];
+  const ready = (async () => {
+    const res = await fetch(`${url}/burrow/v1/bus/subscribe?subject=${encodeURIComponent(subject)}`, { headers: { "X-API-KEY": API_KEY }, signal: controller.signal });
+    if (!res.ok || !res.body) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
+    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+    let buffer = (await reader.read()).value ?? "";
+    void (async () => {
+      try {
+        for (;;) {
+          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
+            const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "));
+            buffer = buffer.slice(end + 2);
+            if (data) seen.push(JSON.parse(data.slice(6)) as { subject: string; data?: string });
+          }
+          const next = await reader.read();
+          if (next.done) return;
+          buffer += next.value;
+        }
+      } catch {
+        // Stopped.
+      }
+    })();
+  })();
+  return { seen, ready, stop: () => controller.abort() };
+}
+
+describe("one bus for the whole cluster", () => {
+  let nats: NatsCluster;
+  let signing: ForwardSigning;
+  const nodes: Node[] = [];
+  for (const name of ["node-a", "node-b"]) {
+    let instance = newTestInstance(`cb${name.slice(-1)}`);
+    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
+      rmSync(instance.stateDir, { recursive: true, force: true });
+      instance = newTestInstance(`cb${name.slice(-1)}`);
+    }
+    nodes.push({ name, instance, port: 0 });
+  }
+  const [a, b] = nodes as [Node, Node];
+  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
+  const api = (node: Node) => keyedApi(url(node), API_KEY);
+  const made = new Set<string>();
+  const triggers: string[] = [];
+
+  /** A sandbox made on `node` itself (signed as a node would sign a placed create). */
+  const createOn = async (node: Node) => {
+    const headers = { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes", node.name) };
+    const res = await fetch(`${url(node)}/sandboxes`, { method: "POST", headers, body: JSON.stringify({ templateID: "base", timeout: 300 }) });
+    const json = (await res.json()) as { sandboxID?: string; message?: string };
+    expect(res.status, json.message).toBe(201);
+    made.add(json.sandboxID!);
+    return json.sandboxID!;
+  };
+
+  beforeAll(async () => {
+    nats = await NatsCluster.start(3);
+    const started = await Promise.allSettled(
+      nodes.map(async (node, i) => {
+        node.port = await freePort();
+        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
+        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
+          BURROW_API_KEY: API_KEY,
+          BURROW_CLUSTER_HEARTBEAT_MS: "500",
+          BURROW_CLUSTER_REPLICAS: "3",
+          BURROW_BUS: "",
+        });
+      }),
+    );
+    for (const result of started) if (result.status === "rejected") throw result.reason;
+    for (const node of nodes) {
+      await until(`${node.name} sees both nodes up with base`, async () => {
+        const seen = ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ status: string; load: { templates?: string[] } }> }).nodes;
+        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
+      }, 60_000);
+    }
+    signing = await clusterSigning(nats.urls);
+  }, 600_000);
+
+  afterAll(async () => {
+    const cleanUp = async () => {
+      for (const id of triggers) await api(a)("DELETE", `/burrow/v1/triggers/${id}`).catch(() => undefined);
+      await Promise.allSettled([...made].map((id) => fetch(`${url(a)}/sandboxes/${id}`, { method: "DELETE", headers: { "X-API-Key": API_KEY } })));
+    };
+    await tearDownServers(nodes, { before: [cleanUp], after: [() => nats?.stop()] });
+  }, 300_000);
+
+  it("a message published through A reaches a subscriber on B", { timeout: 60_000 }, async () => {
+    const sub = subscribe(url(b), "agents.h27.>");
+    try {
+      await sub.ready;
+      const sent = await api(a)("POST", "/burrow/v1/bus/publish", { subject: "agents.h27.hello", data: "from A" });
+      expect(sent.status).toBe(202);
+      await until("B's subscriber hears A's message", () => sub.seen.length > 0, 10_000);
+      expect(sub.seen).toEqual([expect.objectContaining({ subject: "agents.h27.hello", data: "from A" })]);
+    } finally {
+      sub.stop();
+    }
+  });
+
+  it("a queue message enqueued through A is delivered once, through B", { timeout: 60_000 }, async () => {
+    const queue = `h27q${randomBytes(3).toString("hex")}`;
+    const sent = await api(a)("POST", `/burrow/v1/queues/${queue}/messages`, { data: "job 1" });
+    expect(sent.status).toBe(201);
+    const got = await api(b)("POST", `/burrow/v1/queues/${queue}/consume`, { timeoutMs: 5000 });
+    expect(got.status).toBe(200);
+    const message = got.json as { receipt: string; data: string };
+    expect(message.data).toBe("job 1");
+    // Held by B: neither node delivers it again (nor after B acknowledges it).
+    for (const node of [a, b]) expect((await api(node)("POST", `/burrow/v1/queues/${queue}/consume`, { timeoutMs: 1000 })).status).toBe(204);
+    expect((await api(b)("POST", `/burrow/v1/queues/${queue}/messages/${message.receipt}/ack`)).status).toBeLessThan(300);
+    for (const node of [a, b]) expect((await api(node)("POST", `/burrow/v1/queues/${queue}/consume`, { timeoutMs: 1000 })).status).toBe(204);
+  });
+
+  it("a checkpoint taken through A of a sandbox on B is read, branched and deleted through A", { timeout: 300_000 }, async () => {
+    const sandboxId = await createOn(b);
+    const taken = await api(a)("POST", `/burrow/v1/sandboxes/${sandboxId}/checkpoints`, { label: "h27" });
+    expect(taken.status, JSON.stringify(taken.json)).toBe(201);
+    const checkpointId = (taken.json as { checkpointID: string }).checkpointID;
+    const read = await api(a)("GET", `/burrow/v1/checkpoints/${checkpointId}`);
+    expect(read.status, JSON.stringify(read.json)).toBe(200);
+    expect(read.json).toMatchObject({ checkpointID: checkpointId, sandboxID: sandboxId });
+    const branched = await api(a)("POST", `/burrow/v1/checkpoints/${checkpointId}/branch`, { count: 1, timeout: 120 });
+    expect(branched.status, JSON.stringify(branched.json)).toBe(201);
+    const child = (branched.json as Array<{ sandbox?: { sandboxID: string } }>)[0]?.sandbox?.sandboxID;
+    expect(child, JSON.stringify(branched.json)).toBeDefined();
+    made.add(child!);
+    // The branch is B's (its files are there), and answers through A like any sandbox of B.
+    expect((await api(a)("GET", `/sandboxes/${child}`)).status).toBe(200);
+    const deleted = await api(a)("DELETE", `/burrow/v1/checkpoints/${checkpointId}`);
+    expect(deleted.status, JSON.stringify(deleted.json)).toBe(200);
+    expect(deleted.json).toEqual({ deleted: [checkpointId] });
+    expect((await api(a)("GET", `/burrow/v1/checkpoints/${checkpointId}`)).status).toBe(404);
+    expect((await api(b)("GET", `/burrow/v1/checkpoints/${checkpointId}`)).status).toBe(404);
+  });
+
+  it("a trigger rule made through A runs once per event with both nodes running it", { timeout: 300_000 }, async () => {
+    const sandboxId = await createOn(b);
+    const ruleId = `h27-${randomBytes(3).toString("hex")}`;
+    const created = await api(a)("POST", "/burrow/v1/triggers", {
+      id: ruleId,
+      on: { sandboxId, category: "lifecycle", type: "checkpoint_created" },
+      in: { template: "base" },
+      cmd: "echo fired for {{sandboxId}}",
+      keepSandbox: true,
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(201);
+    triggers.push(ruleId);
+    // B reads the rules every 2 s: give it time to run this one too.
+    await new Promise((r) => setTimeout(r, 5000));
+    const events = 3;
+    for (let i = 0; i < events; i++) expect((await api(b)("POST", `/burrow/v1/sandboxes/${sandboxId}/checkpoints`, { label: `t${i}` })).status).toBe(201);
+    type Run = { state: string; result?: { sandboxId?: string; stdout?: string } };
+    const runsOf = async (node: Node) => (await api(node)("GET", `/burrow/v1/triggers/${ruleId}/runs`)).json as Run[];
+    await until("every event's run finished", async () => {
+      const runs = await runsOf(a);
+      return runs.length >= events && runs.every((r) => r.state === "succeeded" || r.state === "dead");
+    }, 180_000);
+    // Let a duplicate (a second node firing for the same event) show up if there were one.
+    await new Promise((r) => setTimeout(r, 3000));
+    for (const node of [a, b]) {
+      const runs = await runsOf(node);
+      expect(runs.map((r) => [r.state, r.result?.stdout]), `runs through ${node.name}`).toEqual(Array.from({ length: events }, () => ["succeeded", `fired for ${sandboxId}\n`]));
+    }
+    const fresh = new Set((await runsOf(a)).map((r) => r.result?.sandboxId));
+    for (const id of fresh) if (id) made.add(id);
+    expect(fresh.size).toBe(events);
+    // The sandboxes it made, and no others: the cluster's list (every node's) has exactly those with the runner's mark.
+    const freshListed = async () => ((await api(a)("GET", `/v2/sandboxes?metadata=${encodeURIComponent("burrow.runner=fresh")}`)).json as Array<{ sandboxID: string }>).map((s) => s.sandboxID).sort();
+    expect(await freshListed()).toEqual([...fresh].sort());
+
+    // Deleted through B, the rule stops on A too (A reads the rules again): a later event makes no run anywhere.
+    expect((await api(b)("DELETE", `/burrow/v1/triggers/${ruleId}`)).status).toBe(204);
+    await new Promise((r) => setTimeout(r, 5000));
+    expect((await api(b)("POST", `/burrow/v1/sandboxes/${sandboxId}/checkpoints`, { label: "after" })).status).toBe(201);
+    await new Promise((r) => setTimeout(r, 10_000));
+    const after = await freshListed();
+    for (const id of after) made.add(id);
+    expect(after).toEqual([...fresh].sort());
+  });
+});
