@@ -7,52 +7,25 @@
 // node cordoned a create is a 503; a node killed while its record still says up is passed over. Where each sandbox
 // went is read from the cluster's owner records.
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
-import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
 import { clusterSigning } from "./forward-pin.js";
+import { until } from "./lifecycle-events.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { stopServerProcess } from "../helpers/server-process.js";
 import { runBurrow } from "../cli/run-burrow.js";
+import { cliNodes, nodesSeenBy as seenBy, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const NAMES = ["node-a", "node-b", "node-c"] as const;
 
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface NodeView {
-  name: string;
-  cordoned: boolean;
-  status: string;
-  load: { runningSandboxes: number; templates?: string[] };
-}
-
 describe("placement of creates over three nodes", () => {
   let nats: NatsCluster;
-  const nodes: Node[] = [];
-  // Picked before any node has made its bridge: each pick must avoid the others' subnets.
-  for (const name of NAMES) {
-    let instance = newTestInstance(`pl${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`pl${name.slice(-1)}`);
-    }
-    nodes.push({ name, instance, port: 0 });
-  }
+  const nodes = cliNodes("pl", NAMES);
   const [a, b, c] = nodes as [Node, Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
-  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
+  const opts = (node: Node) => sdkOptions(node, API_KEY);
   let signing: ForwardSigning;
   /** Marked as forwarded (signed), a create is made by the node it reaches: how a test puts a sandbox on a given node. */
   const pinned = (node: Node) => ({ ...opts(node), apiHeaders: signing.headers("POST", "/v2/sandboxes", node.name) });
@@ -60,31 +33,13 @@ describe("placement of creates over three nodes", () => {
     runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: url(node), E2B_SANDBOX_URL: url(node) } });
   const sandboxes = new Set<string>();
 
-  const nodesSeenBy = async (node: Node): Promise<NodeView[]> =>
-    ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json())) as { nodes: NodeView[] }).nodes;
-
-  async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
+  const nodesSeenBy = (node: Node) => seenBy(node, API_KEY);
 
   /** The node each sandbox's owner record names. */
   async function owners(ids: readonly string[]): Promise<Map<string, string>> {
-    const nc = await connect({ servers: nats.urls[0]! });
-    try {
-      const kv = await new Kvm(nc).open("burrow_sandbox_owners");
-      const found = new Map<string, string>();
-      for (const id of ids) {
-        const entry = await kv.get(id);
-        found.set(id, entry?.operation === "PUT" ? entry.json<{ node: string }>().node : "(none)");
-      }
-      return found;
-    } finally {
-      await nc.close();
-    }
+    const found = new Map<string, string>();
+    for (const id of ids) found.set(id, (await readOwnerRecord(nats.urls, id))?.node ?? "(none)");
+    return found;
   }
 
   async function create(node: Node, template = "base", options: object = opts(node)): Promise<Sandbox> {
@@ -102,28 +57,10 @@ describe("placement of creates over three nodes", () => {
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    // Settled, not all: a node failing to start must not leave the others starting unseen by afterAll.
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: API_KEY,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
-          BURROW_CLUSTER_REPLICAS: "3",
-        });
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
+    await startCliNodes(nodes, nats.urls, { apiKey: API_KEY, downAfterMs: 5_000 });
     signing = await clusterSigning(nats.urls);
     // Every node sees the three up, with the templates they have.
-    for (const node of nodes) {
-      await until(`${node.name} sees three nodes`, async () => {
-        const seen = await nodesSeenBy(node);
-        return seen.length === 3 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      });
-    }
+    await waitForNodesUp(nodes, API_KEY, 30_000);
   });
 
   afterAll(async () => {
