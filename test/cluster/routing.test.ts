@@ -7,8 +7,6 @@
 // killed, records are all there and a new sandbox on B is still recorded and reachable through A.
 import { randomBytes } from "node:crypto";
 import { request } from "node:http";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
@@ -17,18 +15,10 @@ import { NatsCluster } from "./nats-cluster.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { runBurrow } from "../cli/run-burrow.js";
+import { cliNodes, createTeam, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNodes, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
-
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
 
 /** A program in the sandbox that switches protocols on any request, then echoes what it gets upper-cased. */
 const UPGRADE_ECHO = `
@@ -87,38 +77,18 @@ function getVia(port: number, path: string, headers: Record<string, string>): Pr
 
 describe("a cluster of two nodes on a 3-server NATS cluster", () => {
   let nats: NatsCluster;
-  const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("clua"), port: 0 }];
-  // Picked before either node has made its bridge: a second pick must not land on the first one's subnet.
-  let second = newTestInstance("club");
-  while (second.subnet === nodes[0]!.instance.subnet) {
-    rmSync(second.stateDir, { recursive: true, force: true });
-    second = newTestInstance("club");
-  }
-  nodes.push({ name: "node-b", instance: second, port: 0 });
+  const nodes = cliNodes("clu", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: `http://127.0.0.1:${node.port}`, sandboxUrl: `http://127.0.0.1:${node.port}`, debug: false as const });
-  const cli = (node: Node, args: string[]) =>
-    runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: `http://127.0.0.1:${node.port}`, E2B_SANDBOX_URL: `http://127.0.0.1:${node.port}` } });
+  const opts = (node: Node) => sdkOptions(node, API_KEY);
+  const cli = (node: Node, args: string[]) => runBurrow(args, { env: { ...process.env, E2B_API_KEY: API_KEY, E2B_API_URL: url(node), E2B_SANDBOX_URL: url(node) } });
   const sandboxes: Sandbox[] = [];
   let signing: ForwardSigning;
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
     // Both nodes start at once (their first start builds the base template): the cluster needs no start order.
-    await Promise.all(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        // The key is configured (BURROW_API_KEY); the helper reads it from the key file, which the server then ignores.
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        // Node B keeps one pooled sandbox, so that its record's pool fill is a real one.
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", i === 1 ? "1" : "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: API_KEY,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
-          BURROW_CLUSTER_REPLICAS: "3",
-        });
-      }),
-    );
+    // Node B keeps one pooled sandbox, so that its record's pool fill is a real one.
+    await startCliNodes(nodes, nats.urls, (node) => ({ apiKey: API_KEY, downAfterMs: 5_000, poolSize: node === b ? 1 : 0 }));
     signing = await clusterSigning(nats.urls);
   });
 
@@ -144,21 +114,17 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     expect(cordon.stdout, cordon.stderr).toBe("node node-b cordoned\n");
     // Several of node-b's heartbeats later, node-b itself still reports the cordon.
     await new Promise((r) => setTimeout(r, 2_000));
-    const fromB = await fetch(`http://127.0.0.1:${b.port}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<{ nodes: Array<{ name: string; cordoned: boolean }> }>);
+    const fromB = await fetch(`${url(b)}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<{ nodes: Array<{ name: string; cordoned: boolean }> }>);
     expect(fromB.nodes.find((n) => n.name === "node-b")?.cordoned).toBe(true);
     const uncordon = await cli(b, ["node", "uncordon", "node-b"]);
     expect(uncordon.stdout, uncordon.stderr).toBe("node node-b uncordoned\n");
     // Nodes are the operator's: a team's key is refused.
-    const team = await fetch(`http://127.0.0.1:${a.port}/burrow/v1/teams`, {
-      method: "POST",
-      headers: { "X-API-Key": API_KEY, "content-type": "application/json" },
-      body: JSON.stringify({ name: "cluster-team" }),
-    }).then((r) => r.json() as Promise<{ adminKey: { key: string } }>);
+    const team = await createTeam(a, API_KEY, "cluster-team");
     const teamKey = team.adminKey.key;
-    expect((await fetch(`http://127.0.0.1:${a.port}/burrow/v1/nodes`, { headers: { "X-API-Key": teamKey } })).status).toBe(403);
+    expect((await fetch(`${url(a)}/burrow/v1/nodes`, { headers: { "X-API-Key": teamKey } })).status).toBe(403);
     // Keys are each node's own in this slice: node B does not know the team's key, so the team has nothing there and
     // its list through A is A's answer alone (not a failure).
-    const teamList = await fetch(`http://127.0.0.1:${a.port}/v2/sandboxes`, { headers: { "X-API-Key": teamKey } });
+    const teamList = await fetch(`${url(a)}/v2/sandboxes`, { headers: { "X-API-Key": teamKey } });
     expect(teamList.status).toBe(200);
     expect(await teamList.json()).toEqual([]);
     // Node B's load as its heartbeats report it: its warm pool of base, filled.
@@ -187,14 +153,8 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     sandboxes.push(onA);
 
     // The ownership record names node B.
-    const nc = await connect({ servers: nats.urls[0]! });
-    try {
-      const owners = await new Kvm(nc).open("burrow_sandbox_owners");
-      expect((await owners.get(onB.sandboxId))?.json<{ node: string }>().node).toBe("node-b");
-      expect((await owners.get(onA.sandboxId))?.json<{ node: string }>().node).toBe("node-a");
-    } finally {
-      await nc.close();
-    }
+    expect((await readOwnerRecord(nats.urls, onB.sandboxId))?.node).toBe("node-b");
+    expect((await readOwnerRecord(nats.urls, onA.sandboxId))?.node).toBe("node-a");
 
     const viaA = await Sandbox.connect(onB.sandboxId, { ...opts(a), timeoutMs: 300_000 });
     const run = await viaA.commands.run("echo from $(hostname) && cat /proc/sys/kernel/hostname");
@@ -240,27 +200,21 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     const paginator = Sandbox.list({ ...opts(a), limit: 1 });
     while (paginator.hasNext) listed.push(...(await paginator.nextItems()).map((s) => s.sandboxId));
     expect(listed.sort()).toEqual([onA.sandboxId, onB.sandboxId].sort());
-    const v1 = await fetch(`http://127.0.0.1:${a.port}/sandboxes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
+    const v1 = await fetch(`${url(a)}/sandboxes`, { headers: { "X-API-Key": API_KEY } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
     expect(v1.map((s) => s.sandboxID).sort()).toEqual([onA.sandboxId, onB.sandboxId].sort());
     // Node B alone lists only its own.
-    const fromB = await fetch(`http://127.0.0.1:${b.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes", b.name) } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
+    const fromB = await fetch(`${url(b)}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes", b.name) } }).then((r) => r.json() as Promise<Array<{ sandboxID: string }>>);
     expect(fromB.map((s) => s.sandboxID)).toEqual([onB.sandboxId]);
 
     // A fork through A happens on B (where the layers are); its child is recorded as B's and usable through A.
-    const forked = await fetch(`http://127.0.0.1:${a.port}/sandboxes/${onB.sandboxId}/fork`, {
+    const forked = await fetch(`${url(a)}/sandboxes/${onB.sandboxId}/fork`, {
       method: "POST",
       headers: { "X-API-Key": API_KEY, "content-type": "application/json" },
       body: JSON.stringify({ count: 1 }),
     }).then((r) => r.json() as Promise<Array<{ sandbox?: { sandboxID: string } }>>);
     const childId = forked[0]?.sandbox?.sandboxID;
     expect(childId, JSON.stringify(forked)).toBeDefined();
-    const nc1 = await connect({ servers: nats.urls[0]! });
-    try {
-      const owners = await new Kvm(nc1).open("burrow_sandbox_owners");
-      expect((await owners.get(childId!))?.json<{ node: string }>().node).toBe("node-b");
-    } finally {
-      await nc1.close();
-    }
+    expect((await readOwnerRecord(nats.urls, childId!))?.node).toBe("node-b");
     const child = await Sandbox.connect(childId!, { ...opts(a), timeoutMs: 300_000 });
     sandboxes.push(child);
     expect(await child.files.read("/home/user/through-a.txt")).toBe("written through node A");
@@ -313,7 +267,7 @@ describe("a cluster of two nodes on a 3-server NATS cluster", () => {
     expect((await viaA.commands.run("echo still here")).stdout).toBe("still here\n");
     await waitForHeartbeats(Date.now());
     const after = (await Sandbox.list(opts(a)).nextItems()).map((s) => s.sandboxId).sort();
-    const own = async (node: Node) => (await fetch(`http://127.0.0.1:${node.port}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes", node.name) } })).text();
+    const own = async (node: Node) => (await fetch(`${url(node)}/v2/sandboxes`, { headers: { "X-API-Key": API_KEY, ...signing.headers("GET", "/v2/sandboxes", node.name) } })).text();
     const diag = `before ${before.map((s) => s.sandboxId)} created ${created!.sandboxId} A ${await own(a)} B ${await own(b)} nodes ${(await cli(a, ["node", "list", "--json"])).stdout}`;
     expect(after, diag).toEqual([...before.map((s) => s.sandboxId), created!.sandboxId].sort());
     const listed = await cli(a, ["node", "list", "--json"]);
