@@ -4,56 +4,25 @@
 // team's sandboxes (wherever placement puts them, and on each node), runs a command, lists only the team's sandboxes,
 // and A lists the same. The key revoked on B is refused on A afterwards; the instance admin keys stay each node's own.
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { NatsCluster } from "./nats-cluster.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { keyedApi } from "../helpers/keyed-api.js";
+import { until } from "./lifecycle-events.js";
+import { cliNodes, createTeam, nodeUrl as url, sdkOptions as opts, startCliNodes, waitForNodesUp, type CliNode } from "./cli-nodes.js";
 
-interface Node {
-  name: string;
+interface Node extends CliNode {
   /** This node's instance admin key (BURROW_API_KEY): not shared with the other node. */
   adminKey: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface CreatedTeam {
-  teamID: string;
-  name: string;
-  adminKey: { id: string; key: string };
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
 }
 
 describe("teams and keys shared by two nodes", () => {
   let nats: NatsCluster | undefined;
-  const nodes: Node[] = [];
-  // Picked before either node has made its bridge: the second must not land on the first one's subnet.
-  for (const name of ["node-a", "node-b"]) {
-    let instance = newTestInstance(`ky${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`ky${name.slice(-1)}`);
-    }
-    nodes.push({ name, adminKey: `e2b_${randomBytes(20).toString("hex")}`, instance, port: 0 });
-  }
+  const nodes: Node[] = cliNodes("ky", ["node-a", "node-b"]).map((node) => ({ ...node, adminKey: `e2b_${randomBytes(20).toString("hex")}` }));
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
-  const opts = (node: Node, apiKey: string) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
   let signing: ForwardSigning;
   /** Marked as forwarded (signed), a create is made by the node it reaches: how a test puts a sandbox on a given node. */
   const pinned = (node: Node, apiKey: string) => ({ ...opts(node, apiKey), apiHeaders: signing.headers("POST", "/v2/sandboxes", node.name) });
@@ -61,29 +30,10 @@ describe("teams and keys shared by two nodes", () => {
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    // Settled, not all: a node failing to start must not leave the other starting unseen by afterAll.
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        // The helper reads the key file; the server uses BURROW_API_KEY.
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${node.adminKey}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats!.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: node.adminKey,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
-          BURROW_CLUSTER_REPLICAS: "3",
-        });
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
-    signing = await clusterSigning(nats!.urls);
-    for (const node of nodes) {
-      await until(`${node.name} sees both nodes up`, async () => {
-        const res = await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-Key": node.adminKey } });
-        const seen = ((await res.json()) as { nodes?: Array<{ status: string; load: { templates?: string[] } }> }).nodes ?? [];
-        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      }, 60_000);
-    }
+    // Each node with its own instance admin key.
+    await startCliNodes(nodes, nats.urls, (node) => ({ apiKey: node.adminKey, downAfterMs: 5_000 }));
+    signing = await clusterSigning(nats.urls);
+    await waitForNodesUp(nodes, (node) => node.adminKey);
   }, 600_000);
 
   afterAll(async () => {
@@ -93,15 +43,13 @@ describe("teams and keys shared by two nodes", () => {
   }, 300_000);
 
   it("a team and key made on A create, run and list on B and A; the key revoked on B is refused on A", { timeout: 300_000 }, async () => {
-    const created = await keyedApi(url(a), a.adminKey)("POST", "/burrow/v1/teams", { name: `keys-${randomBytes(3).toString("hex")}` });
-    expect(created.status, JSON.stringify(created.json)).toBe(201);
-    const team = created.json as CreatedTeam;
+    const team = await createTeam(a, a.adminKey, `keys-${randomBytes(3).toString("hex")}`);
     const teamKey = team.adminKey.key;
     // A's instance admin key is A's alone.
     expect((await keyedApi(url(b), a.adminKey)("GET", "/sandboxes")).status).toBe(401);
 
     // B learns of the team and its key: the same team id and name, the same key id.
-    await until("B knows the team's key", async () => (await keyedApi(url(b), teamKey)("GET", `/burrow/v1/teams/${team.teamID}`)).status === 200);
+    await until("B knows the team's key", async () => (await keyedApi(url(b), teamKey)("GET", `/burrow/v1/teams/${team.teamID}`)).status === 200, 20_000);
     const onB = await keyedApi(url(b), b.adminKey)("GET", `/api-keys?teamID=${team.teamID}`);
     expect(onB.status).toBe(200);
     expect((onB.json as Array<{ id: string; teamID: string }>).map((k) => [k.id, k.teamID])).toEqual([[team.adminKey.id, team.teamID]]);
