@@ -7,7 +7,7 @@
 // NATS API, make B's create fail naming the corrupt object, with no layer, manifest or transfer left on B. Deleting
 // the first template on A deletes its record and B's copy.
 import { randomBytes } from "node:crypto";
-import { readdirSync, realpathSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { readdirSync, realpathSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox, Template } from "e2b";
@@ -16,48 +16,24 @@ import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { NatsCluster } from "./nats-cluster.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { keyedApi } from "../helpers/keyed-api.js";
+import { until } from "./lifecycle-events.js";
+import { cliNodes, cordonNode, createTeam, nodesSeenBy, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const suffix = randomBytes(3).toString("hex");
-
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
 
 interface TemplateRecord {
   templateId: string;
   layers: Record<string, { digest?: string; shipped?: string }>;
 }
 
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
-
 describe("templates built on one node, started on another", () => {
   let nats: NatsCluster | undefined;
   let nc: NatsConnection | undefined;
-  const nodes: Node[] = [];
-  for (const name of ["node-a", "node-b"]) {
-    let instance = newTestInstance(`te${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`te${name.slice(-1)}`);
-    }
-    nodes.push({ name, instance, port: 0 });
-  }
+  const nodes = cliNodes("te", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
-  const conn = (node: Node, apiKey = API_KEY) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
+  const conn = (node: Node, apiKey = API_KEY) => sdkOptions(node, apiKey);
   const made: string[] = [];
   const names = { one: `everywhere-${suffix}`, two: `corrupt-${suffix}` };
   const ids: Record<string, string> = {};
@@ -80,36 +56,15 @@ describe("templates built on one node, started on another", () => {
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
     nc = await connect({ servers: nats.urls[0]! });
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats!.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: API_KEY,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_DOWN_AFTER_MS: "5000",
-          BURROW_CLUSTER_REPLICAS: "3",
-        });
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
-    for (const node of nodes) {
-      await until(`${node.name} sees both nodes up`, async () => {
-        const res = await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } });
-        const seen = ((await res.json()) as { nodes?: Array<{ status: string; load: { templates?: string[] } }> }).nodes ?? [];
-        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      }, 60_000);
-    }
+    await startCliNodes(nodes, nats.urls, { apiKey: API_KEY, downAfterMs: 5_000 });
+    await waitForNodesUp(nodes, API_KEY);
     // Both built on A while it takes work; then A is cordoned, so that B alone can take creates.
     ids.one = await build(names.one, "written by a RUN step on node A");
     ids.two = await build(names.two, "never seen on node B");
     for (const id of [ids.one, ids.two]) await until(`template ${id} is published`, async () => (await record(id!)) !== undefined, 120_000);
-    const cordon = await keyedApi(url(a), API_KEY)("POST", "/burrow/v1/nodes/node-a/cordon");
-    expect(cordon.status, JSON.stringify(cordon.json)).toBe(200);
-    await until("B sees A cordoned", async () => {
-      const res = await fetch(`${url(b)}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } });
-      return (((await res.json()) as { nodes?: Array<{ name: string; cordoned: boolean }> }).nodes ?? []).some((n) => n.name === "node-a" && n.cordoned);
-    });
+    const cordon = await cordonNode(a, "node-a", "cordon", API_KEY);
+    expect(cordon.status, await cordon.text()).toBe(200);
+    await until("B sees A cordoned", async () => (await nodesSeenBy(b, API_KEY)).some((n) => n.name === "node-a" && n.cordoned));
   }, 900_000);
 
   afterAll(async () => {
@@ -140,14 +95,11 @@ describe("templates built on one node, started on another", () => {
     expect((await second.commands.run("cat /etc/everywhere.txt")).stdout).toBe("written by a RUN step on node A\n");
     expect(layersOf(b)).toEqual(before);
     // Both on B: A is cordoned.
-    const owners = await new Kvm(nc!).open("burrow_sandbox_owners");
-    for (const s of [first, second]) expect((await owners.get(s.sandboxId))?.json<{ node: string }>().node).toBe("node-b");
+    for (const s of [first, second]) expect((await readOwnerRecord(nats!.urls, s.sandboxId))?.node).toBe("node-b");
   });
 
   it("another team's key does not make B fetch the template", { timeout: 120_000 }, async () => {
-    const created = await keyedApi(url(b), API_KEY)("POST", "/burrow/v1/teams", { name: `other-${suffix}` });
-    expect(created.status, JSON.stringify(created.json)).toBe(201);
-    const otherKey = (created.json as { adminKey: { key: string } }).adminKey.key;
+    const otherKey = (await createTeam(b, API_KEY, `other-${suffix}`)).adminKey.key;
     const listed = (await keyedApi(url(b), otherKey)("GET", "/templates")).json as Array<{ templateID: string }>;
     expect(listed.map((t) => t.templateID)).not.toContain(ids.two);
     const before = layersOf(b);
