@@ -8,6 +8,7 @@ import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { clusterError } from "./cluster-errors.js";
+import { checkedDelete } from "./cluster-kv.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 
 export const CHECKPOINTS_BUCKET = "burrow_checkpoints";
@@ -75,7 +76,7 @@ export class CheckpointRecords {
     try {
       const entry = await this.kv.get(checkpointId);
       if (entry?.operation !== "PUT" || entry.json<CheckpointRecord>().node !== this.nodeName) return;
-      await this.kv.delete(checkpointId, { previousSeq: entry.revision });
+      await checkedDelete(this.kv, checkpointId, entry.revision);
     } catch (err) {
       this.logger.warn({ err, checkpointId }, "could not remove a checkpoint's record");
     }
