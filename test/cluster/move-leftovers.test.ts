@@ -7,12 +7,13 @@
 // - A take-over crashed: A is SIGKILLed and reported lost; a connect through B is cut short by SIGKILL of B while the
 //   archive (48 MiB) streams — the sandbox stays A's and movable; then the record as a crash right after B's claim
 //   leaves it (B's, movable, moved from A) and B restarted: B keeps the record, and a connect through B resumes the
-//   sandbox there with its files.
+//   sandbox there with its files. The sandbox is of a custom template deleted (on every node) after it was
+//   published: the move holds its layers and still resumes with the template's file.
 import { randomBytes } from "node:crypto";
 import { existsSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Sandbox } from "e2b";
+import { Sandbox, Template } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
@@ -90,10 +91,10 @@ describe("moves that lose nothing and leave nothing", () => {
   const cordon = (via: Node, node: string, what: "cordon" | "uncordon") =>
     fetch(`${url(via)}/burrow/v1/nodes/${node}/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
   /** A sandbox made on A: B cordoned meanwhile, wherever placement would put it. */
-  const createOnA = async () => {
+  const createOnA = async (template = "base") => {
     await until("node B known to A", async () => (await cordon(a, "node-b", "cordon")).ok, 20_000);
     try {
-      const sandbox = await Sandbox.create("base", { ...opts(a), timeoutMs: 600_000 });
+      const sandbox = await Sandbox.create(template, { ...opts(a), timeoutMs: 600_000 });
       sandboxes.push(sandbox.sandboxId);
       return sandbox;
     } finally {
@@ -180,12 +181,19 @@ describe("moves that lose nothing and leave nothing", () => {
   });
 
   it("a take-over crashed during the fetch or after its claim loses nothing: the sandbox resumes with its files", { timeout: 420_000 }, async () => {
-    const sandbox = await createOnA();
+    const name = `moved-tpl-${randomBytes(3).toString("hex")}`;
+    const built = await Template.build(Template().fromTemplate("base").runCmd("echo 'from a deleted template' > /etc/moved-template.txt", { user: "root" }), name, opts(a));
+    const sandbox = await createOnA(name);
     const { sandboxId } = sandbox;
     const sum = (await sandbox.commands.run("head -c 48M /dev/urandom > /home/user/big.bin && sha256sum /home/user/big.bin | cut -d' ' -f1")).stdout.trim();
     expect(await sandbox.pause({ keepMemory: false })).toBe(true);
     await until("the paused sandbox published", async () => (await ownerRecord(sandboxId))?.movable !== undefined, 120_000);
     const published = (await ownerRecord(sandboxId))!;
+    // The template deleted everywhere while the pause is published.
+    const deleted = await fetch(`${url(a)}/templates/${name}`, { method: "DELETE", headers: { "X-API-Key": API_KEY } });
+    expect(deleted.status).toBeLessThan(300);
+    const templateRecord = (id: string) => withNats(async (kvm) => (await (await kvm.open("burrow_templates")).get(id))?.operation === "PUT");
+    await until("the template's record removed", async () => !(await templateRecord(built.templateId)), 30_000);
     await stopServerProcess(a.server!, "SIGKILL");
     await until("A reported lost", async () => (await ownerRecord(sandboxId))?.lostAt !== undefined, DOWN_AFTER_MS + 30_000);
 
@@ -218,6 +226,7 @@ describe("moves that lose nothing and leave nothing", () => {
 
     const resumed = await Sandbox.connect(sandboxId, { ...opts(b), timeoutMs: 600_000 });
     expect((await resumed.commands.run("sha256sum /home/user/big.bin | cut -d' ' -f1")).stdout.trim()).toBe(sum);
+    expect(await resumed.files.read("/etc/moved-template.txt")).toBe("from a deleted template\n");
     expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-b", movedFrom: "node-a" });
     expect(await ownerRecord(sandboxId)).not.toHaveProperty("movable");
   });
