@@ -8,6 +8,7 @@ import { Kvm } from "@nats-io/kv";
 import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 import { keyedApi } from "../helpers/keyed-api.js";
+import type { OwnerRecord } from "../../packages/server/src/cluster/sandbox-owners.js";
 import { until } from "./lifecycle-events.js";
 
 export interface CliNode {
@@ -26,6 +27,8 @@ export interface CliNodeSettings {
   poolSize?: number;
   /** BURROW_CLUSTER_DOWN_AFTER_MS; the server's default when absent. */
   downAfterMs?: number;
+  /** More arguments for `burrow up` (e.g. `--node-url`). */
+  args?: string[];
   /** More environment for the server process. */
   env?: Record<string, string>;
 }
@@ -47,7 +50,8 @@ export function cliNodes<N extends string>(prefix: string, names: readonly N[]):
   return nodes;
 }
 
-export const nodeUrl = (node: CliNode): string => `http://127.0.0.1:${node.port}`;
+/** Where the node listens: the loopback, or its own address when it runs in a network namespace of its own. */
+export const nodeUrl = (node: CliNode): string => `http://${node.instance.host ?? "127.0.0.1"}:${node.port}`;
 
 /** The official SDK's options for `apiKey` on `node`, which serves the API and the sandboxes alike. */
 export const sdkOptions = (node: CliNode, apiKey: string) => ({ apiKey, apiUrl: nodeUrl(node), sandboxUrl: nodeUrl(node), debug: false as const });
@@ -57,7 +61,7 @@ export async function startCliNode(node: CliNode, natsUrl: string, settings: Cli
   if (node.port === 0) node.port = await freePort();
   // The server uses BURROW_API_KEY; the test helpers (burrow CLI, tear-down) read the key file.
   writeFileSync(join(node.instance.stateDir, "api-key"), `${settings.apiKey}\n`, { mode: 0o600 });
-  node.server = await startServerProcess(node.instance, node.port, ["--pool-size", String(settings.poolSize ?? 0), "--cluster", natsUrl, "--node-name", node.name], {
+  node.server = await startServerProcess(node.instance, node.port, ["--pool-size", String(settings.poolSize ?? 0), "--cluster", natsUrl, "--node-name", node.name, ...(settings.args ?? [])], {
     BURROW_API_KEY: settings.apiKey,
     BURROW_CLUSTER_HEARTBEAT_MS: "500",
     ...(settings.downAfterMs !== undefined ? { BURROW_CLUSTER_DOWN_AFTER_MS: String(settings.downAfterMs) } : {}),
@@ -80,6 +84,7 @@ export interface NodeView {
   name: string;
   status: string;
   cordoned: boolean;
+  lastSeenAt: string;
   load: { runningSandboxes: number; templates?: string[] };
 }
 
@@ -99,16 +104,26 @@ export async function waitForNodesUp<N extends CliNode>(nodes: readonly N[], api
   }
 }
 
-/** A sandbox's owner record in the cluster's bucket; undefined when there is none (never written, or deleted). */
-export async function readOwnerRecord<T = { node: string }>(natsUrls: readonly string[], sandboxId: string): Promise<T | undefined> {
+/** Sandboxes' owner records in the cluster's bucket, read on one connection; undefined where there is none. */
+export async function readOwnerRecords(natsUrls: readonly string[], sandboxIds: Iterable<string>): Promise<Map<string, OwnerRecord | undefined>> {
   // Any server will do: a suite may have killed one of them.
   const nc = await connect({ servers: [...natsUrls] });
   try {
-    const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
-    return entry?.operation === "PUT" ? entry.json<T>() : undefined;
+    const kv = await new Kvm(nc).open("burrow_sandbox_owners");
+    const found = new Map<string, OwnerRecord | undefined>();
+    for (const id of sandboxIds) {
+      const entry = await kv.get(id);
+      found.set(id, entry?.operation === "PUT" ? entry.json<OwnerRecord>() : undefined);
+    }
+    return found;
   } finally {
     await nc.close();
   }
+}
+
+/** A sandbox's owner record; undefined when there is none (never written, or deleted). */
+export async function readOwnerRecord(natsUrls: readonly string[], sandboxId: string): Promise<OwnerRecord | undefined> {
+  return (await readOwnerRecords(natsUrls, [sandboxId])).get(sandboxId);
 }
 
 /** Cordon or uncordon the node named `name`, asked through `via` (any node of the cluster). */

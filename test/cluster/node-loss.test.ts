@@ -6,74 +6,30 @@
 // again, one `recovered` report, and commands through A reach it again; a second sandbox, killed through A while it
 // was lost, is ended by B on its return instead.
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox, SandboxNotFoundError } from "e2b";
-import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { stopServerProcess } from "../helpers/server-process.js";
+import { cliNodes, cordonNode, readOwnerRecord, sdkOptions, startCliNode, startCliNodes, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const DOWN_AFTER_MS = 4_000;
 
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface OwnerRecord {
-  node: string;
-  lostAt?: string;
-  killedAt?: string;
-}
-
 describe("a node lost and back", () => {
   let nats: NatsCluster;
-  const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("losa"), port: 0 }];
-  let second = newTestInstance("losb");
-  while (second.subnet === nodes[0]!.instance.subnet) {
-    rmSync(second.stateDir, { recursive: true, force: true });
-    second = newTestInstance("losb");
-  }
-  nodes.push({ name: "node-b", instance: second, port: 0 });
+  const nodes = cliNodes("los", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: `http://127.0.0.1:${node.port}`, sandboxUrl: `http://127.0.0.1:${node.port}`, debug: false as const });
-  const start = async (node: Node, i: number) => {
-    node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-      BURROW_API_KEY: API_KEY,
-      BURROW_CLUSTER_HEARTBEAT_MS: "500",
-      BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS),
-      BURROW_CLUSTER_REPLICAS: "3",
-    });
-  };
-  const ownerRecord = async (sandboxId: string): Promise<OwnerRecord | undefined> => {
-    const nc = await connect({ servers: nats.urls });
-    try {
-      const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
-      return entry?.operation === "PUT" ? entry.json<OwnerRecord>() : undefined;
-    } finally {
-      await nc.close();
-    }
-  };
+  const opts = (node: Node) => sdkOptions(node, API_KEY);
+  const settings = { apiKey: API_KEY, downAfterMs: DOWN_AFTER_MS };
+  const ownerRecord = (sandboxId: string) => readOwnerRecord(nats.urls, sandboxId);
   let sandboxId = "";
   let killedId = "";
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    await Promise.all(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        await start(node, i);
-      }),
-    );
+    await startCliNodes(nodes, nats.urls, settings);
   });
 
   afterAll(async () => {
@@ -83,7 +39,7 @@ describe("a node lost and back", () => {
 
   it("reports a SIGKILLed node's sandbox lost once, answers not found for it, and takes it back when the node returns", async () => {
     // A cordoned while the sandbox is made: wherever placement would put it, it lands on B.
-    const cordon = (what: "cordon" | "uncordon") => fetch(`${b.server!.url}/burrow/v1/nodes/node-a/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
+    const cordon = (what: "cordon" | "uncordon") => cordonNode(b, "node-a", what, API_KEY);
     await until("node A known to B", async () => (await cordon("cordon")).ok, 20_000);
     const [onB, toKill] = await Promise.all([
       Sandbox.create("base", { ...opts(b), timeoutMs: 600_000 }),
@@ -142,7 +98,7 @@ describe("a node lost and back", () => {
       expect(eventsA.of("lost", killedId)).toBe(1);
 
       // B back on the same state directory: the sandbox is B's again, reachable through A.
-      await start(b, 1);
+      await startCliNode(b, nats.urls[1]!, settings);
       await until("the record taken back", async () => (await ownerRecord(sandboxId))?.lostAt === undefined, 30_000);
       expect(await ownerRecord(sandboxId)).toEqual(expect.objectContaining({ node: "node-b" }));
       expect(await ownerRecord(sandboxId)).not.toHaveProperty("lostAt");

@@ -16,7 +16,7 @@ import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded
 import { tearDownServers } from "../helpers/tear-down.js";
 import { stopServerProcess } from "../helpers/server-process.js";
 import { runBurrow } from "../cli/run-burrow.js";
-import { cliNodes, nodesSeenBy as seenBy, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
+import { cliNodes, nodesSeenBy as seenBy, nodeUrl as url, readOwnerRecords, sdkOptions, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const NAMES = ["node-a", "node-b", "node-c"] as const;
@@ -37,9 +37,7 @@ describe("placement of creates over three nodes", () => {
 
   /** The node each sandbox's owner record names. */
   async function owners(ids: readonly string[]): Promise<Map<string, string>> {
-    const found = new Map<string, string>();
-    for (const id of ids) found.set(id, (await readOwnerRecord(nats.urls, id))?.node ?? "(none)");
-    return found;
+    return new Map([...(await readOwnerRecords(nats.urls, ids))].map(([id, record]) => [id, record?.node ?? "(none)"]));
   }
 
   async function create(node: Node, template = "base", options: object = opts(node)): Promise<Sandbox> {
