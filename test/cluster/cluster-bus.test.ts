@@ -9,7 +9,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { NatsCluster } from "./nats-cluster.js";
-import { until } from "./lifecycle-events.js";
+import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
@@ -73,9 +73,16 @@ describe("one bus for the whole cluster", () => {
   const made = new Set<string>();
   const triggers: string[] = [];
 
+  /** A new team's admin key, once both nodes know it. */
+  const newTeamKey = async () => {
+    const team = (await api(a)("POST", "/burrow/v1/teams", { name: `bus-${randomBytes(3).toString("hex")}` })).json as { teamID: string; adminKey: { key: string } };
+    await until("B knows the team's key", async () => (await keyedApi(url(b), team.adminKey.key)("GET", `/burrow/v1/teams/${team.teamID}`)).status === 200);
+    return team.adminKey.key;
+  };
+
   /** A sandbox made on `node` itself (signed as a node would sign a placed create). */
-  const createOn = async (node: Node) => {
-    const headers = { "X-API-Key": API_KEY, "content-type": "application/json", ...signing.headers("POST", "/sandboxes", node.name) };
+  const createOn = async (node: Node, key = API_KEY) => {
+    const headers = { "X-API-Key": key, "content-type": "application/json", ...signing.headers("POST", "/sandboxes", node.name) };
     const res = await fetch(`${url(node)}/sandboxes`, { method: "POST", headers, body: JSON.stringify({ templateID: "base", timeout: 300 }) });
     const json = (await res.json()) as { sandboxID?: string; message?: string };
     expect(res.status, json.message).toBe(201);
@@ -125,6 +132,22 @@ describe("one bus for the whole cluster", () => {
       expect(sub.seen).toEqual([expect.objectContaining({ subject: "agents.h27.hello", data: "from A" })]);
     } finally {
       sub.stop();
+    }
+  });
+
+  it("each node's lifecycle stream has the whole cluster's events, for the sandbox's team only", { timeout: 120_000 }, async () => {
+    const [mine, other] = [await newTeamKey(), await newTeamKey()];
+    const streams = [new LifecycleEvents(url(a), mine), new LifecycleEvents(url(a), other)] as const;
+    try {
+      await Promise.all(streams.map((s) => s.ready));
+      const sandboxId = await createOn(b, mine);
+      await until("A streams B's created event to the sandbox's team", () => streams[0].of("created", sandboxId) === 1, 15_000);
+      expect((await fetch(`${url(b)}/sandboxes/${sandboxId}`, { method: "DELETE", headers: { "X-API-Key": mine } })).status).toBe(204);
+      made.delete(sandboxId);
+      await until("A streams B's killed event to the sandbox's team", () => streams[0].of("killed", sandboxId) === 1, 15_000);
+      expect(streams[1].seen.filter((e) => e.sandboxID === sandboxId)).toEqual([]);
+    } finally {
+      for (const s of streams) s.stop();
     }
   });
 

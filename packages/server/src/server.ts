@@ -126,6 +126,8 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     if (apiKey.keyFile && apiKey.created) logger.info({ keyFile: apiKey.keyFile }, "generated API key");
 
     // A node of a cluster records its sandboxes' ownership from their create on, so it joins NATS first.
+    // The team a lifecycle event of this node's names on a cluster's shared bus; set once the teams are open.
+    let lifecycleTeamOf: ((sandboxId: string) => string | null | undefined) | undefined;
     const cluster = cfg.cluster
       ? await ClusterNode.open(cfg.cluster, {
           logger,
@@ -140,7 +142,7 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
     const events = new SandboxEvents(logger);
     if (deps.bus) {
       await ensureSandboxEventStream(deps.bus, cfg.eventStream);
-      cleanups.push(publishLifecycleEvents(events, deps.bus, logger));
+      cleanups.push(publishLifecycleEvents(events, deps.bus, logger, cfg.cluster ? (sandboxId) => lifecycleTeamOf?.(sandboxId) : undefined));
       cleanups.push(publishEgressEvents(deps.orchestrator, deps.bus, logger));
     }
     const metrics = createServerMetrics(registry, () => store.sandboxes.countRunning());
@@ -338,6 +340,11 @@ export async function startServer(config: ServerConfigInput, deps: ServerDeps): 
       ledger: cluster?.teamLedger(),
     });
     cleanups.push(() => teams.close());
+    lifecycleTeamOf = (sandboxId) => {
+      const row = store.sandboxes.get(sandboxId);
+      const team = row ? teams.ownership.teamOfSandbox(row) : undefined;
+      return team === undefined ? undefined : team === teams.defaultTeamId ? null : team;
+    };
     // Teams and keys made on any node are known here, and authenticate locally (cluster/team-sync.ts).
     // Other nodes count this node's sandboxes against their teams' quotas and send their `lost` events to their team.
     cluster?.describeSandboxes(events, () => store.sandboxes.list().map((row) => row.sandboxId), (sandboxId) => {

@@ -21,8 +21,14 @@ const BUS_TYPE: { [K in SandboxLifecycleEventType]: LifecycleEventType } = {
   moved: "moved",
 };
 
-export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: Logger): () => void {
+/**
+ * `teamOf`: on a node of a cluster, the team of one of its sandboxes (null: its default team; undefined: unknown), put
+ * in each event's payload so that every node's lifecycle stream, which has no row of another node's sandbox, passes
+ * the event to that team's keys only (api/sandboxes/lifecycle-stream.ts).
+ */
+export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: Logger, teamOf?: (sandboxId: string) => string | null | undefined): () => void {
   return events.subscribe((event) => {
+    const teamId = event.teamId !== undefined ? event.teamId : teamOf?.(event.sandboxId);
     publishSandboxEvent(
       bus,
       {
@@ -35,7 +41,7 @@ export function publishLifecycleEvents(events: SandboxEvents, bus: Bus, logger: 
         ...(event.reason ? { reason: event.reason } : {}),
         ...(event.pauseKind ? { pauseKind: event.pauseKind } : {}),
         ...(event.network ? { network: event.network } : {}),
-        ...(event.teamId !== undefined ? { teamId: event.teamId } : {}),
+        ...(teamId !== undefined ? { teamId } : {}),
         ...(event.from !== undefined ? { from: event.from } : {}),
         ...(event.to !== undefined ? { to: event.to } : {}),
       },

@@ -18,7 +18,7 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
     };
     // In a cluster, a down node's sandboxes are reported lost by another node, which has no row of theirs: the event
     // names the team from the owner record (null: the default team); without one (a record of an older node) it goes
-    // to the default team.
+    // to the default team. The other nodes' events on the cluster's shared bus name their sandbox's team the same way.
     const ownedElsewhere = (id: string, teamId: string | null | undefined) =>
       ctx.sandboxes.get(id) === undefined && (caller === null || caller.teamId === (teamId ?? ctx.teams.defaultTeamId));
     const controller = new AbortController();
@@ -43,7 +43,7 @@ export function registerLifecycleStream(app: FastifyInstance, ctx: ApiContext, b
         const e = next.value;
         const ended = e.type === "killed" || e.type === "timed_out";
         if (!ended && mine(e.sandboxId)) known.add(e.sandboxId);
-        else if (e.type === "lost" && e.category === "lifecycle" && ownedElsewhere(e.sandboxId, e.teamId)) known.add(e.sandboxId);
+        else if (e.category === "lifecycle" && (e.type === "lost" || e.teamId !== undefined) && ownedElsewhere(e.sandboxId, e.teamId)) known.add(e.sandboxId);
         if (!known.has(e.sandboxId)) continue;
         if (ended) known.delete(e.sandboxId);
         res.write(`event: lifecycle\ndata: ${JSON.stringify({ type: e.type, sandboxID: e.sandboxId, templateID: e.templateId })}\n\n`);
