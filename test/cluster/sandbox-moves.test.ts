@@ -7,68 +7,30 @@
 // `burrow node drain node-a --move` moves a running sandbox of A to B: the SDK handle made through A keeps working
 // (through A's forwarder) with its files, the report names it moved, and A has no copy left.
 import { randomBytes } from "node:crypto";
-import { existsSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
 import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { Objm } from "@nats-io/obj";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { stopServerProcess } from "../helpers/server-process.js";
 import { runBurrow } from "../cli/run-burrow.js";
+import { cliNodes, cordonNode, createTeam, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNode, startCliNodes, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const DOWN_AFTER_MS = 4_000;
 
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface OwnerRecord {
-  node: string;
-  lostAt?: string;
-  movable?: string;
-  movedFrom?: string;
-}
-
 describe("sandboxes that move between nodes", () => {
   let nats: NatsCluster;
-  const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("mova"), port: 0 }];
-  let second = newTestInstance("movb");
-  while (second.subnet === nodes[0]!.instance.subnet) {
-    rmSync(second.stateDir, { recursive: true, force: true });
-    second = newTestInstance("movb");
-  }
-  nodes.push({ name: "node-b", instance: second, port: 0 });
+  const nodes = cliNodes("mov", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
-  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
-  const start = async (node: Node, i: number) => {
-    node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-      BURROW_API_KEY: API_KEY,
-      BURROW_CLUSTER_HEARTBEAT_MS: "500",
-      BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS),
-      BURROW_CLUSTER_REPLICAS: "3",
-    });
-  };
-  const ownerRecord = async (sandboxId: string): Promise<OwnerRecord | undefined> => {
-    const nc = await connect({ servers: nats.urls });
-    try {
-      const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
-      return entry?.operation === "PUT" ? entry.json<OwnerRecord>() : undefined;
-    } finally {
-      await nc.close();
-    }
-  };
-  const cordon = (via: Node, node: string, what: "cordon" | "uncordon") =>
-    fetch(`${url(via)}/burrow/v1/nodes/${node}/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
+  const opts = (node: Node) => sdkOptions(node, API_KEY);
+  const settings = { apiKey: API_KEY, downAfterMs: DOWN_AFTER_MS };
+  const ownerRecord = (sandboxId: string) => readOwnerRecord(nats.urls, sandboxId);
+  const cordon = (via: Node, node: string, what: "cordon" | "uncordon") => cordonNode(via, node, what, API_KEY);
   /** A sandbox made on A: B cordoned meanwhile, wherever placement would put it. */
   const createOnA = async () => {
     await until("node B known to A", async () => (await cordon(a, "node-b", "cordon")).ok, 20_000);
@@ -82,13 +44,7 @@ describe("sandboxes that move between nodes", () => {
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    await Promise.all(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        await start(node, i);
-      }),
-    );
+    await startCliNodes(nodes, nats.urls, settings);
   });
 
   afterAll(async () => {
@@ -106,13 +62,7 @@ describe("sandboxes that move between nodes", () => {
     await until("the paused sandbox published", async () => (await ownerRecord(sandboxId))?.movable !== undefined, 60_000);
 
     // A key of another team, known to B.
-    const created = await fetch(`${url(a)}/burrow/v1/teams`, {
-      method: "POST",
-      headers: { "X-API-KEY": API_KEY, "content-type": "application/json" },
-      body: JSON.stringify({ name: `other-${randomBytes(3).toString("hex")}` }),
-    });
-    expect(created.status).toBe(201);
-    const otherKey = ((await created.json()) as { adminKey: { key: string } }).adminKey.key;
+    const otherKey = (await createTeam(a, API_KEY, `other-${randomBytes(3).toString("hex")}`)).adminKey.key;
     await until("B knows the other team's key", async () => (await fetch(`${url(b)}/sandboxes`, { headers: { "X-API-KEY": otherKey } })).status === 200);
 
     const eventsB = new LifecycleEvents(url(b), API_KEY);
@@ -160,7 +110,7 @@ describe("sandboxes that move between nodes", () => {
       expect((await Sandbox.getInfo(sandboxId, opts(b))).state).toBe("running");
 
       // A back on the same state directory: its copy is removed, the sandbox stays B's and answers through A.
-      await start(a, 0);
+      await startCliNode(a, nats.urls[0]!, settings);
       await until("A's copy removed", () => !existsSync(join(a.instance.stateDir, "sandboxes", sandboxId)), 30_000);
       expect(a.server!.output()).toContain("another node owns the id of a sandbox this node has");
       expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-b" });
