@@ -139,6 +139,7 @@ describe("cluster state in JetStream KV", () => {
       heartbeatMs: 3000,
       downAfterMs: 15000,
       replicas: 2,
+      moveMaxMB: 10240,
     });
     const resolved = resolveClusterConfig({ servers: ["nats://h:1"], nodeName: "n1", advertiseUrl: "http://10.0.0.1:3000/" }, {});
     expect(resolved?.advertiseUrl).toBe("http://10.0.0.1:3000");

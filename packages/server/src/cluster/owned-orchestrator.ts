@@ -27,7 +27,7 @@ export function ownedOrchestrator(
     refuseWhenCordoned();
     const record = await orchestrator.createSandbox(opts);
     try {
-      await owners.claim(record.sandboxId, record.templateId);
+      await owners.claimNew(record.sandboxId, record.templateId);
     } catch (err) {
       await orchestrator.killSandbox(record.sandboxId).catch((killErr: unknown) => logger.error({ err: killErr, sandboxId: record.sandboxId }, "could not kill an unowned sandbox"));
       throw err;
@@ -44,7 +44,7 @@ export function ownedOrchestrator(
       results.map(async (result): Promise<ForkResult> => {
         if (!result.sandbox) return result;
         try {
-          await owners.claim(result.sandbox.sandboxId, result.sandbox.templateId);
+          await owners.claimNew(result.sandbox.sandboxId, result.sandbox.templateId);
           return result;
         } catch (err) {
           await orchestrator.killSandbox(result.sandbox.sandboxId).catch((killErr: unknown) => logger.error({ err: killErr, sandboxId: result.sandbox.sandboxId }, "could not kill an unowned fork"));

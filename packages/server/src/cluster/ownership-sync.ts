@@ -24,7 +24,7 @@ export async function syncOwnership(owners: SandboxOwners, localIds: () => strin
   return events.subscribe((event) => {
     const { sandboxId } = event;
     if (event.type === "created") {
-      void owners.claim(sandboxId, event.templateId).catch((err: unknown) => logger.error({ err, sandboxId }, "could not record this node as a sandbox's owner"));
+      void owners.claimNew(sandboxId, event.templateId).catch((err: unknown) => logger.error({ err, sandboxId }, "could not record this node as a sandbox's owner"));
     } else if (event.type === "killed" || event.type === "timed_out") {
       void owners.release(sandboxId).catch((err: unknown) => logger.warn({ err, sandboxId }, "could not remove an ended sandbox's owner record"));
     }

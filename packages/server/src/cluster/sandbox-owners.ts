@@ -142,11 +142,26 @@ export class SandboxOwners {
     }
   }
 
-  /** Record this node as the sandbox's owner; AlreadyExists when another node's record is there. Idempotent. */
-  async claim(sandboxId: string, templateId?: string): Promise<void> {
+  /**
+   * Record this node as the owner of a sandbox it has just made (a create, a fork's child, a checkpoint's branch).
+   * Its id is new, so no record of it ever existed: the KV's own create holds for such a key on every nats-server
+   * (2.9.10 checks an expected sequence of 0 when it applies the write; cluster-kv-checked.test.ts), and unlike a
+   * checked write it does not wait for every other write of the bucket — a burst of creates would otherwise take
+   * turns (30 claims at once: about 150 ms instead of 3 ms on three servers).
+   */
+  async claimNew(sandboxId: string, templateId?: string): Promise<void> {
+    return this.claim(sandboxId, templateId, true);
+  }
+
+  /**
+   * Record this node as the sandbox's owner; AlreadyExists when another node's record is there. Idempotent. For ids
+   * that may have had a record before (a sandbox this node has at start): a checked create, since a create over a
+   * deleted record is not atomic on nats-server before 2.9.21.
+   */
+  async claim(sandboxId: string, templateId?: string, neverRecorded = false): Promise<void> {
     const record: OwnerRecord = { v: OWNER_RECORD_VERSION, node: this.nodeName, claimedAt: new Date().toISOString(), ...(templateId ? { templateId } : {}) };
     try {
-      const revision = await checkedCreate(this.kv, sandboxId, encodeOwner(record));
+      const revision = neverRecorded ? await this.kv.create(sandboxId, encodeOwner(record)) : await checkedCreate(this.kv, sandboxId, encodeOwner(record));
       this.mirror.remember(sandboxId, record, revision);
       return;
     } catch (err) {
