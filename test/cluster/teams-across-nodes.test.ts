@@ -6,89 +6,36 @@
 // `lost` event of its sandbox reaches the team's lifecycle stream on A (not another team's), the lost sandbox stops
 // counting, and a create succeeds again; a killed sandbox frees its place too.
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox } from "e2b";
-import { connect } from "@nats-io/transport-node";
-import { Kvm } from "@nats-io/kv";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { keyedApi } from "../helpers/keyed-api.js";
-import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { stopServerProcess } from "../helpers/server-process.js";
+import { cliNodes, cordonNode, createTeam, nodesSeenBy, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const DOWN_AFTER_MS = 4_000;
 
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface CreatedTeam {
-  teamID: string;
-  adminKey: { id: string; key: string };
-}
-
 describe("forwarded marks, team quotas and lost events across two nodes", () => {
   let nats: NatsCluster;
   let signing: ForwardSigning;
-  const nodes: Node[] = [];
-  for (const name of ["node-a", "node-b"]) {
-    let instance = newTestInstance(`tm${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`tm${name.slice(-1)}`);
-    }
-    nodes.push({ name, instance, port: 0 });
-  }
+  const nodes = cliNodes("tm", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
-  const opts = (node: Node, apiKey = API_KEY) => ({ apiKey, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
+  const opts = (node: Node, apiKey = API_KEY) => sdkOptions(node, apiKey);
   const made = new Set<string>();
 
-  const ownerOf = async (sandboxId: string): Promise<{ node: string; lostAt?: string; teamId?: string | null } | undefined> => {
-    const nc = await connect({ servers: nats.urls });
-    try {
-      const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
-      return entry?.operation === "PUT" ? entry.json<{ node: string; lostAt?: string; teamId?: string | null }>() : undefined;
-    } finally {
-      await nc.close();
-    }
-  };
-  const cordon = (node: Node, what: "cordon" | "uncordon", via: Node) => fetch(`${url(via)}/burrow/v1/nodes/${node.name}/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
-  const knowsCordon = async (node: Node, cordoned: boolean) => {
-    const seen = (await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ name: string; cordoned: boolean }> };
-    return seen.nodes.find((n) => n.name === node.name)?.cordoned === cordoned;
-  };
+  const ownerOf = (sandboxId: string) => readOwnerRecord(nats.urls, sandboxId);
+  const cordon = (node: Node, what: "cordon" | "uncordon", via: Node) => cordonNode(via, node.name, what, API_KEY);
+  const knowsCordon = async (node: Node, cordoned: boolean) => (await nodesSeenBy(node, API_KEY)).find((n) => n.name === node.name)?.cordoned === cordoned;
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: API_KEY,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS),
-          BURROW_CLUSTER_REPLICAS: "3",
-        });
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
-    for (const node of nodes) {
-      await until(`${node.name} sees both nodes up with base`, async () => {
-        const seen = ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ status: string; load: { templates?: string[] } }> }).nodes;
-        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      }, 60_000);
-    }
+    await startCliNodes(nodes, nats.urls, { apiKey: API_KEY, downAfterMs: DOWN_AFTER_MS });
+    await waitForNodesUp(nodes, API_KEY);
     signing = await clusterSigning(nats.urls);
   }, 600_000);
 
@@ -129,8 +76,8 @@ describe("forwarded marks, team quotas and lost events across two nodes", () => 
 
   it("a team's quota holds across nodes, and a lost node's sandboxes go to their team and stop counting", { timeout: 300_000 }, async () => {
     const admin = keyedApi(url(a), API_KEY);
-    const team = (await admin("POST", "/burrow/v1/teams", { name: `quota-${randomBytes(3).toString("hex")}` })).json as CreatedTeam;
-    const other = (await admin("POST", "/burrow/v1/teams", { name: `other-${randomBytes(3).toString("hex")}` })).json as CreatedTeam;
+    const team = await createTeam(a, API_KEY, `quota-${randomBytes(3).toString("hex")}`);
+    const other = await createTeam(a, API_KEY, `other-${randomBytes(3).toString("hex")}`);
     expect((await admin("PATCH", `/burrow/v1/teams/${team.teamID}`, { quotas: { maxRunningSandboxes: 2 } })).status).toBe(200);
     const key = team.adminKey.key;
     await until("B knows the team, its key and its quota", async () => {
