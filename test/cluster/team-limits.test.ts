@@ -4,8 +4,6 @@
 // (cluster/team-ledger.ts); the create rate and the disk limit refuse the same through either node; and a forwarded
 // mark's signature holds once, on the node it names: the same headers again, or sent to another node, are a client's.
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
@@ -15,37 +13,15 @@ import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { keyedApi } from "../helpers/keyed-api.js";
-import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { cliNodes, createTeam, nodeUrl as url, readOwnerRecord, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
-
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface CreatedTeam {
-  teamID: string;
-  adminKey: { id: string; key: string };
-}
 
 describe("a team's limits at the same instant on two nodes, and forward signatures that hold once", () => {
   let nats: NatsCluster;
   let signing: ForwardSigning;
-  const nodes: Node[] = [];
-  for (const name of ["node-a", "node-b"]) {
-    let instance = newTestInstance(`tl${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`tl${name.slice(-1)}`);
-    }
-    nodes.push({ name, instance, port: 0 });
-  }
+  const nodes = cliNodes("tl", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
   /** Sandbox id → the key that made it, for the kill at the end. */
   const made = new Map<string, string>();
 
@@ -76,18 +52,10 @@ describe("a team's limits at the same instant on two nodes, and forward signatur
       await nc.close();
     }
   };
-  const ownerOf = async (sandboxId: string) => {
-    const nc = await connect({ servers: nats.urls });
-    try {
-      const entry = await (await new Kvm(nc).open("burrow_sandbox_owners")).get(sandboxId);
-      return entry?.operation === "PUT" ? entry.json<{ node: string }>() : undefined;
-    } finally {
-      await nc.close();
-    }
-  };
+  const ownerOf = (sandboxId: string) => readOwnerRecord(nats.urls, sandboxId);
   const newTeam = async (quotas: Record<string, number>): Promise<string> => {
     const admin = keyedApi(url(a), API_KEY);
-    const team = (await admin("POST", "/burrow/v1/teams", { name: `limits-${randomBytes(3).toString("hex")}` })).json as CreatedTeam;
+    const team = await createTeam(a, API_KEY, `limits-${randomBytes(3).toString("hex")}`);
     expect((await admin("PATCH", `/burrow/v1/teams/${team.teamID}`, { quotas })).status).toBe(200);
     const key = team.adminKey.key;
     await until("B knows the team, its key and its quotas", async () => {
@@ -99,24 +67,9 @@ describe("a team's limits at the same instant on two nodes, and forward signatur
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: API_KEY,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_REPLICAS: "3",
-        });
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
-    for (const node of nodes) {
-      await until(`${node.name} sees both nodes up with base`, async () => {
-        const seen = ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ status: string; load: { templates?: string[] } }> }).nodes;
-        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      }, 60_000);
-    }
+    // The server's own down window: no node is lost here.
+    await startCliNodes(nodes, nats.urls, { apiKey: API_KEY });
+    await waitForNodesUp(nodes, API_KEY);
     signing = await clusterSigning(nats.urls);
   }, 600_000);
 
