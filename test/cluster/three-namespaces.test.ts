@@ -13,18 +13,18 @@
 import { randomBytes } from "node:crypto";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ALL_TRAFFIC, Sandbox, SandboxNotFoundError, Template, type SandboxOpts } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
+import { nodesSeenBy as seenBy, nodeUrl as url, readOwnerRecords, sdkOptions, startCliNode, startCliNodes, waitForNodesUp, type CliNodeSettings } from "./cli-nodes.js";
 import { ClusterLan, type LanNode } from "./node-namespaces.js";
 import { startLanServices, type LanServices } from "./lan-services.js";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
+import { UPGRADE_ECHO } from "./upgrade-echo.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import type { ServerProcess } from "../helpers/server-process.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const NAMES = ["node-a", "node-b", "node-c"] as const;
@@ -35,11 +35,6 @@ const TEMPLATE = `lan-${randomBytes(3).toString("hex")}`;
 
 type Node = LanNode & { port: number; server?: ServerProcess };
 
-interface OwnerRecord {
-  node: string;
-  lostAt?: string;
-}
-
 /** Answers any GET with the address that connected to it: the sandbox's side of whoever reached it. */
 const WHO_ASKS = `
 import http.server
@@ -49,26 +44,6 @@ class H(http.server.BaseHTTPRequestHandler):
         self.send_response(200); self.send_header("content-length", str(len(body))); self.end_headers(); self.wfile.write(body)
     def log_message(self, *a): pass
 http.server.ThreadingHTTPServer(("0.0.0.0", 8000), H).serve_forever()
-`;
-
-/** Switches protocols on any request, then echoes what it gets upper-cased (as a WebSocket server would, framing aside). */
-const UPGRADE_ECHO = `
-import socket, threading
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 8001)); s.listen()
-def serve(c):
-    head = b""
-    while b"\\r\\n\\r\\n" not in head:
-        d = c.recv(4096)
-        if not d: return
-        head += d
-    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n")
-    while True:
-        d = c.recv(4096)
-        if not d: break
-        c.sendall(d.upper())
-    c.close()
-while True:
-    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
 `;
 
 /** An HTTP request to `host:port` with headers of the caller's choosing (fetch will not send a chosen Host). */
@@ -109,35 +84,14 @@ describe("three nodes, each in its own network namespace", () => {
   const nodes: Node[] = [];
   let a: Node, b: Node, c: Node;
   let nats: NatsCluster | undefined;
-  const url = (node: Node) => `http://${node.instance.host}:${node.port}`;
-  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
+  const opts = (node: Node) => sdkOptions(node, API_KEY);
   const made = new Set<string>();
   /** Sandboxes of each node, from the first test on. */
   const on = new Map<string, Sandbox[]>();
 
-  const start = async (node: Node, i: number) => {
-    node.server = await startServerProcess(
-      node.instance,
-      node.port,
-      ["--pool-size", "0", "--cluster", nats!.urls[i]!, "--node-name", node.name, "--node-url", url(node)],
-      { BURROW_API_KEY: API_KEY, BURROW_CLUSTER_HEARTBEAT_MS: "500", BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS), BURROW_CLUSTER_REPLICAS: "3", BURROW_DNS_UPSTREAM: services!.dnsUpstream },
-    );
-  };
-
-  async function owners(ids: Iterable<string>): Promise<Map<string, OwnerRecord | undefined>> {
-    const nc = await connect({ servers: nats!.urls });
-    try {
-      const kv = await new Kvm(nc).open("burrow_sandbox_owners");
-      const found = new Map<string, OwnerRecord | undefined>();
-      for (const id of ids) {
-        const entry = await kv.get(id);
-        found.set(id, entry?.operation === "PUT" ? entry.json<OwnerRecord>() : undefined);
-      }
-      return found;
-    } finally {
-      await nc.close();
-    }
-  }
+  /** Each node says where the others reach it (its LAN address) and resolves through the LAN's resolver. */
+  const settings = (node: Node): CliNodeSettings => ({ apiKey: API_KEY, downAfterMs: DOWN_AFTER_MS, args: ["--node-url", url(node)], env: { BURROW_DNS_UPSTREAM: services!.dnsUpstream } });
+  const owners = (ids: Iterable<string>) => readOwnerRecords(nats!.urls, ids);
 
   async function published(templateId: string): Promise<boolean> {
     const nc = await connect({ servers: nats!.urls });
@@ -155,10 +109,7 @@ describe("three nodes, each in its own network namespace", () => {
   }
 
   const nodeApi = (path: string, method = "GET") => fetch(`${url(a)}${path}`, { method, headers: { "X-API-Key": API_KEY } });
-  const nodesSeenBy = async (node: Node) =>
-    ((await (await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-Key": API_KEY } })).json()) as {
-      nodes?: Array<{ name: string; status: string; cordoned: boolean; lastSeenAt: string; load: { templates?: string[] } }>;
-    }).nodes ?? [];
+  const nodesSeenBy = (node: Node) => seenBy(node, API_KEY);
 
   beforeAll(async () => {
     lan = ClusterLan.create(NAMES, "lan");
@@ -166,19 +117,8 @@ describe("three nodes, each in its own network namespace", () => {
     [a, b, c] = nodes as [Node, Node, Node];
     services = await startLanServices(lan.hostAddress, { "lan-allowed.test": lan.hostAddress, "lan-denied.test": lan.hostAddress });
     nats = await NatsCluster.start(3, 3, lan.hostAddress);
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        await start(node, i);
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
-    for (const node of nodes) {
-      await until(`${node.name} sees three nodes up`, async () => {
-        const seen = await nodesSeenBy(node);
-        return seen.length === 3 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      }, 60_000);
-    }
+    await startCliNodes(nodes, nats.urls, settings);
+    await waitForNodesUp(nodes, API_KEY);
   }, 600_000);
 
   afterAll(async () => {
@@ -325,7 +265,7 @@ describe("three nodes, each in its own network namespace", () => {
         const seen = await nodesSeenBy(a).catch(() => []);
         return seen.length === 3 && seen.every((n) => n.status === "up" && Date.parse(n.lastSeenAt) > killedAt);
       }, 60_000);
-      let records = new Map<string, OwnerRecord | undefined>();
+      let records: Awaited<ReturnType<typeof owners>> = new Map();
       await until("the owner records read", async () => (records = await owners(made).catch(() => new Map())).size === made.size, 30_000);
       expect([...records].filter(([, r]) => r === undefined || r.lostAt !== undefined).map(([id]) => id)).toEqual([]);
       for (const node of nodes) {
@@ -366,7 +306,7 @@ describe("three nodes, each in its own network namespace", () => {
       const placed = await owners(meanwhile.map((s) => s.sandboxId));
       expect([...placed.values()].every((r) => r?.node === "node-a" || r?.node === "node-b"), JSON.stringify([...placed])).toBe(true);
 
-      await start(c, 2);
+      await startCliNode(c, nats!.urls[2]!, settings(c));
       await until("C's records taken back", async () => [...(await owners(lostOnes)).values()].every((r) => r?.node === "node-c" && r.lostAt === undefined), 60_000);
       const back = await Sandbox.connect(lostOnes[0]!, { ...opts(a), timeoutMs: 600_000 });
       await until("C's sandbox reachable through A", () => back.isRunning(), 30_000);
