@@ -16,29 +16,10 @@ import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { runBurrow } from "../cli/run-burrow.js";
+import { UPGRADE_ECHO } from "./upgrade-echo.js";
 import { cliNodes, createTeam, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNodes, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
-
-/** A program in the sandbox that switches protocols on any request, then echoes what it gets upper-cased. */
-const UPGRADE_ECHO = `
-import socket, threading
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("0.0.0.0", 8001)); s.listen()
-def serve(c):
-    head = b""
-    while b"\\r\\n\\r\\n" not in head:
-        d = c.recv(4096)
-        if not d: return
-        head += d
-    c.sendall(b"HTTP/1.1 101 Switching Protocols\\r\\nUpgrade: echo\\r\\nConnection: Upgrade\\r\\n\\r\\n")
-    while True:
-        d = c.recv(4096)
-        if not d: break
-        c.sendall(d.upper())
-    c.close()
-while True:
-    c, _ = s.accept(); threading.Thread(target=serve, args=(c,), daemon=True).start()
-`;
 
 /** An upgrade through a node to the sandbox's port 8001: what comes back for `text` once the protocol switched. */
 function upgradeVia(port: number, host: string, text: string): Promise<string> {
