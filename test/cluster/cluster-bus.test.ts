@@ -8,6 +8,8 @@ import { randomBytes } from "node:crypto";
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { connect } from "@nats-io/transport-node";
+import { jetstreamManager } from "@nats-io/jetstream";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { clusterSigning } from "./forward-pin.js";
@@ -121,6 +123,18 @@ describe("one bus for the whole cluster", () => {
     };
     await tearDownServers(nodes, { before: [cleanUp], after: [() => nats?.stop()] });
   }, 300_000);
+
+  it("the bus's streams and buckets are kept on every NATS server (one lost loses nothing)", { timeout: 60_000 }, async () => {
+    const nc = await connect({ servers: nats.urls });
+    try {
+      const jsm = await jetstreamManager(nc);
+      for (const stream of ["BURROW_DLQ", "BURROW_SANDBOX_EVENTS", "QUEUE_tasks", "KV_burrow_triggers", "KV_burrow_tasks"]) {
+        expect((await jsm.streams.info(stream)).config.num_replicas, stream).toBe(3);
+      }
+    } finally {
+      await nc.close();
+    }
+  });
 
   it("a message published through A reaches a subscriber on B", { timeout: 60_000 }, async () => {
     const sub = subscribe(url(b), "agents.h27.>");

@@ -30,6 +30,11 @@ export interface NatsBusOptions {
   metrics?: BusMetrics;
   /** Keep reconnecting (with nats.js defaults) when the server goes away. @default true */
   reconnect?: boolean;
+  /**
+   * Copies the NATS cluster keeps of each stream and bucket the bus creates (1-5), so that the loss of one server
+   * loses nothing; whoever creates a stream first decides, later openers use it as it is. @default 1
+   */
+  replicas?: number;
 }
 
 interface Advisory {
@@ -48,7 +53,7 @@ export class NatsBus implements Bus {
   private readonly retention = new Map<string, string>();
   private closed = false;
 
-  private constructor(readonly nc: NatsConnection, readonly jsm: JetStreamManager, readonly js: JetStreamClient, metrics: BusMetrics | undefined) {
+  private constructor(readonly nc: NatsConnection, readonly jsm: JetStreamManager, readonly js: JetStreamClient, metrics: BusMetrics | undefined, private readonly replicas: number) {
     this.metrics = metrics;
   }
 
@@ -70,7 +75,7 @@ export class NatsBus implements Bus {
     }
     try {
       const jsm = await jetstreamManager(nc);
-      const bus = new NatsBus(nc, jsm, jetstream(nc), opts.metrics);
+      const bus = new NatsBus(nc, jsm, jetstream(nc), opts.metrics, opts.replicas ?? 1);
       await bus.ensureStream({ name: DLQ_STREAM, subjects: DLQ_SUBJECTS, retention: "limits" });
       return bus;
     } catch (e) {
@@ -159,10 +164,11 @@ export class NatsBus implements Bus {
       ...(cfg.duplicateWindowMs ? { duplicate_window: nanos(cfg.duplicateWindowMs) } : {}),
     };
     try {
-      await this.jsm.streams.add(sc);
+      await this.jsm.streams.add({ ...sc, num_replicas: this.replicas });
     } catch (e) {
       if (!(e instanceof JetStreamApiError && e.code === JS_ERR.streamNameInUse)) throw fromNatsError(e, `stream ${cfg.name}`);
       try {
+        // The replica count stays as the stream's creator made it.
         const { name: _n, retention: _r, storage: _s, ...update } = sc;
         await this.jsm.streams.update(cfg.name, update);
       } catch (e2) {
@@ -357,7 +363,16 @@ export class NatsBus implements Bus {
     this.assertOpen();
     assertName("bucket", bucket);
     try {
-      const kv = await new Kvm(this.nc).create(bucket, { history: 1, ...(opts?.ttlMs ? { ttl: opts.ttlMs } : {}) });
+      const kvm = new Kvm(this.nc);
+      const config = { history: 1, ...(opts?.ttlMs ? { ttl: opts.ttlMs } : {}) };
+      let kv: Awaited<ReturnType<Kvm["create"]>>;
+      try {
+        kv = await kvm.create(bucket, this.replicas > 1 ? { ...config, replicas: this.replicas } : config);
+      } catch (e) {
+        // Made before with another replica count (by a node of an older version, or before --cluster): used as it is.
+        if (!(this.replicas > 1 && e instanceof JetStreamApiError && e.code === JS_ERR.streamNameInUse)) throw e;
+        kv = await kvm.open(bucket);
+      }
       return new NatsKvBucket(bucket, kv, this.jsm);
     } catch (e) {
       throw fromNatsError(e, `kv ${bucket}`);

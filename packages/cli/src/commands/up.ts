@@ -108,7 +108,7 @@ async function runServer(config: UpConfig): Promise<void> {
     bus = await createBus(
       config.bus.kind === "embedded"
         ? { kind: "embedded", path: join(stateDir, "bus.db"), metrics }
-        : { kind: "nats", servers: [...config.bus.servers], metrics },
+        : { kind: "nats", servers: [...config.bus.servers], metrics, ...(config.server.cluster ? { replicas: config.server.cluster.replicas } : {}) },
     );
     server = await startServer(
       config.server,
