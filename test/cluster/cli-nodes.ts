@@ -34,18 +34,23 @@ export interface CliNodeSettings {
 }
 
 /**
- * One node per name, labelled `${prefix}${last letter of the name}`, each on a subnet of its own: picked before any
- * node has made its bridge, so a pick can land on another's subnet and is picked again.
+ * A test instance on a subnet none of `taken` has. The nodes of a suite are picked before any has made its bridge
+ * (the host's routes do not show their subnets yet), so a pick can land on another's and is picked again.
  */
+export function instanceBeside(label: string, taken: readonly TestInstance[]): TestInstance {
+  let instance = newTestInstance(label);
+  while (taken.some((other) => other.subnet === instance.subnet)) {
+    rmSync(instance.stateDir, { recursive: true, force: true });
+    instance = newTestInstance(label);
+  }
+  return instance;
+}
+
+/** One node per name, labelled `${prefix}${last letter of the name}`, each on a subnet of its own. */
 export function cliNodes<N extends string>(prefix: string, names: readonly N[]): Array<CliNode & { name: N }> {
   const nodes: Array<CliNode & { name: N }> = [];
   for (const name of names) {
-    let instance = newTestInstance(`${prefix}${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`${prefix}${name.slice(-1)}`);
-    }
-    nodes.push({ name, instance, port: 0 });
+    nodes.push({ name, instance: instanceBeside(`${prefix}${name.slice(-1)}`, nodes.map((n) => n.instance)), port: 0 });
   }
   return nodes;
 }

@@ -6,8 +6,8 @@
 // bridge, sandbox veths and nft tables with it; the LAN bridge and host veth ends go with `ip link del`.
 import { execFileSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import type { TestInstance } from "../helpers/test-instance.js";
+import { instanceBeside } from "./cli-nodes.js";
 
 /** No other test uses it: instances take 10.200-249.0.0/16 (test-instance.ts). */
 const LAN_PREFIX = "10.251.0";
@@ -60,12 +60,7 @@ export class ClusterLan {
     const netns = `burrow-lan${this.#tag}-${i}`;
     const hostEnd = `vlan${this.#tag}${i}`;
     const address = `${LAN_PREFIX}.${i + 2}`;
-    let instance = newTestInstance(`${label}${i}`);
-    // Each node's bridge subnet must differ from the others' too (each is picked before any bridge exists).
-    while (this.nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`${label}${i}`);
-    }
+    const instance = instanceBeside(`${label}${i}`, this.nodes.map((n) => n.instance));
     const node: LanNode = { name, instance: { ...instance, netns, host: address } };
     this.nodes.push(node);
     ip(["netns", "add", netns]);
