@@ -1,6 +1,7 @@
 import { connect, nanos, type NatsConnection, type Subscription as NatsSub } from "@nats-io/transport-node";
 import { AckPolicy, DeliverPolicy, DiscardPolicy, jetstream, jetstreamManager, JetStreamApiError, RetentionPolicy, StorageType, type JetStreamClient, type JetStreamManager } from "@nats-io/jetstream";
 import { Kvm } from "@nats-io/kv";
+import { whenJetStreamAnswers } from "./jetstream-ready.js";
 import { BurrowError, Code } from "@burrow/protocol";
 import { AsyncQueue } from "../async-queue.js";
 import { abortError } from "../errors.js";
@@ -164,18 +165,23 @@ export class NatsBus implements Bus {
       ...(cfg.duplicateWindowMs ? { duplicate_window: nanos(cfg.duplicateWindowMs) } : {}),
     };
     try {
-      await this.jsm.streams.add({ ...sc, num_replicas: this.replicas });
+      await this.#replicated(() => this.jsm.streams.add({ ...sc, num_replicas: this.replicas }));
     } catch (e) {
       if (!(e instanceof JetStreamApiError && e.code === JS_ERR.streamNameInUse)) throw fromNatsError(e, `stream ${cfg.name}`);
       try {
         // The replica count stays as the stream's creator made it.
         const { name: _n, retention: _r, storage: _s, ...update } = sc;
-        await this.jsm.streams.update(cfg.name, update);
+        await this.#replicated(() => this.jsm.streams.update(cfg.name, update));
       } catch (e2) {
         throw fromNatsError(e2, `stream ${cfg.name}`);
       }
     }
     this.retention.set(cfg.name, cfg.retention ?? "limits");
+  }
+
+  /** A replicated stream's creation waits out JetStream's elections (jetstream-ready.ts); an unreplicated one fails at once. */
+  #replicated<T>(step: () => Promise<T>): Promise<T> {
+    return this.replicas > 1 ? whenJetStreamAnswers(step) : step();
   }
 
   async deleteStream(name: string): Promise<void> {
@@ -367,7 +373,7 @@ export class NatsBus implements Bus {
       const config = { history: 1, ...(opts?.ttlMs ? { ttl: opts.ttlMs } : {}) };
       let kv: Awaited<ReturnType<Kvm["create"]>>;
       try {
-        kv = await kvm.create(bucket, this.replicas > 1 ? { ...config, replicas: this.replicas } : config);
+        kv = await this.#replicated(() => kvm.create(bucket, this.replicas > 1 ? { ...config, replicas: this.replicas } : config));
       } catch (e) {
         // Made before with another replica count (by a node of an older version, or before --cluster): used as it is.
         if (!(this.replicas > 1 && e instanceof JetStreamApiError && e.code === JS_ERR.streamNameInUse)) throw e;
