@@ -16,7 +16,7 @@ import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { keyedApi } from "../helpers/keyed-api.js";
-import { freePort, startServerProcess, type ServerProcess } from "../helpers/server-process.js";
+import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
 import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
@@ -101,6 +101,7 @@ describe("one bus for the whole cluster", () => {
         node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
           BURROW_API_KEY: API_KEY,
           BURROW_CLUSTER_HEARTBEAT_MS: "500",
+          BURROW_CLUSTER_DOWN_AFTER_MS: "8000",
           BURROW_CLUSTER_REPLICAS: "3",
           BURROW_BUS: "",
         });
@@ -244,5 +245,20 @@ describe("one bus for the whole cluster", () => {
     const after = await freshListed();
     for (const id of after) made.add(id);
     expect(after).toEqual([...fresh].sort());
+  });
+
+  // Last: B stays down (its sandboxes are ended by the teardown's `burrow down`).
+  it("a checkpoint of a node that is down is answered 503 naming the node", { timeout: 120_000 }, async () => {
+    const sandboxId = await createOn(b);
+    const taken = await api(a)("POST", `/burrow/v1/sandboxes/${sandboxId}/checkpoints`, {});
+    expect(taken.status, JSON.stringify(taken.json)).toBe(201);
+    const checkpointId = (taken.json as { checkpointID: string }).checkpointID;
+    await stopServerProcess(b.server!, "SIGKILL");
+    await until("A sees B down", async () => {
+      const seen = ((await api(a)("GET", "/burrow/v1/nodes")).json as { nodes: Array<{ name: string; status: string }> }).nodes;
+      return seen.some((n) => n.name === b.name && n.status === "down");
+    }, 60_000);
+    const read = await api(a)("GET", `/burrow/v1/checkpoints/${checkpointId}`);
+    expect(read).toEqual({ status: 503, json: { code: 503, message: `checkpoint ${checkpointId} is on node node-b, which is down: retry once it is back` } });
   });
 });

@@ -13,7 +13,8 @@ describe("checkpoint records", () => {
   let n2: CheckpointRecords;
   beforeAll(async () => {
     nats = await NatsServerFixture.start();
-    [n1, n2] = await Promise.all(["n1", "n2"].map((nodeName) => CheckpointRecords.open({ servers: [nats.url], nodeName, replicas: 1, logger })));
+    const open = (nodeName: string) => CheckpointRecords.open({ servers: [nats.url], nodeName, replicas: 1, logger });
+    [n1, n2] = await Promise.all([open("n1"), open("n2")]);
   }, 60_000);
   afterAll(async () => {
     await Promise.all([n1?.close(), n2?.close()]);
