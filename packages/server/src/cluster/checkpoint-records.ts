@@ -4,16 +4,14 @@
 // the create answers, and the node that deletes one removes its record; any node reads the record to forward such a
 // request (forwarder.ts). A connection of its own: the node's cluster connection is ClusterNode's.
 import { connect, type NatsConnection } from "@nats-io/transport-node";
-import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { clusterError } from "./cluster-errors.js";
 import { checkedDelete } from "./cluster-kv.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
+import { openClusterBucket } from "./cluster-stores.js";
 
 export const CHECKPOINTS_BUCKET = "burrow_checkpoints";
-/** JetStream's "stream name already in use with a different configuration". */
-const STREAM_NAME_IN_USE = 10058;
 /** What a KV key may hold (NATS subjects' tokens); other ids are never recorded, so never forwarded. */
 const KEY = /^[-_=a-zA-Z0-9]{1,200}$/;
 const RECORD_VERSION = 1;
@@ -43,15 +41,7 @@ export class CheckpointRecords {
     }
     try {
       const kvm = new Kvm(nc);
-      const kv = await whenClusterAnswers(`open bucket ${CHECKPOINTS_BUCKET}`, async () => {
-        try {
-          // As the cluster's other buckets: one value per key, reads from the leader (a record just written is there).
-          return await kvm.create(CHECKPOINTS_BUCKET, { history: 1, replicas: o.replicas, allow_direct: false });
-        } catch (err) {
-          if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(CHECKPOINTS_BUCKET);
-          throw err;
-        }
-      }, { logger: o.logger });
+      const kv = await whenClusterAnswers(`open bucket ${CHECKPOINTS_BUCKET}`, () => openClusterBucket(kvm, CHECKPOINTS_BUCKET, o.replicas), { logger: o.logger });
       return new CheckpointRecords(nc, kv, o.nodeName, o.logger);
     } catch (err) {
       await nc.close().catch(() => undefined);

@@ -2,15 +2,14 @@
 // own, not the agent bus's: the bus may be embedded while the node is clustered, and cluster state must not wait
 // behind a flood of bus traffic.
 import { connect, headers as natsHeaders, type MsgHdrs, type NatsConnection } from "@nats-io/transport-node";
-import { JetStreamApiError, jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
+import { jetstreamManager, type JetStreamManager } from "@nats-io/jetstream";
 import { Bucket, Kvm, type KV, type KvEntry } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { clusterError, isWrongLastSequence, KeyChangedError } from "./cluster-errors.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
+import { openClusterBucket } from "./cluster-stores.js";
 
-/** JetStream's "stream name already in use with a different configuration". */
-const STREAM_NAME_IN_USE = 10058;
 
 /** Node records, by node name. */
 export const NODES_BUCKET = "burrow_nodes";
@@ -40,19 +39,6 @@ export interface ClusterKv {
   close(): Promise<void>;
 }
 
-/** The bucket as configured here when it is new; as another node created it (another replica count) when not. */
-async function bucket(kvm: Kvm, name: string, replicas: number): Promise<KV> {
-  try {
-    // History 1: only the current record matters; revisions still increase, which is what the checks compare.
-    // No direct gets: with replicas they may be served by a follower still behind a write, and a node that reads
-    // "no record" for a sandbox just created, or keeps a record it just failed to see, routes and releases wrongly.
-    return await kvm.create(name, { history: 1, replicas, allow_direct: false });
-  } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(name);
-    throw err;
-  }
-}
-
 export async function openClusterKv(servers: readonly string[], nodeName: string, replicas: number, logger?: Logger): Promise<ClusterKv> {
   let nc: NatsConnection;
   try {
@@ -65,13 +51,13 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
     const jsm = await whenClusterAnswers("reach JetStream", () => jetstreamManager(nc), { logger });
     // A replicated bucket is made by a Raft election among the servers: on a loaded machine, or while two nodes
     // start at once, that outlasts one request's timeout. Creating is idempotent, so it is simply asked again.
-    const nodes = await whenClusterAnswers(`open bucket ${NODES_BUCKET}`, () => bucket(kvm, NODES_BUCKET, replicas), { logger });
-    const owners = await whenClusterAnswers(`open bucket ${OWNERS_BUCKET}`, () => bucket(kvm, OWNERS_BUCKET, replicas), { logger });
-    const losses = await whenClusterAnswers(`open bucket ${LOSSES_BUCKET}`, () => bucket(kvm, LOSSES_BUCKET, replicas), { logger });
-    const teams = await whenClusterAnswers(`open bucket ${TEAMS_BUCKET}`, () => bucket(kvm, TEAMS_BUCKET, replicas), { logger });
-    const keys = await whenClusterAnswers(`open bucket ${KEYS_BUCKET}`, () => bucket(kvm, KEYS_BUCKET, replicas), { logger });
-    const settings = await whenClusterAnswers(`open bucket ${SETTINGS_BUCKET}`, () => bucket(kvm, SETTINGS_BUCKET, replicas), { logger });
-    const teamQuotas = await whenClusterAnswers(`open bucket ${TEAM_QUOTAS_BUCKET}`, () => bucket(kvm, TEAM_QUOTAS_BUCKET, replicas), { logger });
+    const nodes = await whenClusterAnswers(`open bucket ${NODES_BUCKET}`, () => openClusterBucket(kvm, NODES_BUCKET, replicas), { logger });
+    const owners = await whenClusterAnswers(`open bucket ${OWNERS_BUCKET}`, () => openClusterBucket(kvm, OWNERS_BUCKET, replicas), { logger });
+    const losses = await whenClusterAnswers(`open bucket ${LOSSES_BUCKET}`, () => openClusterBucket(kvm, LOSSES_BUCKET, replicas), { logger });
+    const teams = await whenClusterAnswers(`open bucket ${TEAMS_BUCKET}`, () => openClusterBucket(kvm, TEAMS_BUCKET, replicas), { logger });
+    const keys = await whenClusterAnswers(`open bucket ${KEYS_BUCKET}`, () => openClusterBucket(kvm, KEYS_BUCKET, replicas), { logger });
+    const settings = await whenClusterAnswers(`open bucket ${SETTINGS_BUCKET}`, () => openClusterBucket(kvm, SETTINGS_BUCKET, replicas), { logger });
+    const teamQuotas = await whenClusterAnswers(`open bucket ${TEAM_QUOTAS_BUCKET}`, () => openClusterBucket(kvm, TEAM_QUOTAS_BUCKET, replicas), { logger });
     return { nc, jsm, nodes, owners, losses, teams, keys, settings, teamQuotas, close: () => nc.close() };
   } catch (err) {
     await nc.close().catch(() => undefined);

@@ -13,7 +13,6 @@ import { mkdir, mkdtemp, realpath, rename, rm, stat } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { Readable } from "node:stream";
 import type { NatsConnection } from "@nats-io/transport-node";
-import { JetStreamApiError } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import type { TemplateManifest } from "@burrow/orchestrator";
@@ -21,6 +20,7 @@ import { BurrowError, Code, type TemplateSummary } from "@burrow/protocol";
 import type { Logger } from "pino";
 import { ABSENT, checkedDelete, checkedPut } from "./cluster-kv.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
+import { openClusterBucket, openClusterObjectStore } from "./cluster-stores.js";
 import { packLayer, unpackLayer, type PackedLayer } from "./layer-archive.js";
 import {
   TEMPLATE_RECORD_VERSION,
@@ -38,7 +38,6 @@ export const TEMPLATES_BUCKET = "burrow_templates";
 export const LAYERS_STORE = "burrow_layers";
 /** An object no record names is kept this long: its record may be on its way (objects go up first). */
 const SWEEP_GRACE_MS = 10 * 60_000;
-const STREAM_NAME_IN_USE = 10058;
 
 /** The node's template store as this module uses it (the orchestrator's TemplateStore). */
 export interface LocalTemplates {
@@ -113,9 +112,9 @@ export class ClusterTemplates {
   static async open(o: ClusterTemplatesOptions): Promise<ClusterTemplates> {
     const logger = o.logger;
     const kvm = new Kvm(o.nc);
-    const kv = await whenClusterAnswers(`open bucket ${TEMPLATES_BUCKET}`, () => openBucket(kvm, o.replicas), { logger });
+    const kv = await whenClusterAnswers(`open bucket ${TEMPLATES_BUCKET}`, () => openClusterBucket(kvm, TEMPLATES_BUCKET, o.replicas), { logger });
     const objm = new Objm(o.nc);
-    const objects = await whenClusterAnswers(`open object store ${LAYERS_STORE}`, () => openObjects(objm, o.replicas), { logger });
+    const objects = await whenClusterAnswers(`open object store ${LAYERS_STORE}`, () => openClusterObjectStore(objm, LAYERS_STORE, o.replicas), { logger });
     const mirror = await WatchedBucket.open(kv, decodeTemplateRecord, logger, TEMPLATES_BUCKET);
     // Beside the layers, on the same filesystem (the data image), so that a fetched layer is renamed into place.
     const transfers = join(dirname(await realpath(o.local.layersRoot)), "layer-transfers");
@@ -467,20 +466,4 @@ async function isDirectory(path: string): Promise<boolean> {
   );
 }
 
-async function openBucket(kvm: Kvm, replicas: number): Promise<KV> {
-  try {
-    return await kvm.create(TEMPLATES_BUCKET, { history: 1, replicas, allow_direct: false });
-  } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(TEMPLATES_BUCKET);
-    throw err;
-  }
-}
 
-async function openObjects(objm: Objm, replicas: number): Promise<ObjectStore> {
-  try {
-    return await objm.create(LAYERS_STORE, { replicas });
-  } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return objm.open(LAYERS_STORE);
-    throw err;
-  }
-}

@@ -2,13 +2,13 @@
 // drain of another node is sent on to it (pauses happen where the sandboxes are) and its report comes back. The
 // answer waits for the drain: up to `timeout` seconds. POST /burrow/v1/nodes/{name}/sandboxes/{id}/take is how a
 // draining node with `move` hands a sandbox to another (sandbox-moves.ts), with the operator's credentials.
-import { request as httpRequest } from "node:http";
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { drainNode, type DrainableSandboxes, type HandOver } from "./drain.js";
 import { isForwarded } from "./forwarded-header.js";
 import type { Membership } from "./membership.js";
+import { postToNode } from "./node-post.js";
 import type { SandboxMoves } from "./sandbox-moves.js";
 
 interface DrainBody {
@@ -63,7 +63,7 @@ export function registerDrainRoute(app: FastifyInstance, membership: Membership,
       if (isForwarded(request.headers)) throw new BurrowError(Code.FailedPrecondition, `this is node ${membership.nodeName}, not ${name}`, { reason: "wrong_node" });
       if (view.status !== "up") throw new BurrowError(Code.Unavailable, `node ${name} is down: it cannot pause its sandboxes`, { reason: "node_down" });
       const headers: Record<string, string> = { "content-type": "application/json", ...membership.signing.headers("POST", request.url, name), ...operatorHeaders(request) };
-      const answer = await postJson(`${view.apiUrl}${request.url}`, headers, JSON.stringify(request.body ?? {}), signal).catch((cause: unknown) => {
+      const answer = await postToNode(`${view.apiUrl}${request.url}`, headers, JSON.stringify(request.body ?? {}), signal).catch((cause: unknown) => {
         throw new BurrowError(Code.Unavailable, `node ${name} could not be reached`, { cause, reason: "node_unreachable" });
       });
       return reply.code(answer.status).type("application/json").send(answer.body);
@@ -98,20 +98,6 @@ function operatorHeaders(request: FastifyRequest): Record<string, string> {
   return headers;
 }
 
-/** node:http, not fetch: fetch gives up on answers that take more than 5 minutes to start, and a drain may. */
-function postJson(url: string, headers: Record<string, string>, body: string, signal: AbortSignal): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: "POST", headers: { ...headers, "content-length": String(Buffer.byteLength(body)) }, signal }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 502, body: text }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 function clientGone(request: FastifyRequest): AbortSignal {
   const controller = new AbortController();

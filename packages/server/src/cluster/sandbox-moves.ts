@@ -13,10 +13,9 @@
 import { createReadStream } from "node:fs";
 import { mkdir, rm } from "node:fs/promises";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { JetStreamApiError, type JetStreamManager } from "@nats-io/jetstream";
+import type { JetStreamManager } from "@nats-io/jetstream";
 import { Kvm, type KV } from "@nats-io/kv";
 import { Objm, type ObjectStore } from "@nats-io/obj";
 import type { NatsConnection } from "@nats-io/transport-node";
@@ -32,10 +31,12 @@ import type { SandboxEvents } from "../lifecycle/events.js";
 import type { SandboxNetworkConfig } from "../network/network-config.js";
 import type { SandboxRow } from "../store/sandboxes.js";
 import { checkedDelete } from "./cluster-kv.js";
+import { openClusterBucket, openClusterObjectStore } from "./cluster-stores.js";
 import type { ClusterTemplates } from "./cluster-templates.js";
 import { whenClusterAnswers } from "./cluster-retry.js";
 import { packLayer, unpackLayer } from "./layer-archive.js";
 import type { Membership } from "./membership.js";
+import { postToNode } from "./node-post.js";
 import { MOVE_RECORD_VERSION, decodeMoveRecord, encodeMoveRecord, type MoveRecord } from "./move-records.js";
 import { placeCreate, type PlacementNode } from "./placement.js";
 import { OWNER_RECORD_VERSION, type OwnerRecord, type SandboxOwners } from "./sandbox-owners.js";
@@ -43,7 +44,6 @@ import { treeExceeds } from "./tree-size.js";
 
 export const MOVES_BUCKET = "burrow_sandbox_moves";
 export const SANDBOX_LAYERS_STORE = "burrow_sandbox_layers";
-const STREAM_NAME_IN_USE = 10058;
 /** Move records and archives no live sandbox needs are removed once this old (a publish uploads before it writes). */
 const DEFAULT_SWEEP_GRACE_MS = 10 * 60_000;
 /** Connect (E2B v1, v2) and the legacy resume: the requests that take a movable sandbox over. */
@@ -108,9 +108,9 @@ export class SandboxMoves {
   static async open(o: SandboxMovesOptions): Promise<SandboxMoves> {
     const { logger } = o;
     const kvm = new Kvm(o.nc);
-    const kv = await whenClusterAnswers(`open bucket ${MOVES_BUCKET}`, () => openBucket(kvm, o.replicas), { logger });
+    const kv = await whenClusterAnswers(`open bucket ${MOVES_BUCKET}`, () => openClusterBucket(kvm, MOVES_BUCKET, o.replicas), { logger });
     const objm = new Objm(o.nc);
-    const objects = await whenClusterAnswers(`open object store ${SANDBOX_LAYERS_STORE}`, () => openObjects(objm, o.replicas), { logger });
+    const objects = await whenClusterAnswers(`open object store ${SANDBOX_LAYERS_STORE}`, () => openClusterObjectStore(objm, SANDBOX_LAYERS_STORE, o.replicas), { logger });
     await rm(o.workDir, { recursive: true, force: true });
     await mkdir(o.workDir, { recursive: true });
     const moves = new SandboxMoves(o, kv, objects);
@@ -422,7 +422,7 @@ export class SandboxMoves {
     for (const node of plan.order) {
       const view = membership.node(node);
       if (!view) continue;
-      const answer = await postJson(`${view.apiUrl}/burrow/v1/nodes/${encodeURIComponent(node)}/sandboxes/${sandboxId}/take`, headers, signal).catch((err: unknown) => ({
+      const answer = await postToNode(`${view.apiUrl}/burrow/v1/nodes/${encodeURIComponent(node)}/sandboxes/${sandboxId}/take`, headers, "{}", signal).catch((err: unknown) => ({
         status: 0,
         body: err instanceof Error ? err.message : String(err),
       }));
@@ -551,35 +551,5 @@ function objectName(sandboxId: string, digest: string): string {
   return `${sandboxId}.${digest}`;
 }
 
-/** node:http: a take-over includes a cold boot and may outlast fetch's defaults on a loaded machine. */
-function postJson(url: string, headers: Record<string, string>, signal?: AbortSignal): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpRequest(url, { method: "POST", headers: { ...headers, "content-type": "application/json", "content-length": "2" }, ...(signal ? { signal } : {}) }, (res) => {
-      let text = "";
-      res.setEncoding("utf8");
-      res.on("data", (chunk: string) => (text += chunk));
-      res.on("end", () => resolve({ status: res.statusCode ?? 502, body: text }));
-      res.on("error", reject);
-    });
-    req.on("error", reject);
-    req.end("{}");
-  });
-}
 
-async function openBucket(kvm: Kvm, replicas: number): Promise<KV> {
-  try {
-    return await kvm.create(MOVES_BUCKET, { history: 1, replicas, allow_direct: false });
-  } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return kvm.open(MOVES_BUCKET);
-    throw err;
-  }
-}
 
-async function openObjects(objm: Objm, replicas: number): Promise<ObjectStore> {
-  try {
-    return await objm.create(SANDBOX_LAYERS_STORE, { replicas });
-  } catch (err) {
-    if (err instanceof JetStreamApiError && err.code === STREAM_NAME_IN_USE) return objm.open(SANDBOX_LAYERS_STORE);
-    throw err;
-  }
-}
