@@ -17,7 +17,8 @@ import { median, percentile, report, timeMs } from "./lib/stats.mjs";
 const NATS_SERVER = "/usr/sbin/nats-server";
 const ROUNDS = Number(process.env.BENCH_CHECKED_ROUNDS ?? 200);
 
-async function startNatsCluster(size) {
+/** `size` nats-servers with JetStream routed to each other on the loopback (also cluster-placement.mjs's). */
+export async function startNatsCluster(size) {
   const members = [];
   for (let i = 0; i < size; i++) members.push({ name: `bench-nats-${i + 1}`, port: await freePort(), clusterPort: await freePort(), storeDir: mkdtempSync(join(tmpdir(), "burrow-bench-natsc-")) });
   for (const m of members) {

@@ -3,7 +3,7 @@
 // runs `commands.run('true')` and `Sandbox.getInfo` against B directly (the baseline) and through A (forwarded to
 // B), interleaved in the same run; the sandbox list through A (gathered from both nodes) beside B's own answer.
 // Both nodes share this process's event loop and the machine's two cores, so the hop's CPU is counted on both sides.
-// Then placement (cluster-placement.mjs): the decision's time, and creates per second through one node, 1 vs 2 nodes;
+// Then placement (cluster-placement.mjs): the decision's time, and creates per second through one node, 1, 2, 3 nodes;
 // and exact team limits (cluster-quotas.mjs): an admission through the team ledger, creates of a team with a limit.
 // Then what checked writes cost on 3 nats-servers (cluster-checked-writes.mjs): claims and updates, quiet and busy.
 import { spawn } from "node:child_process";
@@ -20,7 +20,6 @@ import { pino } from "pino";
 import { median, percentile, report } from "./lib/stats.mjs";
 import { freePort, freeSubnet } from "./lib/host.mjs";
 import { pinHeaders } from "./lib/forward-pin.mjs";
-import { runPlacementCreateBenchmarks, runPlacementDecisionBenchmarks } from "./cluster-placement.mjs";
 
 const ROUNDS = Number(process.env.BENCH_CLUSTER_ROUNDS ?? 200);
 const NATS_SERVER = "/usr/sbin/nats-server";
@@ -53,6 +52,7 @@ export async function startNats() {
   };
 }
 
+/** `natsUrl`: one server's URL, or a cluster's URLs (the node then replicates its buckets and streams on them). */
 export async function startNode(name, natsUrl, apiKey) {
   const stateDir = mkdtempSync(`/var/tmp/burrow-bench-cluster-${name}-`);
   const orchestrator = await LocalOrchestrator.create({
@@ -61,7 +61,7 @@ export async function startNode(name, natsUrl, apiKey) {
     onProgress: (line) => process.stderr.write(`[bench ${name}] ${line}\n`),
   });
   const server = await startServer(
-    { host: "127.0.0.1", port: 0, stateDir, apiKey, cluster: { servers: [natsUrl], nodeName: name } },
+    { host: "127.0.0.1", port: 0, stateDir, apiKey, cluster: { servers: Array.isArray(natsUrl) ? natsUrl : [natsUrl], nodeName: name } },
     { orchestrator, logger: pino({ level: "warn" }) },
   );
   const url = `http://127.0.0.1:${server.port}`;
@@ -121,8 +121,11 @@ export async function runClusterBenchmarks() {
     }
     await nats.stop();
   }
+  // Imported here, as the two below: cluster-placement.mjs, run alone, imports this file for startNats and startNode.
+  const { runPlacementCreateBenchmarks, runPlacementDecisionBenchmarks } = await import("./cluster-placement.mjs");
+  const { startNatsCluster } = await import("./cluster-checked-writes.mjs");
   runPlacementDecisionBenchmarks();
-  await runPlacementCreateBenchmarks({ startNats, startNode });
+  await runPlacementCreateBenchmarks({ startNats, startNode, startNatsCluster });
   // Imported here: cluster-quotas.mjs, run alone, imports this file for startNats and startNode.
   await (await import("./cluster-quotas.mjs")).runClusterQuotaBenchmarks({ startNats, startNode });
   await (await import("./cluster-checked-writes.mjs")).runCheckedWriteBenchmarks();
