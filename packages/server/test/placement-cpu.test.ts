@@ -4,7 +4,7 @@
 // records without CPU figures (older nodes) are placed by counts as before. The busy share comes from /proc/stat deltas.
 import { describe, expect, it } from "vitest";
 import { CpuUse, parseProcStat } from "../src/cluster/cpu-use.js";
-import { nodeLoadScore, placeCreate, VCPU_PER_CPU, type PlacementNode } from "../src/cluster/placement.js";
+import { cpuSince, nodeLoadScore, placeCreate, VCPU_PER_CPU, type PlacementNode } from "../src/cluster/placement.js";
 
 const GiB = 1024 ** 3;
 
@@ -90,5 +90,35 @@ describe("CpuUse", () => {
     const busy = await use.sample();
     expect(busy).toBeGreaterThan(0);
     expect(busy).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("CPU figures since a node's record", () => {
+  it("count the sandboxes gained since at the record's average vCPUs (2 without one), and are the record's when nothing changed", () => {
+    const recorded = { cpus: 2, busy: 0.4, committedVcpu: 12 };
+    expect(cpuSince(recorded, 4, 4)).toBe(recorded);
+    expect(cpuSince(recorded, 4, 6)).toEqual({ cpus: 2, busy: 0.4, committedVcpu: 18 });
+    expect(cpuSince(recorded, 4, 2)).toEqual({ cpus: 2, busy: 0.4, committedVcpu: 6 });
+    expect(cpuSince({ cpus: 2, committedVcpu: 0 }, 0, 3)).toEqual({ cpus: 2, committedVcpu: 6 });
+    expect(cpuSince(undefined, 0, 3)).toBeUndefined();
+  });
+
+  it("spread a burst over nodes on one host whose records were written in windows of different busy shares", () => {
+    // Three nodes on one 2-CPU host, each record written at a different moment of a burst: busy shares differ by
+    // chance. 30 creates placed one after another, each node's figures moved on by what was placed on it since.
+    const records = { a: 0.6, b: 0.45, c: 0.3 };
+    const placed: Record<string, number> = { a: 0, b: 0, c: 0 };
+    for (let i = 0; i < 30; i++) {
+      const nodes = Object.entries(records).map(([name, busy]) =>
+        node(name, { sandboxes: placed[name]!, cpu: cpuSince({ cpus: 2, busy, committedVcpu: 0 }, 0, placed[name]!) }),
+      );
+      placed[plan(nodes)[0]!]! += 1;
+    }
+    // Without cpuSince the idlest record takes all 30; with it the idler records take more, every node some
+    // (6 / 9 / 15).
+    expect(placed.c).toBeLessThanOrEqual(16);
+    expect(placed.a).toBeGreaterThanOrEqual(4);
+    expect(placed.a).toBeLessThan(placed.b!);
+    expect(placed.b).toBeLessThan(placed.c!);
   });
 });

@@ -10,7 +10,7 @@ import { isForwarded } from "./forwarded-header.js";
 import { forwardCreate, type ForwardedAnswer } from "./forward-create.js";
 import type { Membership } from "./membership.js";
 import type { NodeView } from "./node-record.js";
-import { placeCreate, type PlacementNode, type PlacementPlan } from "./placement.js";
+import { cpuSince, placeCreate, type PlacementNode, type PlacementPlan } from "./placement.js";
 import type { RecentCreates } from "./recent-creates.js";
 import type { ClusterTemplates } from "./cluster-templates.js";
 import { recordMatches } from "./template-records.js";
@@ -163,30 +163,32 @@ export class CreatePlacement {
       if (view.name === self) {
         // This node's own figures are read live: its record is a heartbeat old.
         const has = local.resolveTemplate(names[0]!) !== undefined;
+        const sandboxes = local.runningSandboxes() + inFlight;
         return {
           name: self,
           up: true,
           cordoned: view.cordoned,
           templates: has ? wanted : new Set(),
-          sandboxes: local.runningSandboxes() + inFlight,
+          sandboxes,
           capacity: local.capacity,
           freeMemoryBytes: view.load.freeMemoryBytes,
           warm: Math.max(0, warmOf(local.poolFill()) - inFlight),
-          cpu: view.load.cpu,
+          cpu: cpuSince(view.load.cpu, view.load.runningSandboxes, sandboxes),
         };
       }
       const pending = recent.since(view.name) + inFlight;
+      const sandboxes = Math.max(0, view.load.runningSandboxes + pending);
       return {
         name: view.name,
         up: view.status === "up",
         cordoned: view.cordoned,
         templates: view.load.templates ? new Set(view.load.templates) : undefined,
-        sandboxes: Math.max(0, view.load.runningSandboxes + pending),
+        sandboxes,
         capacity: view.load.capacity ?? DEFAULT_CAPACITY,
         freeMemoryBytes: view.load.freeMemoryBytes,
         // Ended sandboxes do not refill a pool: only creates since the record are taken off its warm ones.
         warm: Math.max(0, warmOf(view.load.poolFill) - Math.max(0, pending)),
-        cpu: view.load.cpu,
+        cpu: cpuSince(view.load.cpu, view.load.runningSandboxes, sandboxes),
       };
     });
   }

@@ -80,6 +80,22 @@ export function nodeLoadScore(node: Pick<PlacementNode, "sandboxes" | "cpu">, ro
   const committed = cpu.committedVcpu / (cpu.cpus * VCPU_PER_CPU);
   return (used + (cpu.busy ?? 0) + committed / (1 + committed)) / 3;
 }
+/** vCPUs of a sandbox when a node's record gives no average to go by (E2B's default cpuCount). */
+const DEFAULT_SANDBOX_VCPU = 2;
+
+/**
+ * A node's CPU figures with the sandboxes it has gained (or lost) since its record: `recorded` sandboxes held the
+ * record's vCPUs, `now` (its record's count plus the creates seen since, or this node's live count) hold as many more
+ * as the record's average per sandbox. Without this the vCPU term stays as the record says for a whole heartbeat,
+ * and a burst of creates all goes to the node that looked idlest when it last wrote its record (seen with three nodes
+ * on one host: 0 / 7 / 33 of 40).
+ */
+export function cpuSince<C extends { committedVcpu: number }>(cpu: C | undefined, recorded: number, now: number): C | undefined {
+  if (!cpu || now === recorded) return cpu;
+  const perSandbox = recorded > 0 && cpu.committedVcpu > 0 ? cpu.committedVcpu / recorded : DEFAULT_SANDBOX_VCPU;
+  return { ...cpu, committedVcpu: Math.max(0, cpu.committedVcpu + (now - recorded) * perSandbox) };
+}
+
 /** Added to the share of room in use of a node that would fetch the template: a fetch costs seconds, not a ban. */
 export const FETCH_PENALTY = 0.5;
 
