@@ -127,11 +127,13 @@ export function SandboxesPage() {
     <section class="sandboxes">
       <div class="toolbar">
         <h1>Sandboxes</h1>
+        {/* Uncontrolled: with `value={filter}` every render (a live event's reload) put the applied filter back into
+            the box, wiping what was typed before Enter. */}
         <input
           id="metadata-filter"
           class={filterValid ? "" : "invalid"}
           placeholder="metadata filter: key=value, …"
-          value={filter}
+          defaultValue={filter}
           onChange={(e) => setFilter(e.currentTarget.value)}
         />
         <span class={`live ${live.status}`} id="live-status" data-reconnects={live.reconnects} title="lifecycle events">
