@@ -5,44 +5,20 @@
 // record), B's take-over (fetch, verify, unpack, import) and B's resume (cold boot) —, with the nodes' own timings of
 // the publish and the take-over from their log lines. Same sandbox size, same machine; both nodes share its cores.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { Sandbox } from "e2b";
-import { envdRuntimeFiles } from "@burrow/envd";
-import { LocalOrchestrator } from "@burrow/orchestrator";
-import { startServer } from "@burrow/server";
-import { pino } from "pino";
 import { median, report } from "./lib/stats.mjs";
-import { freeSubnet } from "./lib/host.mjs";
-import { startNats } from "./cluster.mjs";
+import { nodeLog, startNats, startNode } from "./cluster.mjs";
 
 const ROUNDS = Number(process.env.BENCH_MOVES ?? 3);
 const WRITTEN_MB = Number(process.env.BENCH_MOVE_MB ?? 10);
 
 /** The nodes' own timings, from their log lines. */
 const nodeTimes = { published: [], taken: [] };
-const logStream = {
-  write(line) {
-    const entry = JSON.parse(line);
-    if (entry.msg === "published a paused sandbox: it can be resumed on another node") nodeTimes.published.push(entry.ms);
-    if (entry.msg === "sandbox moved to this node (filesystem-paused)" && entry.ms !== undefined) nodeTimes.taken.push(entry.ms);
-    if (process.env.BENCH_LOG || entry.level >= 40) process.stderr.write(line);
-  },
-};
-
-async function startNode(name, natsUrl, apiKey) {
-  const stateDir = mkdtempSync(`/var/tmp/burrow-bench-move-${name}-`);
-  const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance: `t${randomBytes(2).toString("hex")}`, subnet: freeSubnet(), pool: { template: "base", size: 0 } },
-    envd: envdRuntimeFiles(),
-    onProgress: (line) => process.stderr.write(`[bench ${name}] ${line}\n`),
-  });
-  const server = await startServer(
-    { host: "127.0.0.1", port: 0, stateDir, apiKey, cluster: { servers: [natsUrl], nodeName: name } },
-    { orchestrator, templates: orchestrator.templateBuilder, templateStore: orchestrator.templateBuilder.store, logger: pino({ level: "info" }, logStream) },
-  );
-  const url = `http://127.0.0.1:${server.port}`;
-  return { name, stateDir, orchestrator, server, url, opts: { apiKey, apiUrl: url, sandboxUrl: url } };
-}
+const logStream = nodeLog((entry) => {
+  if (entry.msg === "published a paused sandbox: it can be resumed on another node") nodeTimes.published.push(entry.ms);
+  if (entry.msg === "sandbox moved to this node (filesystem-paused)" && entry.ms !== undefined) nodeTimes.taken.push(entry.ms);
+});
 
 async function timed(fn) {
   const t0 = performance.now();
@@ -57,8 +33,8 @@ export async function runClusterMoveBenchmarks() {
   const nodes = [];
   const made = [];
   try {
-    nodes.push(await startNode("move-a", nats.url, apiKey));
-    nodes.push(await startNode("move-b", nats.url, apiKey));
+    nodes.push(await startNode("move-a", nats.url, apiKey, { log: logStream, templates: true }));
+    nodes.push(await startNode("move-b", nats.url, apiKey, { log: logStream, templates: true }));
     const [a, b] = nodes;
     const post = async (path, body) => {
       const res = await fetch(`${a.url}${path}`, { method: "POST", headers: { "X-API-Key": apiKey, "content-type": "application/json" }, body: JSON.stringify(body ?? {}) });

@@ -5,46 +5,22 @@
 // object store, verified and unpacked) beside its second create on B (the template now local): same node, same
 // route, same template, so the difference is the fetch. Both nodes share this process and the machine's two cores.
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { Sandbox, Template } from "e2b";
-import { envdRuntimeFiles } from "@burrow/envd";
-import { LocalOrchestrator } from "@burrow/orchestrator";
-import { startServer } from "@burrow/server";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
-import { pino } from "pino";
 import { median, report } from "./lib/stats.mjs";
-import { freeSubnet } from "./lib/host.mjs";
-import { startNats } from "./cluster.mjs";
+import { nodeLog, startNats, startNode } from "./cluster.mjs";
 
 const TEMPLATES = Number(process.env.BENCH_TEMPLATES_EVERYWHERE ?? 3);
 const LAYER_MB = Number(process.env.BENCH_TEMPLATE_MB ?? 32);
 
 /** The nodes' own timings, from their log lines: tar + sha256 + upload + record; fetch + verify + unpack + save. */
 const nodeTimes = { published: [], fetched: [] };
-const logStream = {
-  write(line) {
-    const entry = JSON.parse(line);
-    if (entry.msg === "published a template to the cluster") nodeTimes.published.push(entry.ms);
-    if (entry.msg === "fetched a template from the cluster") nodeTimes.fetched.push(entry.ms);
-    if (process.env.BENCH_LOG || entry.level >= 40) process.stderr.write(line);
-  },
-};
-
-async function startNode(name, natsUrl, apiKey) {
-  const stateDir = mkdtempSync(`/var/tmp/burrow-bench-tplc-${name}-`);
-  const orchestrator = await LocalOrchestrator.create({
-    config: { stateDir, instance: `t${randomBytes(2).toString("hex")}`, subnet: freeSubnet(), pool: { template: "base", size: 0 } },
-    envd: envdRuntimeFiles(),
-    onProgress: (line) => process.stderr.write(`[bench ${name}] ${line}\n`),
-  });
-  const server = await startServer(
-    { host: "127.0.0.1", port: 0, stateDir, apiKey, cluster: { servers: [natsUrl], nodeName: name } },
-    { orchestrator, templates: orchestrator.templateBuilder, templateStore: orchestrator.templateBuilder.store, logger: pino({ level: "info" }, logStream) },
-  );
-  const url = `http://127.0.0.1:${server.port}`;
-  return { name, stateDir, orchestrator, server, url, opts: { apiKey, apiUrl: url, sandboxUrl: url } };
-}
+const logStream = nodeLog((entry) => {
+  if (entry.msg === "published a template to the cluster") nodeTimes.published.push(entry.ms);
+  if (entry.msg === "fetched a template from the cluster") nodeTimes.fetched.push(entry.ms);
+});
 
 async function timed(fn) {
   const t0 = performance.now();
@@ -59,8 +35,8 @@ export async function runClusterTemplateBenchmarks() {
   const nc = await connect({ servers: nats.url });
   const nodes = [];
   try {
-    nodes.push(await startNode("tpl-a", nats.url, apiKey));
-    nodes.push(await startNode("tpl-b", nats.url, apiKey));
+    nodes.push(await startNode("tpl-a", nats.url, apiKey, { log: logStream, templates: true }));
+    nodes.push(await startNode("tpl-b", nats.url, apiKey, { log: logStream, templates: true }));
     const [a, b] = nodes;
     const kv = await new Kvm(nc).open("burrow_templates");
     const published = [];

@@ -53,7 +53,12 @@ export async function startNats() {
 }
 
 /** `natsUrl`: one server's URL, or a cluster's URLs (the node then replicates its buckets and streams on them). */
-export async function startNode(name, natsUrl, apiKey) {
+/**
+ * A node of the bench's cluster in this process: its own orchestrator, state directory, instance and subnet.
+ * `log`: a pino destination for its log at info (benches that read figures the nodes log), else warnings only.
+ * `templates`: the node publishes and fetches templates (cluster-templates.ts), as the CLI's nodes do.
+ */
+export async function startNode(name, natsUrl, apiKey, { log, templates = false } = {}) {
   const stateDir = mkdtempSync(`/var/tmp/burrow-bench-cluster-${name}-`);
   const orchestrator = await LocalOrchestrator.create({
     config: { stateDir, instance: `c${randomBytes(2).toString("hex")}`, subnet: freeSubnet(), pool: { template: "base", size: 0 } },
@@ -62,10 +67,25 @@ export async function startNode(name, natsUrl, apiKey) {
   });
   const server = await startServer(
     { host: "127.0.0.1", port: 0, stateDir, apiKey, cluster: { servers: Array.isArray(natsUrl) ? natsUrl : [natsUrl], nodeName: name } },
-    { orchestrator, logger: pino({ level: "warn" }) },
+    {
+      orchestrator,
+      ...(templates ? { templates: orchestrator.templateBuilder, templateStore: orchestrator.templateBuilder.store } : {}),
+      logger: log ? pino({ level: "info" }, log) : pino({ level: "warn" }),
+    },
   );
   const url = `http://127.0.0.1:${server.port}`;
-  return { name, stateDir, orchestrator, server, opts: { apiKey, apiUrl: url, sandboxUrl: url } };
+  return { name, stateDir, orchestrator, server, url, opts: { apiKey, apiUrl: url, sandboxUrl: url } };
+}
+
+/** A pino destination that hands each JSON line to `onEntry` and passes warnings (everything with BENCH_LOG) on. */
+export function nodeLog(onEntry) {
+  return {
+    write(line) {
+      const entry = JSON.parse(line);
+      onEntry(entry);
+      if (process.env.BENCH_LOG || entry.level >= 40) process.stderr.write(line);
+    },
+  };
 }
 
 async function timed(fn) {
