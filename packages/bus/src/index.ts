@@ -10,6 +10,7 @@ export { createBus, type BusConfig } from "./create-bus.js";
 export { EmbeddedBus, type EmbeddedBusOptions } from "./embedded/embedded-bus.js";
 export { NatsBus, type NatsBusOptions } from "./nats/nats-bus.js";
 export { kvStoredKeys } from "./nats/kv-stored-keys.js";
+export { isTransientJetStreamError, whenJetStreamAnswers } from "./nats/jetstream-ready.js";
 export { DLQ_STREAM, DLQ_HEADER, deadLetterSubject, type DeadLetterReason } from "./dead-letter.js";
 export { assertSubject, matchSubject, encodeToken, decodeToken } from "./subject.js";
 export { createBusMetrics, type BusMetrics } from "./metrics.js";

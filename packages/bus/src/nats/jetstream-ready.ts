@@ -17,15 +17,24 @@ export function isTransientJetStreamError(err: unknown): boolean {
   return err instanceof JetStreamApiError && err.status === 503;
 }
 
-/** Runs `step` until it succeeds, retrying transient failures with backoff for up to a minute. */
-export async function whenJetStreamAnswers<T>(step: () => Promise<T>, timeoutMs = JETSTREAM_READY_TIMEOUT_MS): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (let delay = 250; ; delay = Math.min(delay * 2, 2_000)) {
+export interface JetStreamRetryOptions {
+  /** @default JETSTREAM_READY_TIMEOUT_MS */
+  timeoutMs?: number;
+  signal?: AbortSignal;
+  /** Told of each transient failure before its retry (a log line). */
+  onRetry?: (err: unknown, attempt: number) => void;
+}
+
+/** Runs `step` until it succeeds, retrying transient failures with backoff until the deadline (a minute by default). */
+export async function whenJetStreamAnswers<T>(step: () => Promise<T>, opts: JetStreamRetryOptions = {}): Promise<T> {
+  const deadline = Date.now() + (opts.timeoutMs ?? JETSTREAM_READY_TIMEOUT_MS);
+  for (let attempt = 1, delay = 250; ; attempt++, delay = Math.min(delay * 2, 2_000)) {
     try {
       return await step();
     } catch (err) {
-      if (!isTransientJetStreamError(err) || Date.now() + delay > deadline) throw err;
-      await sleep(delay);
+      if (!isTransientJetStreamError(err) || Date.now() + delay > deadline || opts.signal?.aborted) throw err;
+      opts.onRetry?.(err, attempt);
+      await sleep(delay, undefined, opts.signal ? { signal: opts.signal } : undefined);
     }
   }
 }
