@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
 import { NatsCluster } from "./nats-cluster.js";
-import { LifecycleEvents, until } from "./lifecycle-events.js";
+import { LifecycleEvents, SseMessages, until } from "./lifecycle-events.js";
 import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
@@ -28,33 +28,9 @@ interface Node {
   server?: ServerProcess;
 }
 
-/** The SSE messages of a node's bus subscribe route, collected until stopped. */
+/** The messages of a node's bus subscribe route, collected until stopped. */
 function subscribe(url: string, subject: string) {
-  const controller = new AbortController();
-  const seen: Array<{ subject: string; data?: string }> = [];
-  const ready = (async () => {
-    const res = await fetch(`${url}/burrow/v1/bus/subscribe?subject=${encodeURIComponent(subject)}`, { headers: { "X-API-KEY": API_KEY }, signal: controller.signal });
-    if (!res.ok || !res.body) throw new Error(`subscribe: ${res.status} ${await res.text()}`);
-    const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = (await reader.read()).value ?? "";
-    void (async () => {
-      try {
-        for (;;) {
-          for (let end = buffer.indexOf("\n\n"); end >= 0; end = buffer.indexOf("\n\n")) {
-            const data = buffer.slice(0, end).split("\n").find((line) => line.startsWith("data: "));
-            buffer = buffer.slice(end + 2);
-            if (data) seen.push(JSON.parse(data.slice(6)) as { subject: string; data?: string });
-          }
-          const next = await reader.read();
-          if (next.done) return;
-          buffer += next.value;
-        }
-      } catch {
-        // Stopped.
-      }
-    })();
-  })();
-  return { seen, ready, stop: () => controller.abort() };
+  return new SseMessages<{ subject: string; data?: string }>(`${url}/burrow/v1/bus/subscribe?subject=${encodeURIComponent(subject)}`, API_KEY, "subscribe");
 }
 
 describe("one bus for the whole cluster", () => {
