@@ -5,8 +5,6 @@
 // placed like any create); and a checkpoint taken through A of a sandbox on B is read, branched and deleted through A
 // (cluster/checkpoint-records.ts routes /burrow/v1/checkpoints/{id} to the node holding it).
 import { randomBytes } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { connect } from "@nats-io/transport-node";
 import { jetstreamManager } from "@nats-io/jetstream";
@@ -16,17 +14,10 @@ import { clusterSigning } from "./forward-pin.js";
 import type { ForwardSigning } from "../../packages/server/src/cluster/forwarded-header.js";
 import { tearDownServers } from "../helpers/tear-down.js";
 import { keyedApi } from "../helpers/keyed-api.js";
-import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { stopServerProcess } from "../helpers/server-process.js";
+import { cliNodes, nodeUrl as url, startCliNodes, waitForNodesUp, type CliNode as Node } from "./cli-nodes.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
-
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
 
 /** The messages of a node's bus subscribe route, collected until stopped. */
 function subscribe(url: string, subject: string) {
@@ -36,17 +27,8 @@ function subscribe(url: string, subject: string) {
 describe("one bus for the whole cluster", () => {
   let nats: NatsCluster;
   let signing: ForwardSigning;
-  const nodes: Node[] = [];
-  for (const name of ["node-a", "node-b"]) {
-    let instance = newTestInstance(`cb${name.slice(-1)}`);
-    while (nodes.some((n) => n.instance.subnet === instance.subnet)) {
-      rmSync(instance.stateDir, { recursive: true, force: true });
-      instance = newTestInstance(`cb${name.slice(-1)}`);
-    }
-    nodes.push({ name, instance, port: 0 });
-  }
+  const nodes = cliNodes("cb", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
   const api = (node: Node) => keyedApi(url(node), API_KEY);
   const made = new Set<string>();
   const triggers: string[] = [];
@@ -70,26 +52,9 @@ describe("one bus for the whole cluster", () => {
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    const started = await Promise.allSettled(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-          BURROW_API_KEY: API_KEY,
-          BURROW_CLUSTER_HEARTBEAT_MS: "500",
-          BURROW_CLUSTER_DOWN_AFTER_MS: "8000",
-          BURROW_CLUSTER_REPLICAS: "3",
-          BURROW_BUS: "",
-        });
-      }),
-    );
-    for (const result of started) if (result.status === "rejected") throw result.reason;
-    for (const node of nodes) {
-      await until(`${node.name} sees both nodes up with base`, async () => {
-        const seen = ((await fetch(`${url(node)}/burrow/v1/nodes`, { headers: { "X-API-KEY": API_KEY } }).then((r) => r.json())) as { nodes: Array<{ status: string; load: { templates?: string[] } }> }).nodes;
-        return seen.length === 2 && seen.every((n) => n.status === "up" && n.load.templates?.includes("base"));
-      }, 60_000);
-    }
+    // No bus named (BURROW_BUS empty): the nodes take the cluster's NATS, which is what this suite is about.
+    await startCliNodes(nodes, nats.urls, { apiKey: API_KEY, downAfterMs: 8000, env: { BURROW_BUS: "" } });
+    await waitForNodesUp(nodes, API_KEY);
     signing = await clusterSigning(nats.urls);
   }, 600_000);
 
