@@ -10,7 +10,7 @@
 //   sandbox there with its files. The sandbox is of a custom template deleted (on every node) after it was
 //   published: the move holds its layers and still resumes with the template's file.
 import { randomBytes } from "node:crypto";
-import { existsSync, readdirSync, realpathSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, realpathSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Sandbox, Template } from "e2b";
@@ -20,51 +20,20 @@ import { Objm } from "@nats-io/obj";
 import { NatsCluster } from "./nats-cluster.js";
 import { LifecycleEvents, until } from "./lifecycle-events.js";
 import { tearDownServers } from "../helpers/tear-down.js";
-import { freePort, startServerProcess, stopServerProcess, type ServerProcess } from "../helpers/server-process.js";
-import { newTestInstance, type TestInstance } from "../helpers/test-instance.js";
+import { stopServerProcess } from "../helpers/server-process.js";
+import type { OwnerRecord } from "../../packages/server/src/cluster/sandbox-owners.js";
+import { cliNodes, cordonNode, nodeUrl as url, readOwnerRecord, sdkOptions, startCliNode, startCliNodes, type CliNode as Node, type CliNodeSettings } from "./cli-nodes.js";
 import { runBurrow } from "../cli/run-burrow.js";
 
 const API_KEY = `e2b_${randomBytes(20).toString("hex")}`;
 const DOWN_AFTER_MS = 4_000;
 
-interface Node {
-  name: string;
-  instance: TestInstance;
-  port: number;
-  server?: ServerProcess;
-}
-
-interface OwnerRecord {
-  v: number;
-  node: string;
-  claimedAt: string;
-  lostAt?: string;
-  movable?: string;
-  movedFrom?: string;
-  moveRefused?: string;
-}
-
 describe("moves that lose nothing and leave nothing", () => {
   let nats: NatsCluster;
-  const nodes: Node[] = [{ name: "node-a", instance: newTestInstance("mla"), port: 0 }];
-  let second = newTestInstance("mlb");
-  while (second.subnet === nodes[0]!.instance.subnet) {
-    rmSync(second.stateDir, { recursive: true, force: true });
-    second = newTestInstance("mlb");
-  }
-  nodes.push({ name: "node-b", instance: second, port: 0 });
+  const nodes = cliNodes("ml", ["node-a", "node-b"]);
   const [a, b] = nodes as [Node, Node];
-  const url = (node: Node) => `http://127.0.0.1:${node.port}`;
-  const opts = (node: Node) => ({ apiKey: API_KEY, apiUrl: url(node), sandboxUrl: url(node), debug: false as const });
-  const start = async (node: Node, i: number) => {
-    node.server = await startServerProcess(node.instance, node.port, ["--pool-size", "0", "--cluster", nats.urls[i]!, "--node-name", node.name], {
-      BURROW_API_KEY: API_KEY,
-      BURROW_CLUSTER_HEARTBEAT_MS: "500",
-      BURROW_CLUSTER_DOWN_AFTER_MS: String(DOWN_AFTER_MS),
-      BURROW_CLUSTER_REPLICAS: "3",
-      BURROW_CLUSTER_MOVE_MAX_MB: "64",
-    });
-  };
+  const opts = (node: Node) => sdkOptions(node, API_KEY);
+  const settings: CliNodeSettings = { apiKey: API_KEY, downAfterMs: DOWN_AFTER_MS, env: { BURROW_CLUSTER_MOVE_MAX_MB: "64" } };
   const withNats = async <T>(f: (kvm: Kvm, objm: Objm) => Promise<T>): Promise<T> => {
     const nc = await connect({ servers: nats.urls });
     try {
@@ -73,11 +42,7 @@ describe("moves that lose nothing and leave nothing", () => {
       await nc.close();
     }
   };
-  const ownerRecord = (sandboxId: string) =>
-    withNats(async (kvm) => {
-      const entry = await (await kvm.open("burrow_sandbox_owners")).get(sandboxId);
-      return entry?.operation === "PUT" ? entry.json<OwnerRecord>() : undefined;
-    });
+  const ownerRecord = (sandboxId: string) => readOwnerRecord(nats.urls, sandboxId);
   const moveRecord = (sandboxId: string) =>
     withNats(async (kvm) => {
       const entry = await (await kvm.open("burrow_sandbox_moves")).get(sandboxId);
@@ -88,8 +53,7 @@ describe("moves that lose nothing and leave nothing", () => {
       const info = await (await objm.open("burrow_sandbox_layers")).info(name);
       return !!info && !info.deleted;
     });
-  const cordon = (via: Node, node: string, what: "cordon" | "uncordon") =>
-    fetch(`${url(via)}/burrow/v1/nodes/${node}/${what}`, { method: "POST", headers: { "X-API-KEY": API_KEY } });
+  const cordon = (via: Node, node: string, what: "cordon" | "uncordon") => cordonNode(via, node, what, API_KEY);
   /** A sandbox made on A: B cordoned meanwhile, wherever placement would put it. */
   const createOnA = async (template = "base") => {
     await until("node B known to A", async () => (await cordon(a, "node-b", "cordon")).ok, 20_000);
@@ -105,13 +69,7 @@ describe("moves that lose nothing and leave nothing", () => {
 
   beforeAll(async () => {
     nats = await NatsCluster.start(3);
-    await Promise.all(
-      nodes.map(async (node, i) => {
-        node.port = await freePort();
-        writeFileSync(join(node.instance.stateDir, "api-key"), `${API_KEY}\n`, { mode: 0o600 });
-        await start(node, i);
-      }),
-    );
+    await startCliNodes(nodes, nats.urls, settings);
   });
 
   afterAll(async () => {
@@ -218,7 +176,7 @@ describe("moves that lose nothing and leave nothing", () => {
       const claimed: OwnerRecord = { ...rest, node: "node-b", claimedAt: new Date().toISOString(), movedFrom: "node-a" };
       await (await kvm.open("burrow_sandbox_owners")).put(sandboxId, JSON.stringify(claimed));
     });
-    await start(b, 1);
+    await startCliNode(b, nats.urls[1]!, settings);
     // B's start has reconciled its records before it answers; the claimed one is kept, not dropped as stale.
     expect(await ownerRecord(sandboxId)).toMatchObject({ node: "node-b", movable: published.movable });
     expect(b.server!.output()).toContain("a take-over of a sandbox was cut short");
