@@ -40,9 +40,10 @@ if [ ! -x "$reaper" ] || [ -n "$(find "$here/reaper" -newer "$reaper" | head -n 
   mv -f "$reaper.tmp.$$" "$reaper"
 fi
 
-# burrow-relay.node: the egress proxy's splice relay (native/relay), an N-API addon. N-API is ABI-stable, so the
-# headers of the Node that runs the build (NODE, else the node on PATH, else the system's) do; no node-gyp, no
-# network. Without headers it is not built and the proxy relays in JS (src/egress/native-relay.ts says so).
+# burrow-relay.node: the egress proxy's splice relay and the direct path's egress judge (native/relay), an N-API
+# addon. N-API is ABI-stable, so the headers of the Node that runs the build (NODE, else the node on PATH, else the
+# system's) do; no node-gyp, no network. Without headers it is not built and the proxy relays in JS
+# (src/egress/native-relay.ts says so).
 relay="$out/burrow-relay.node"
 if [ ! -f "$relay" ] || [ -n "$(find "$here/relay" "$here/build.sh" -newer "$relay" | head -n 1)" ]; then
   node_bin=${NODE:-$(command -v node || true)}
@@ -52,7 +53,8 @@ if [ ! -f "$relay" ] || [ -n "$(find "$here/relay" "$here/build.sh" -newer "$rel
   done
   if [ -n "$node_inc" ]; then
     gcc -std=gnu11 -O2 -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fPIC -shared -pthread \
-      -Wl,-z,relro,-z,now -I"$node_inc" -o "$relay.tmp.$$" "$here/relay/relay.c" "$here/relay/addon.c"
+      -Wl,-z,relro,-z,now -I"$node_inc" -o "$relay.tmp.$$" "$here/relay/relay.c" "$here/relay/addon.c" \
+      "$here/relay/judge.c" "$here/relay/judge-peek.c" "$here/relay/judge-table.c" "$here/relay/judge-addon.c"
     mv -f "$relay.tmp.$$" "$relay"
   else
     echo "build.sh: node_api.h not found; burrow-relay.node not built (the egress proxy will relay in JS)" >&2

@@ -240,6 +240,8 @@ static napi_value read_now(napi_env env, napi_callback_info info) {
   return out;
 }
 
+napi_value judge_register(napi_env env, napi_value exports); // judge-addon.c: the egress judge, on the same addon
+
 static napi_value init(napi_env env, napi_value exports) {
   napi_property_descriptor props[] = {
       {"create", NULL, create, NULL, NULL, NULL, napi_default, NULL},
@@ -250,7 +252,7 @@ static napi_value init(napi_env env, napi_value exports) {
       {"readNow", NULL, read_now, NULL, NULL, NULL, napi_default, NULL},
   };
   napi_define_properties(env, exports, sizeof props / sizeof props[0], props);
-  return exports;
+  return judge_register(env, exports);
 }
 
 NAPI_MODULE(NODE_GYP_MODULE_NAME, init)
