@@ -128,17 +128,18 @@ static int msg_request(int fd, struct msg *m) {
   uint8_t buf[8192];
   for (int waited = 0; waited < 2000;) {
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    int n = poll(&p, 1, 100);
-    if (n <= 0) {
+    int ready = poll(&p, 1, 100);
+    if (ready <= 0) {
       waited += 100;
       continue;
     }
-    ssize_t len = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-    if (len < 0) {
+    ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0) {
       if (errno == EAGAIN || errno == EINTR || errno == ENOBUFS) continue;
       return -errno;
     }
-    for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, (size_t)len); nh = NLMSG_NEXT(nh, len)) {
+    int len = (int)n;
+    for (struct nlmsghdr *nh = (struct nlmsghdr *)buf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
       if (nh->nlmsg_type == NLMSG_ERROR && nh->nlmsg_seq == m->nh->nlmsg_seq) {
         const struct nlmsgerr *e = NLMSG_DATA(nh);
         return e->error;
@@ -549,7 +550,8 @@ static void drain(struct judge *j, int fd, void (*on)(struct judge *, const stru
     }
     if (n == 0) return;
     pthread_mutex_lock(&j->mu);
-    size_t len = (size_t)n;
+    // int, as NLMSG_NEXT expects: the last message's padding may take `len` below zero, which a size_t would wrap.
+    int len = (int)n;
     for (const struct nlmsghdr *nh = (const struct nlmsghdr *)j->rbuf; NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len))
       on(j, nh);
     pthread_mutex_unlock(&j->mu);
