@@ -68,7 +68,7 @@ interface RequestSpec {
   port: number;
   head: string[];
   gapMs?: number;
-  tls?: { servername: string };
+  tls?: { servername?: string };
 }
 interface RequestResult {
   ok: boolean;
@@ -220,6 +220,24 @@ describe("egress judge", () => {
     expect(res).toEqual({ ok: false, error: "ECONNRESET" });
     const denied = await eventFor((e) => e.kind === "denied" && e.name === "tls-no.test");
     expect(denied.destination.port).toBe(443);
+  });
+
+  it("denies a TLS ClientHello without a server name", async () => {
+    const res = await request({ port: 443, tls: {}, head: get("allowed.test") });
+    expect(res).toEqual({ ok: false, error: "ECONNRESET" });
+    const denied = await eventFor((e) => e.kind === "denied" && e.reason === "no server name (SNI)");
+    expect(denied.destination.port).toBe(443);
+  });
+
+  it("denies a connection JS does not answer about within 5 s", async () => {
+    const res = await request({ port: 80, head: get("unanswered.test") });
+    expect(res).toEqual({ ok: false, error: "ECONNRESET" });
+    const ask = await eventFor((e) => e.kind === "ask" && e.name === "unanswered.test");
+    const denied = await eventFor((e) => e.kind === "denied" && e.flow === ask.flow);
+    expect(denied.reason).toBe("no verdict in time");
+    // Answering late changes nothing: the judge no longer waits for it.
+    judge.send({ op: "decide", flow: ask.flow, allow: true });
+    expect(await judge.first((l) => l.type === "decided" && l.flow === ask.flow)).toMatchObject({ ok: false });
   });
 
   it("denies a request with two Host headers without asking", async () => {
