@@ -248,6 +248,27 @@ describe("egress judge", () => {
     expect(events().some((e) => e.kind === "ask" && e.flow === denied.flow)).toBe(false);
   });
 
+  it("judges 150 connections at once, each by its own name", async () => {
+    // A third in the table, a third allowed when asked, a third refused when asked, HTTP and TLS mixed.
+    const specs = Array.from({ length: 150 }, (_, i) => {
+      const name = i % 3 === 0 ? "allowed.test" : `many-${i}.test`;
+      if (i % 3 !== 0) answers.set(name, i % 3 === 1);
+      return i % 2 === 0 ? { ip: serverIp, port: 80, head: [`GET /many/${i} HTTP/1.1\r\nHost: ${name}\r\n\r\n`] } : { ip: serverIp, port: 443, tls: { servername: name }, head: [`GET /many/${i} HTTP/1.1\r\nHost: ${name}\r\n\r\n`] };
+    });
+    const results = await new Promise<RequestResult[]>((resolve, reject) => {
+      const child = spawn("ip", ["netns", "exec", ns.client, process.execPath, fixture("egress-judge-client.mjs"), JSON.stringify(specs)]);
+      let out = "";
+      child.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      child.on("error", reject);
+      child.on("close", () => resolve(JSON.parse(out) as RequestResult[]));
+    });
+    results.forEach((res, i) => {
+      const name = i % 3 === 0 ? "allowed.test" : `many-${i}.test`;
+      if (i % 3 === 2) expect(res, `request ${i}`).toEqual({ ok: false, error: "ECONNRESET" });
+      else expect(res.response, `request ${i}`).toMatch(new RegExp(`${name.replace(/\./g, "\\.")} /many/${i}$`));
+    });
+  });
+
   it("holds nothing once every connection is judged", async () => {
     judge.send({ op: "holding" });
     const line = await judge.first((l) => l.type === "holding");
