@@ -143,11 +143,13 @@ beforeAll(async () => {
   judge = new Peer(ns.router, fixture("egress-judge-process.mjs"), String(queue));
   await judge.first((l) => l.type === "ready" || l.type === "error");
   expect(judge.lines[0]).toEqual({ type: "ready" });
+  // Answer each ASK for a name the case set an answer for (the lines are parsed before this listener runs).
+  const answered = new Set<number>();
   judge.child.stdout.on("data", () => {
     for (const e of events()) {
       const answer = e.kind === "ask" && e.name !== undefined ? answers.get(e.name) : undefined;
-      if (answer === undefined || (e as { answered?: boolean }).answered) continue;
-      (e as { answered?: boolean }).answered = true;
+      if (answer === undefined || answered.has(e.flow)) continue;
+      answered.add(e.flow);
       judge.send({ op: "decide", flow: e.flow, allow: answer });
     }
   });
