@@ -580,16 +580,21 @@ static void *run(void *arg) {
     int timeout = next_tick > now ? (int)(next_tick - now) : 0;
     struct epoll_event evs[4];
     int n = epoll_wait(j->epfd, evs, 4, timeout);
+    bool queue = false, conntrack = false;
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
-      if (fd == j->qfd) drain(j, j->qfd, on_queue_message);
-      else if (fd == j->ctfd) drain(j, j->ctfd, on_conntrack_message);
+      if (fd == j->qfd) queue = true;
+      else if (fd == j->ctfd) conntrack = true;
       else if (fd == j->efd) {
         uint64_t v;
         if (read(j->efd, &v, sizeof v) < 0) { /* counter already reset */ }
         next_tick = 0; // answers from judge_decide are applied by the tick
       }
     }
+    // Ends first: a new connection on the ports of one judged moments ago ended its predecessor's conntrack entry
+    // (its SYN did) before it sent a payload, so the predecessor's tombstone is gone before that payload is read.
+    if (conntrack) drain(j, j->ctfd, on_conntrack_message);
+    if (queue) drain(j, j->qfd, on_queue_message);
     if (now_ms() >= next_tick) {
       tick(j);
       next_tick = now_ms() + TICK_MS;
