@@ -17,8 +17,10 @@ static bool copy_name(const uint8_t *s, size_t n, char out[JUDGE_NAME_MAX + 1], 
   for (size_t i = 0; i < n; i++) {
     char c = (char)s[i];
     if (c >= 'A' && c <= 'Z') c = (char)(c - 'A' + 'a');
-    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' || (c && strchr(extra, c))))
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_' || (c && strchr(extra, c)))) {
+      out[0] = 0; // no half name in the DENIED event
       return false;
+    }
     out[i] = c;
   }
   out[n] = 0;
