@@ -1,5 +1,6 @@
-// The egress judge's engine: one thread, epoll over the NFQUEUE socket, the conntrack DESTROY event socket and an
-// eventfd (stop, and answers from judge_decide), with a 250 ms tick for timeouts. Raw netlink (no libnetfilter_queue:
+// The egress judge's engine: one thread, epoll over the NFQUEUE socket, the conntrack event socket (UPDATE and
+// DESTROY), a socket for conntrack queries and an eventfd (stop, and answers from judge_decide), with a 100 ms tick
+// for timeouts. Raw netlink (no libnetfilter_queue:
 // four message types, and nothing to install). A connection being judged is a `flow`: its payload gathered in
 // sequence order, the ids of its held packets, and the copy of its first held packet's headers that becomes the
 // reset when it is denied. A judged flow stays a few seconds as a tombstone, because packets already queued when the
@@ -33,7 +34,11 @@
 #define NAME_TIMEOUT_MS 10000  // from the first payload to a name
 #define ASK_TIMEOUT_MS 5000    // from ASK to judge_decide
 #define TOMBSTONE_MS 5000      // a judged flow answers late packets this long
-#define TICK_MS 250
+#define TICK_MS 100
+// A head that has not grown for this long is let through as it is, while it names nothing yet: a client that writes
+// its head in two small writes (Nagle) sends the second only once the first is acknowledged, which holding it
+// prevents. What goes through can never be a whole request (see stall_passable).
+#define STALL_MS 200
 #define FLOW_BUCKETS 4096
 #define RECV_BUF (256 * 1024)
 #define TOMBSTONE_WINDOW (1u << 20)
@@ -51,7 +56,7 @@ struct flow {
   uint16_t sport, dport;
   enum flow_state state;
   int decision; // from judge_decide: 1 allow, 2 deny
-  uint64_t id, started, asked, until;
+  uint64_t id, started, asked, until, touched;
   uint32_t first_seq, next_seq;
   uint8_t *buf;
   size_t len;
@@ -64,7 +69,7 @@ struct flow {
 
 struct judge {
   uint16_t queue;
-  int qfd, ctfd, efd, epfd;
+  int qfd, ctfd, cqfd, efd, epfd;
   pthread_t thread;
   judge_event_fn fn;
   void *ctx;
@@ -334,6 +339,22 @@ static void flow_read(struct judge *j, struct flow *f, uint32_t seq, const uint8
   else if (r == PEEK_NAME) flow_named(j, f);
 }
 
+/**
+ * Whether a flow's held packets may go on before it names anything. A partial ClientHello can do nothing without its
+ * rest; a partial HTTP head can do nothing while it has no line ending that a lenient server might take as the end of
+ * the head (an empty line of LF or CRLF, which the reader here would have answered on only as CRLF CRLF).
+ */
+static bool stall_passable(const struct flow *f) {
+  if (f->dport == 443) return true;
+  return f->buf && !memmem(f->buf, f->len, "\n\n", 2) && !memmem(f->buf, f->len, "\n\r\n", 3);
+}
+
+/** Let the held packets go on unjudged (PASS); the flow goes on reading what follows them. */
+static void flow_pass(struct judge *j, struct flow *f) {
+  for (size_t i = 0; i < f->nheld; i++) verdict(j, f->held[i].id, NF_ACCEPT, judged_mark(f->held[i].mark, JUDGE_MARK_PASS), NULL, 0);
+  f->nheld = 0;
+}
+
 /** Deny a connection the judge keeps no state for (too many being judged): this packet becomes the reset. */
 static void deny_stateless(struct judge *j, uint32_t id, uint32_t mark, const uint8_t *pkt, size_t hlen,
                            uint32_t saddr, uint16_t sport, uint32_t daddr, uint16_t dport, const char *reason) {
@@ -412,6 +433,7 @@ static void on_packet(struct judge *j, uint32_t id, uint32_t mark, const uint8_t
     f->headers_len = ihl + doff;
   }
   f->held[f->nheld++] = (struct held){.id = id, .mark = mark};
+  f->touched = now_ms();
   if (f->state == READING) flow_read(j, f, seq, data, len);
 }
 
@@ -462,12 +484,21 @@ static void on_queue_message(struct judge *j, const struct nlmsghdr *nh) {
 
 // --- conntrack --------------------------------------------------------------------------------------------------
 
+// The end of an allowed direct connection is reported with its byte counts for the audit. DESTROY events carry the
+// counts but come when conntrack's garbage collection gets to the entry, up to a minute after its (1 s) TIME_WAIT; so
+// the UPDATE event of the entry entering TIME_WAIT or CLOSE (sent as the packet that caused it passes) triggers a
+// query of the entry, whose answer has the counts. DESTROY events only clear tombstones.
+
 struct ct_end {
   uint32_t saddr, daddr, mark;
   uint16_t sport, dport;
-  uint8_t proto;
+  uint8_t proto, tcp_state;
+  bool has_counters;
   uint64_t bytes_out, bytes_in;
 };
+
+/** TCP states of conntrack (linux/netfilter/nf_conntrack_tcp.h) after which nothing more is sent. */
+enum { CT_TCP_TIME_WAIT = 7, CT_TCP_CLOSE = 8 };
 
 static uint64_t be64(const void *p) {
   const uint8_t *b = p;
@@ -496,6 +527,17 @@ static void ct_tuple(const struct nlattr *t, struct ct_end *e) {
   }
 }
 
+static uint8_t ct_tcp_state(const struct nlattr *p) {
+  size_t rem = nla_len(p);
+  for (const struct nlattr *a = nla_data(p); nla_ok(a, rem); a = nla_next(a, &rem)) {
+    if ((a->nla_type & NLA_TYPE_MASK) != CTA_PROTOINFO_TCP) continue;
+    size_t rem2 = nla_len(a);
+    for (const struct nlattr *b = nla_data(a); nla_ok(b, rem2); b = nla_next(b, &rem2))
+      if ((b->nla_type & NLA_TYPE_MASK) == CTA_PROTOINFO_TCP_STATE && nla_len(b) >= 1) return *(const uint8_t *)nla_data(b);
+  }
+  return 0;
+}
+
 static uint64_t ct_bytes(const struct nlattr *c) {
   size_t rem = nla_len(c);
   for (const struct nlattr *a = nla_data(c); nla_ok(a, rem); a = nla_next(a, &rem))
@@ -503,37 +545,95 @@ static uint64_t ct_bytes(const struct nlattr *c) {
   return 0;
 }
 
-static void on_conntrack_message(struct judge *j, const struct nlmsghdr *nh) {
-  if (nh->nlmsg_type != (NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_DELETE)) return;
-  if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct nfgenmsg))) return;
+/** A conntrack message (event or answer) of an IPv4 entry, read; false for anything else. */
+static bool ct_read(const struct nlmsghdr *nh, struct ct_end *e) {
+  if (nh->nlmsg_len < NLMSG_LENGTH(sizeof(struct nfgenmsg))) return false;
   const struct nfgenmsg *g = NLMSG_DATA(nh);
-  if (g->nfgen_family != AF_INET) return;
-  struct ct_end e = {0};
+  if (g->nfgen_family != AF_INET) return false;
   size_t rem = nh->nlmsg_len - NLMSG_LENGTH(NLMSG_ALIGN(sizeof(struct nfgenmsg)));
   const struct nlattr *a = (const struct nlattr *)((const uint8_t *)g + NLMSG_ALIGN(sizeof *g));
   for (; nla_ok(a, rem); a = nla_next(a, &rem)) {
     switch (a->nla_type & NLA_TYPE_MASK) {
     case CTA_TUPLE_ORIG:
-      ct_tuple(a, &e);
+      ct_tuple(a, e);
       break;
     case CTA_COUNTERS_ORIG:
-      e.bytes_out = ct_bytes(a);
+      e->bytes_out = ct_bytes(a);
+      e->has_counters = true;
       break;
     case CTA_COUNTERS_REPLY:
-      e.bytes_in = ct_bytes(a);
+      e->bytes_in = ct_bytes(a);
+      break;
+    case CTA_PROTOINFO:
+      e->tcp_state = ct_tcp_state(a);
       break;
     case CTA_MARK:
       if (nla_len(a) >= 4) {
-        memcpy(&e.mark, nla_data(a), 4);
-        e.mark = ntohl(e.mark);
+        memcpy(&e->mark, nla_data(a), 4);
+        e->mark = ntohl(e->mark);
       }
       break;
     }
   }
-  if (e.proto != IPPROTO_TCP) return;
-  struct flow *f = flow_find(j, e.saddr, e.sport, e.daddr, e.dport);
-  if (f && (f->state == ALLOWED || f->state == DENIED)) flow_free(j, f);
-  if ((e.mark & (JUDGE_CT_DIRECT | JUDGE_CT_ALLOWED)) != (JUDGE_CT_DIRECT | JUDGE_CT_ALLOWED)) return;
+  return e->proto == IPPROTO_TCP;
+}
+
+static bool ct_allowed_direct(const struct ct_end *e) {
+  return (e->mark & (JUDGE_CT_DIRECT | JUDGE_CT_ALLOWED)) == (JUDGE_CT_DIRECT | JUDGE_CT_ALLOWED);
+}
+
+static size_t nest_begin(struct msg *m, uint16_t type) {
+  size_t at = NLMSG_ALIGN(m->nh->nlmsg_len);
+  struct nlattr *a = (struct nlattr *)(m->buf + at);
+  a->nla_type = type | NLA_F_NESTED;
+  m->nh->nlmsg_len = (uint32_t)(at + NLA_HDRLEN);
+  return at;
+}
+
+static void nest_end(struct msg *m, size_t at) {
+  struct nlattr *a = (struct nlattr *)(m->buf + at);
+  a->nla_len = (uint16_t)(m->nh->nlmsg_len - at);
+}
+
+/** Ask for an entry by its original tuple; the answer comes on cqfd (on_ct_answer). */
+static void ct_query(struct judge *j, const struct ct_end *e) {
+  struct msg m;
+  msg_init(&m, NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_GET, 0, ++j->seq, 0);
+  ((struct nfgenmsg *)NLMSG_DATA(m.nh))->nfgen_family = AF_INET;
+  size_t tuple = nest_begin(&m, CTA_TUPLE_ORIG);
+  size_t ip = nest_begin(&m, CTA_TUPLE_IP);
+  msg_attr(&m, CTA_IP_V4_SRC, &e->saddr, 4);
+  msg_attr(&m, CTA_IP_V4_DST, &e->daddr, 4);
+  nest_end(&m, ip);
+  size_t proto = nest_begin(&m, CTA_TUPLE_PROTO);
+  uint8_t num = IPPROTO_TCP;
+  uint16_t sport = htons(e->sport), dport = htons(e->dport);
+  msg_attr(&m, CTA_PROTO_NUM, &num, 1);
+  msg_attr(&m, CTA_PROTO_SRC_PORT, &sport, 2);
+  msg_attr(&m, CTA_PROTO_DST_PORT, &dport, 2);
+  nest_end(&m, proto);
+  nest_end(&m, tuple);
+  // Lost (a full socket): that connection's end goes unaudited, nothing else.
+  msg_send(j->cqfd, &m);
+}
+
+static void on_conntrack_message(struct judge *j, const struct nlmsghdr *nh) {
+  bool destroyed = nh->nlmsg_type == (NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_DELETE);
+  bool updated = nh->nlmsg_type == (NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_NEW);
+  struct ct_end e = {0};
+  if ((!destroyed && !updated) || !ct_read(nh, &e)) return;
+  if (destroyed) {
+    struct flow *f = flow_find(j, e.saddr, e.sport, e.daddr, e.dport);
+    if (f && (f->state == ALLOWED || f->state == DENIED)) flow_free(j, f);
+    return;
+  }
+  if (ct_allowed_direct(&e) && (e.tcp_state == CT_TCP_TIME_WAIT || e.tcp_state == CT_TCP_CLOSE)) ct_query(j, &e);
+}
+
+static void on_ct_answer(struct judge *j, const struct nlmsghdr *nh) {
+  struct ct_end e = {0};
+  if (nh->nlmsg_type != (NFNL_SUBSYS_CTNETLINK << 8 | IPCTNL_MSG_CT_NEW) || !ct_read(nh, &e)) return;
+  if (!ct_allowed_direct(&e) || !e.has_counters) return;
   struct judge_event ev = {.kind = JUDGE_ENDED, .saddr = e.saddr, .daddr = e.daddr, .sport = e.sport, .dport = e.dport,
                            .name = "", .reason = "", .bytes_out = e.bytes_out, .bytes_in = e.bytes_in};
   j->fn(j->ctx, &ev);
@@ -567,6 +667,7 @@ static void tick(struct judge *j) {
     else if (f->state == ASKING && f->decision == 2) flow_deny(j, f, "not allowed");
     else if (f->state == ASKING && now - f->asked > ASK_TIMEOUT_MS) flow_deny(j, f, "no verdict in time");
     else if (f->state == READING && now - f->started > NAME_TIMEOUT_MS) flow_deny(j, f, "no name in time");
+    else if (f->state == READING && f->nheld > 0 && now - f->touched > STALL_MS && stall_passable(f)) flow_pass(j, f);
     else if ((f->state == ALLOWED || f->state == DENIED) && now > f->until) flow_free(j, f);
   }
   pthread_mutex_unlock(&j->mu);
@@ -580,11 +681,12 @@ static void *run(void *arg) {
     int timeout = next_tick > now ? (int)(next_tick - now) : 0;
     struct epoll_event evs[4];
     int n = epoll_wait(j->epfd, evs, 4, timeout);
-    bool queue = false, conntrack = false;
+    bool queue = false, conntrack = false, answers = false;
     for (int i = 0; i < n; i++) {
       int fd = evs[i].data.fd;
       if (fd == j->qfd) queue = true;
       else if (fd == j->ctfd) conntrack = true;
+      else if (fd == j->cqfd) answers = true;
       else if (fd == j->efd) {
         uint64_t v;
         if (read(j->efd, &v, sizeof v) < 0) { /* counter already reset */ }
@@ -594,6 +696,7 @@ static void *run(void *arg) {
     // Ends first: a new connection on the ports of one judged moments ago ended its predecessor's conntrack entry
     // (its SYN did) before it sent a payload, so the predecessor's tombstone is gone before that payload is read.
     if (conntrack) drain(j, j->ctfd, on_conntrack_message);
+    if (answers) drain(j, j->cqfd, on_ct_answer);
     if (queue) drain(j, j->qfd, on_queue_message);
     if (now_ms() >= next_tick) {
       tick(j);
@@ -611,6 +714,7 @@ static void close_all(struct judge *j) {
   if (j->epfd >= 0) close(j->epfd);
   if (j->efd >= 0) close(j->efd);
   if (j->ctfd >= 0) close(j->ctfd);
+  if (j->cqfd >= 0) close(j->cqfd);
   if (j->qfd >= 0) close(j->qfd); // unbinds the queue; what is still queued is dropped
   while (j->flows) flow_free(j, j->flows);
   judge_table_free(j->table);
@@ -647,7 +751,7 @@ struct judge *judge_start(uint16_t queue, judge_event_fn fn, void *ctx, int *err
   j->queue = queue;
   j->fn = fn;
   j->ctx = ctx;
-  j->qfd = j->ctfd = j->efd = j->epfd = -1;
+  j->qfd = j->ctfd = j->cqfd = j->efd = j->epfd = -1;
   j->next_flow_id = 1;
   pthread_mutex_init(&j->mu, NULL);
   j->table = judge_table_new();
@@ -660,11 +764,16 @@ struct judge *judge_start(uint16_t queue, judge_event_fn fn, void *ctx, int *err
   int fd = netlink_socket();
   if ((r = fd) < 0) goto fail;
   j->ctfd = fd;
-  int group = NFNLGRP_CONNTRACK_DESTROY;
-  if (setsockopt(j->ctfd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &group, sizeof group) < 0) {
-    r = -errno;
-    goto fail;
+  int groups[] = {NFNLGRP_CONNTRACK_UPDATE, NFNLGRP_CONNTRACK_DESTROY};
+  for (size_t i = 0; i < 2; i++) {
+    if (setsockopt(j->ctfd, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, &groups[i], sizeof groups[i]) < 0) {
+      r = -errno;
+      goto fail;
+    }
   }
+  fd = netlink_socket();
+  if ((r = fd) < 0) goto fail;
+  j->cqfd = fd;
   fd = netlink_socket();
   if ((r = fd) < 0) goto fail;
   j->qfd = fd;
@@ -675,8 +784,8 @@ struct judge *judge_start(uint16_t queue, judge_event_fn fn, void *ctx, int *err
     r = -errno;
     goto fail;
   }
-  int fds[] = {j->qfd, j->ctfd, j->efd};
-  for (size_t i = 0; i < 3; i++) {
+  int fds[] = {j->qfd, j->ctfd, j->cqfd, j->efd};
+  for (size_t i = 0; i < 4; i++) {
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = fds[i]};
     if (epoll_ctl(j->epfd, EPOLL_CTL_ADD, fds[i], &ev) < 0) {
       r = -errno;

@@ -2,8 +2,8 @@
 // connection (one to an address Burrow's resolver gave it for an allowed name) to the queue until its first payload
 // has been judged; the judge reads the TLS SNI or HTTP Host from them, looks the name up in a table the JS side fills
 // (judge_allow), asks JS when it is not there, and answers every held packet with a mark that nft turns into a
-// conntrack mark, after which the kernel forwards the connection without the queue. It also reads conntrack DESTROY
-// events, so the byte counts of a direct connection come back for the audit. The N-API binding is judge-addon.c.
+// conntrack mark, after which the kernel forwards the connection without the queue. It also follows conntrack events
+// and asks conntrack for an allowed direct connection's byte counts as it closes, for the audit. The N-API binding is judge-addon.c.
 #ifndef BURROW_JUDGE_H
 #define BURROW_JUDGE_H
 
@@ -18,7 +18,7 @@
 #define JUDGE_MARK_DENY 0x40000000u
 // A packet without payload (the handshake's last ACK, pure ACKs while a head is held) passes unjudged.
 #define JUDGE_MARK_PASS 0x80000000u
-// Conntrack mark bits (set by nft; read here in DESTROY events).
+// Conntrack mark bits (set by nft; read here in conntrack events).
 #define JUDGE_CT_DIRECT 0x10000000u
 #define JUDGE_CT_ALLOWED 0x20000000u
 #define JUDGE_CT_DENIED 0x40000000u
@@ -46,7 +46,7 @@ typedef void (*judge_event_fn)(void *ctx, const struct judge_event *ev);
 struct judge;
 
 /**
- * Bind NFQUEUE `queue` (in the calling thread's network namespace) and subscribe to conntrack DESTROY events; the
+ * Bind NFQUEUE `queue` (in the calling thread's network namespace) and subscribe to conntrack events; the
  * judge's thread runs until judge_stop. NULL with *err a positive errno (EBUSY: another process holds the queue).
  */
 struct judge *judge_start(uint16_t queue, judge_event_fn fn, void *ctx, int *err);

@@ -3,8 +3,8 @@
 // name; forwarded by the kernel, not proxied) until its first payload has been judged; the judge reads the TLS SNI
 // or HTTP Host, allows it when the table this wrapper fills has (sandbox, address, name), asks otherwise, and answers
 // with a packet mark nft makes a conntrack mark, after which the kernel forwards the connection without the queue.
-// A denied connection's first held packet becomes a reset to the destination. Conntrack DESTROY events of allowed
-// direct connections come back as "ended" with their byte counts, for the audit.
+// A denied connection's first held packet becomes a reset to the destination. Allowed direct connections come back
+// as "ended" when they close (conntrack's TIME_WAIT or CLOSE), with conntrack's byte counts, for the audit.
 // The judge reads the queue of the network namespace it was started in (a netlink socket belongs to its namespace).
 import { BurrowError, Code } from "@burrow/protocol";
 import { loadRelayAddon, RELAY_ADDON_PATH, type RelayLogger } from "./native-relay.js";
@@ -32,7 +32,7 @@ export interface Endpoint {
 export interface JudgeEvent {
   /**
    * `allowed`: the name was in the table (or `decide(flow, true)`); `ask`: it was not, answer with `decide` within
-   * 5 s; `denied`: reset, `reason` says why; `ended`: an allowed direct connection left conntrack.
+   * 5 s; `denied`: reset, `reason` says why; `ended`: an allowed direct connection closed.
    */
   kind: "allowed" | "ask" | "denied" | "ended";
   /** The connection's id while it is judged (`ask`, and the `allowed`/`denied` that follow); 0 for `ended`. */
