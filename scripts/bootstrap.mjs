@@ -15,6 +15,7 @@ const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const DEBIAN_PACKAGES = [
   ["debootstrap", "/usr/sbin/debootstrap"], // builds the base template
   ["nftables", "/usr/sbin/nft"], // sandbox firewall
+  ["iptables", "/usr/sbin/iptables-nft"], // the egress judge's NFQUEUE rule (this kernel has xt NFQUEUE, no nft queue)
   ["iproute2", "/usr/sbin/ip"], // bridge, veth
   ["util-linux", "/usr/bin/nsenter"],
   ["libseccomp-dev", "/usr/include/seccomp.h"], // launcher's seccomp filter

@@ -1,8 +1,11 @@
 // Domain rules that hold, with the official SDK against a Burrow server of this file's own (its resolver's upstream
-// is the fake internet's DNS server): Burrow's resolver answers NXDOMAIN for denied names without asking upstream,
-// the transparent egress proxy judges TLS SNI and HTTP Host and connects where the name points (IP literals,
-// SNI/Host mismatches and DNS rebinding gain nothing), QUIC is dropped, updates apply live, every proxied or refused
-// connection is audited (REST and bus), host services answer by name, and the rules survive a server restart.
+// is the fake internet's DNS server): Burrow's resolver answers NXDOMAIN for denied names without asking upstream;
+// a connection to an address the resolver gave for an allowed name takes the direct path (the kernel forwards it once
+// the egress judge has read its SNI or Host; a name the judge was not given is judged by the rules and must resolve
+// to that address, else both ends are reset); any other connection goes to the transparent egress proxy, which
+// judges TLS SNI and HTTP Host and connects where the name points (IP literals, SNI/Host mismatches and DNS
+// rebinding gain nothing); QUIC is dropped, updates apply live, every connection and refusal is audited (REST and
+// bus, `via` saying which path), host services answer by name, and the rules survive a server restart.
 // Every name ends in .test and every address is the fake internet's (203.0.113.0/24) or this server's gateway.
 import { execFileSync } from "node:child_process";
 import { createServer, type Server } from "node:http";
@@ -53,6 +56,13 @@ async function sh(sandbox: Sandbox, command: string): Promise<string> {
 
 /** `<body> <status>` of an HTTP(S) GET from the sandbox; status 000 when the connection failed or was closed. */
 const get = (sandbox: Sandbox, url: string, extra = "") => sh(sandbox, `curl -s -m 5 --cacert /tmp/ca.pem ${extra} -w ' %{http_code}' ${url}`);
+
+/** The sandbox's egress audit, oldest first. */
+async function egressEvents(sandbox: Sandbox): Promise<any[]> {
+  const res = await fetch(`${server.url}/burrow/v1/sandboxes/${sandbox.sandboxId}/egress?limit=100`, { headers: { "x-api-key": server.apiKey } });
+  expect(res.status).toBe(200);
+  return ((await res.json()) as { events: any[] }).events;
+}
 
 /** The RCODE and the Extended DNS Error text of an A query to the sandbox's resolver, e.g. `3 denied by …`. */
 const rcode = (sandbox: Sandbox, name: string) => sh(sandbox, `python3 /tmp/dnsq.py ${name}`);
@@ -121,7 +131,10 @@ describe("egress domain rules (own server, fake internet with DNS)", () => {
     expect(await get(sandbox, "https://a.wild.test/")).toBe(`hello from ${A} 200`);
     expect(await get(sandbox, "http://b.c.wild.test/")).toBe(`hello from ${A} 200`);
     expect(await rcode(sandbox, "other.test")).toMatch(/^3 0/);
-    expect(await get(sandbox, "http://other.test/", `--resolve other.test:80:${A}`)).toMatch(/ 403$/);
+    // A is the address of the allowed names looked up above, so this connection goes direct: the judge reads a name
+    // it was not given, the rules deny it, and both ends are reset.
+    expect(await get(sandbox, "http://other.test/", `--resolve other.test:80:${A}`)).toBe("000");
+    await expect.poll(async () => (await egressEvents(sandbox)).at(-1), { timeout: 10_000 }).toMatchObject({ via: "direct", verdict: "denied", host: "other.test", ip: A, rule: "ALL_TRAFFIC" });
   });
 
   it("allow wins over deny; names no rule names follow the internet switch", async () => {
@@ -144,17 +157,21 @@ describe("egress domain rules (own server, fake internet with DNS)", () => {
     expect(await get(sandbox, "http://allowed.test/", `--resolve allowed.test:80:${B}`)).toBe(`hello from ${A} 200`);
   });
 
-  it("DNS rebinding grants nothing: the proxy resolves again and judges the address it gets", async () => {
+  it("DNS rebinding grants nothing: only addresses judged when the resolver gave them go direct, the proxy resolves again", async () => {
     const sandbox = await spawn({ denyOut: ["denied.test", B] });
-    // The sandbox's lookup gets A (allowed), the proxy's gets B (denied by address).
+    // The first lookup gets A, allowed by address: that pair goes direct.
+    expect(await get(sandbox, "http://rebind.test/")).toBe(`hello from ${A} 200`);
+    await expect.poll(async () => (await egressEvents(sandbox)).at(-1), { timeout: 10_000 }).toMatchObject({ via: "direct", verdict: "allowed", host: "rebind.test", ip: A });
+    // The next gets B, denied by address: not a direct pair, so the proxy takes it, resolves the name itself (B) and refuses.
     expect(await get(sandbox, "http://rebind.test/")).toMatch(new RegExp(`denied \\(${B.replaceAll(".", "\\.")}/32\\)\\n? 403$`));
     expect(await get(sandbox, `http://${B}/`)).toMatch(/ 403$/);
   });
 
-  it("a connection to an address the resolver gave for an allowed name is connected upstream early, but carries nothing before the Host is judged", async () => {
+  it("a connection to an address the resolver gave for an allowed name goes direct: an unfinished head may reach the host, a finished one only once its Host is judged; a denied Host resets both ends", async () => {
     const sandbox = await spawn({ allowOut: ["allowed.test"], denyOut: ["denied.test", ALL_TRAFFIC] });
     // Resolves allowed.test (Burrow's resolver), connects to its address, sends half a request head, waits, then
-    // finishes it with a denied Host.
+    // finishes it with a denied Host. (The judge lets a head that stopped growing go on while it is unfinished: a
+    // client that writes it in two small writes sends the second only once the first is acknowledged.)
     await sandbox.files.write(
       "/tmp/early.py",
       `import socket, time
@@ -162,7 +179,10 @@ s = socket.create_connection((socket.gethostbyname("allowed.test"), 80), timeout
 s.sendall(b"GET / HTTP/1.1\\r\\nHo")
 time.sleep(4)
 s.sendall(b"st: denied.test\\r\\nConnection: close\\r\\n\\r\\n")
-print(s.recv(4096).split(b"\\r\\n")[0].decode())
+try:
+    print(s.recv(4096).split(b"\\r\\n")[0].decode() or "closed")
+except ConnectionResetError:
+    print("reset")
 `,
     );
     // The fake host's established connections on port 80, each `<peer> <bytes it received>`.
@@ -181,15 +201,29 @@ print(s.recv(4096).split(b"\\r\\n")[0].decode())
       await new Promise((resolve) => setTimeout(resolve, 100));
       seen = atHost();
     }
-    // Upstream is connected while the client has not finished its head, and has received no byte.
+    // The host has the connection while the client has not finished its head, and at most that unfinished head.
     expect(seen).toHaveLength(1);
-    expect(seen[0]).toMatch(/ 0$/);
+    expect(Number(seen[0]!.split(" ")[1])).toBeLessThanOrEqual("GET / HTTP/1.1\r\nHo".length);
     const out = await run.wait();
-    expect(out.stdout.trim()).toBe("HTTP/1.1 403 Forbidden");
+    expect(out.stdout.trim()).toBe("reset");
+    await expect.poll(async () => (await egressEvents(sandbox)).at(-1), { timeout: 10_000 }).toMatchObject({ via: "direct", verdict: "denied", host: "denied.test", ip: A, rule: "denied.test" });
     for (let i = 0; i < 30 && atHost().length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 100));
     expect(atHost()).toEqual([]);
     // And the early connection serves an allowed name as any other.
     expect(await get(sandbox, "http://allowed.test/")).toBe(`hello from ${A} 200`);
+    // A head in two small writes (Nagle on) with an allowed Host is answered.
+    await sandbox.files.write(
+      "/tmp/split.py",
+      `import socket, time
+s = socket.create_connection((socket.gethostbyname("allowed.test"), 80), timeout=10)
+s.sendall(b"GET / HTTP/1.1\\r\\nHo")
+time.sleep(0.05)
+s.sendall(b"st: allowed.test\\r\\nConnection: close\\r\\n\\r\\n")
+print(s.recv(4096).split(b"\\r\\n")[0].decode())
+`,
+    );
+    expect(await sh(sandbox, "python3 /tmp/split.py")).toBe("HTTP/1.1 200 OK");
+    await expect.poll(async () => (await egressEvents(sandbox)).at(-1), { timeout: 10_000 }).toMatchObject({ via: "direct", verdict: "allowed", host: "allowed.test", ip: A });
   });
 
   it("QUIC (UDP 443) is dropped for sandboxes with domain rules; other UDP is not", async () => {
@@ -229,15 +263,26 @@ except socket.timeout: print('dropped')"`,
     const sandbox = await spawn({ allowOut: ["allowed.test"], denyOut: [ALL_TRAFFIC] });
     const sub = await bus.bus.subscribe(`sbx.*.${sandbox.sandboxId}.net.*`);
     const seen: { subject: string; body: any }[] = [];
-    const reading = (async () => {
+    const arrivals: (() => void)[] = [];
+    void (async () => {
       for await (const m of sub) {
         seen.push({ subject: m.subject, body: JSON.parse(new TextDecoder().decode(m.data)) });
-        if (seen.length >= 2) break;
+        arrivals.shift()?.();
       }
     })();
+    const seenCount = (n: number) =>
+      Promise.race([
+        (async () => {
+          while (seen.length < n) await new Promise<void>((resolve) => arrivals.push(resolve));
+        })(),
+        new Promise((_, reject) => setTimeout(() => reject(new Error(`bus events: ${JSON.stringify(seen)}`)), 20_000)),
+      ]);
+    // Direct (the name was looked up): audited when the connection has closed, with the kernel's byte counts.
     expect(await get(sandbox, "http://allowed.test/")).toBe(`hello from ${A} 200`);
+    await seenCount(1);
+    // Through the proxy (an address no name was looked up for), refused there.
     expect(await get(sandbox, `http://${B}/`)).toMatch(/ 403$/);
-    await Promise.race([reading, new Promise((_, reject) => setTimeout(() => reject(new Error(`bus events: ${JSON.stringify(seen)}`)), 20_000))]);
+    await seenCount(2);
     sub.close();
     expect(seen.map((s) => s.subject.split(".").slice(3).join("."))).toEqual(["net.allowed", "net.denied"]);
     expect(seen[0]!.body).toMatchObject({ sandboxId: sandbox.sandboxId, host: "allowed.test", ip: A, port: 80, verdict: "allowed", rule: "allowed.test" });
@@ -249,7 +294,7 @@ except socket.timeout: print('dropped')"`,
     expect(res.status).toBe(200);
     const { events } = (await res.json()) as { events: any[] };
     expect(events.map((e) => [e.via, e.verdict, e.host])).toEqual([
-      ["proxy", "allowed", "allowed.test"],
+      ["direct", "allowed", "allowed.test"],
       ["proxy", "denied", B],
       ["dns", "denied", "denied.test"],
     ]);

@@ -19,8 +19,12 @@ export interface DnsServerOptions {
   hostNames: () => ReadonlySet<string>;
   /** A name refused (NXDOMAIN) for a sandbox: for the audit. */
   onRefused?: (ip: string, name: string, rule: string) => void;
-  /** IPv4 addresses forwarded to a sandbox for a name (with the answer's smallest TTL): for the egress proxy. */
-  onAnswered?: (ip: string, name: string, addresses: string[], ttlS: number) => void;
+  /**
+   * IPv4 addresses forwarded to a sandbox for a name (with the answer's smallest TTL): for the egress proxy and the
+   * direct path. A promise returned is waited for (at most ANSWER_WAIT_MS) before the answer goes out, so that what
+   * it sets up for the addresses is in place when the sandbox connects.
+   */
+  onAnswered?: (ip: string, name: string, addresses: string[], ttlS: number) => void | Promise<void>;
 }
 
 const NOERROR = 0;
@@ -30,6 +34,13 @@ const REFUSED = 5;
 const EDE_OPTION = 15;
 const EDE_BLOCKED = 15;
 const HOST_TTL_S = 60;
+/** How long an answer waits for what onAnswered sets up; after that it goes out anyway (the proxy takes over). */
+const ANSWER_WAIT_MS = 1_000;
+
+function waitAtMost(promise: Promise<void>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([promise.catch(() => undefined), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]).finally(() => clearTimeout(timer));
+}
 
 export interface DnsServer {
   close(): Promise<void>;
@@ -141,7 +152,8 @@ async function answer(opts: DnsServerOptions, msg: Buffer, from: string, transpo
     const forwarded = await opts.forwarder.ask(question.name, question.type);
     if (opts.onAnswered && question.type === "A") {
       const a = forwarded.answers.filter((r): r is dnsPacket.StringAnswer => r.type === "A");
-      if (a.length > 0) opts.onAnswered(from, name, a.map((r) => r.data), Math.min(...a.map((r) => r.ttl ?? 0)));
+      const ready = a.length > 0 ? opts.onAnswered(from, name, a.map((r) => r.data), Math.min(...a.map((r) => r.ttl ?? 0))) : undefined;
+      if (ready) await waitAtMost(ready, ANSWER_WAIT_MS);
     }
     return reply(forwarded.rcode, { answers: forwarded.answers, authorities: forwarded.authorities, truncated: forwarded.truncated });
   } catch {

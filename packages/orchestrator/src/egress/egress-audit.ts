@@ -6,8 +6,12 @@ export interface EgressRecord {
   sandboxId: string;
   /** Unix ms when the connection ended (or was refused). */
   atMs: number;
-  /** `proxy` for TCP through the egress proxy, `dns` for a name the resolver refused. */
-  via: "proxy" | "dns";
+  /**
+   * `proxy` for TCP through the egress proxy, `direct` for TCP the kernel forwarded after the judge read its name
+   * (direct-path.ts; its bytes are the kernel's per-connection counters, headers included), `dns` for a name the
+   * resolver refused.
+   */
+  via: "proxy" | "direct" | "dns";
   verdict: "allowed" | "denied";
   /** The entry that decided (`*.example.com`, `203.0.113.0/24`, `ALL_TRAFFIC`, `internet`, `no rules`), or why. */
   rule: string;

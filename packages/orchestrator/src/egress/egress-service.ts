@@ -1,8 +1,10 @@
 // The host side of sandboxes' egress beyond nftables, in the orchestrator's process because that process owns the
 // sandboxes' addresses and rules (the network manager's attachments): the resolver on the gateway, the transparent
-// egress proxy for sandboxes with domain rules or proxying, host services, and the audit of what went out. Started after the
+// egress proxy for sandboxes with domain rules or proxying, the direct path that lets the kernel forward their judged
+// connections (direct-path.ts), host services, and the audit of what went out. Started after the
 // network is set up; its listeners' ports go into the `redirects` nft chain.
 import type { BurrowNetworkManager } from "../network/network-manager.js";
+import { DirectPath } from "./direct-path.js";
 import { DnsForwarder, hostUpstreams, type Upstream } from "./dns-forwarder.js";
 import { startDnsServer, type DnsServer } from "./dns-server.js";
 import { EgressAudit } from "./egress-audit.js";
@@ -42,6 +44,8 @@ export class EgressService {
   /** Sandboxes' own proxies, looked up per connection (setUpstreamProxies). */
   #upstreams: ((sandboxId: string) => UpstreamProxy | undefined) | undefined;
   #tunnel: TunnelProxy | undefined;
+  /** Connections the kernel forwards after the judge read their names; undefined when it cannot run here. */
+  #direct: DirectPath | undefined;
   readonly #opts: EgressServiceOptions;
   /** Redirect updates one at a time, in the order they were asked for. */
   #redirects: Promise<void> = Promise.resolve();
@@ -70,7 +74,10 @@ export class EgressService {
         const e = network.egressOf(ip);
         if (e) this.audit.add({ sandboxId: e.sandboxId, atMs: Date.now(), via: "dns", verdict: "denied", rule, host: name, bytesOut: 0, bytesIn: 0 });
       },
-      onAnswered: (ip, name, addresses, ttlS) => this.#resolved.note(ip, name, addresses, ttlS),
+      onAnswered: (ip, name, addresses, ttlS) => {
+        this.#resolved.note(ip, name, addresses, ttlS);
+        return this.#direct?.noteAnswer(ip, name, addresses, ttlS);
+      },
     });
     try {
       const forbidden = forbiddenDestinations(this.#opts.subnet, this.#opts.denyDestinations ?? []);
@@ -106,6 +113,10 @@ export class EgressService {
         },
       });
       await this.#applyRedirects(signal);
+      this.#direct = await DirectPath.start(
+        { network, audit: this.audit, forbidden, resolve4, ...(this.#opts.logger ? { logger: this.#opts.logger } : {}) },
+        signal,
+      );
     } catch (err) {
       await this.close();
       throw err;
@@ -160,6 +171,8 @@ export class EgressService {
   }
 
   async close(): Promise<void> {
+    this.#direct?.close();
+    this.#direct = undefined;
     await Promise.allSettled([this.#dns?.close(), this.#proxy?.close(), this.#tunnel?.close()]);
     this.#dns = undefined;
     this.#proxy = undefined;

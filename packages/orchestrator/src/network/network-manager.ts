@@ -19,6 +19,8 @@ import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
 import type { EgressLimitRates } from "./egress-limits.js";
 import { dropEgressChainLines, dropInspectChainLines, EGRESS_MAP, egressScript, INSPECT_MAP, ipOfEgressChain, ipOfInspectChain, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
+import { directAddLines, directDropLines } from "./direct-ruleset.js";
+import { installQueueRule, removeQueueRules } from "./direct-queue-rule.js";
 import { bindScript, type HostServicePorts, type PortBinding, redirectScript, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
 /** Anything with `info` and `warn` taking a message (console, pino). */
@@ -60,6 +62,15 @@ export interface BurrowNetworkManager extends NetworkManager {
   reapOrphans(liveSandboxIds: Iterable<string>, signal?: AbortSignal): Promise<string[]>;
   /** The egress of the sandbox at `ip` (the resolver and the egress proxy judge by it), or undefined for none. */
   egressOf(ip: string): AttachedEgress | undefined;
+  /**
+   * Let the sandbox at `ip` reach `destinations` (on 80/443) on the direct path for `timeoutS` seconds
+   * (direct-ruleset.ts); nothing for an address no sandbox has. The pairs go when its egress changes or it goes.
+   */
+  addDirect(ip: string, destinations: readonly string[], timeoutS: number, signal?: AbortSignal): Promise<void>;
+  /** Send the direct path's unjudged packets to NFQUEUE `queue` (the egress judge's) from now on. */
+  setDirectQueue(queue: number, signal?: AbortSignal): Promise<void>;
+  /** Called with a sandbox's address after its egress changed or it was released (the judge forgets it). */
+  onEgressChange(listener: (ip: string) => void): () => void;
   /** Replace the DNAT rules of host services and of the egress proxy's listeners (ruleset.ts, redirectScript). */
   setRedirects(services: readonly HostServicePorts[], proxy: ReadonlyMap<number, number>, signal?: AbortSignal, tunnelPort?: number, inspectPort?: number): Promise<void>;
 }
@@ -79,6 +90,8 @@ interface Attachment {
   /** allowOut/denyOut of the sandbox (egress-ruleset.ts); undefined when it never had any. */
   egress?: EgressRules | undefined;
   released: boolean;
+  /** Destinations of its @direct pairs → when each expires (ms since the epoch). */
+  direct: Map<string, number>;
 }
 
 type Exec = (cmd: string, args: readonly string[], opts?: ExecOptions) => Promise<string>;
@@ -111,6 +124,11 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   readonly #attachments = new Map<string, Attachment>();
   #mtu: number | undefined;
   readonly #exec: Exec;
+  readonly #run: CommandRunner;
+  readonly #egressListeners = new Set<(ip: string) => void>();
+  /** @direct additions not yet applied: one nft transaction for those of the same turn. */
+  #directLines: string[] = [];
+  #directFlush: Promise<void> | undefined;
   /**
    * Releases of sandboxes killed together share one `ip -batch` and one nft transaction: each such command
    * serialises on the kernel's locks, so a release apiece made a mass kill about one sandbox per command pair.
@@ -127,6 +145,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     this.#opts = opts;
     this.#pool = new LeasePool(subnet);
     const run = opts.runCommand ?? spawnCommand;
+    this.#run = run;
     this.#exec = (cmd, args, execOpts) => exec(cmd, args, execOpts, run);
     if (this.#pool.last.toString(16).length > names.leaseDigits) {
       throw new NetworkError("invalid_argument", `subnet ${opts.subnet} has more addresses than veth names can number`);
@@ -269,10 +288,50 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   }
 
   egressOf(ip: string): AttachedEgress | undefined {
-    // A walk over the attachments: a few thousand at most, against a DNS query or a new connection.
-    for (const a of this.#attachments.values()) {
-      if (a.binding.ip === ip && !a.released) return { sandboxId: a.sandboxId, internet: a.internet, rules: a.egress };
+    const a = this.#attachmentAt(ip);
+    return a && { sandboxId: a.sandboxId, internet: a.internet, rules: a.egress };
+  }
+
+  addDirect(ip: string, destinations: readonly string[], timeoutS: number, signal?: AbortSignal): Promise<void> {
+    const a = this.#attachmentAt(ip);
+    const now = Date.now();
+    // A pair with more than half its time left is not refreshed: most answers then cost no nft transaction.
+    const stale = a ? destinations.filter((d) => (a.direct.get(d) ?? 0) - now < (timeoutS * 1000) / 2) : [];
+    if (!a || stale.length === 0) return Promise.resolve();
+    for (const d of stale) a.direct.set(d, now + timeoutS * 1000);
+    this.#directLines.push(...directAddLines(this.#names, ip, stale, timeoutS));
+    this.#directFlush ??= Promise.resolve().then(() => {
+      const lines = this.#directLines;
+      this.#directLines = [];
+      this.#directFlush = undefined;
+      return this.#exec("nft", ["-f", "-"], { input: `${lines.join("\n")}\n`, signal }).then(() => undefined);
+    });
+    return this.#directFlush;
+  }
+
+  async setDirectQueue(queue: number, signal?: AbortSignal): Promise<void> {
+    await installQueueRule(this.#run, this.#names.bridge, queue, signal);
+  }
+
+  onEgressChange(listener: (ip: string) => void): () => void {
+    this.#egressListeners.add(listener);
+    return () => this.#egressListeners.delete(listener);
+  }
+
+  #egressChanged(a: Attachment): void {
+    a.direct.clear();
+    for (const listener of this.#egressListeners) {
+      try {
+        listener(a.binding.ip);
+      } catch {
+        // A listener's failure is its own.
+      }
     }
+  }
+
+  #attachmentAt(ip: string): Attachment | undefined {
+    // A walk over the attachments: a few thousand at most, against a DNS query or a new connection.
+    for (const a of this.#attachments.values()) if (a.binding.ip === ip && !a.released) return a;
     return undefined;
   }
 
@@ -285,6 +344,8 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     // Veths of sandboxes nobody attached in this process (not adopted after a restart) go too.
     const veths = (await linkNames()).filter((n) => leaseOfVeth(this.#names, n) !== undefined);
     await deleteLinks(this.#exec, [...veths, this.#names.bridge]);
+    // Whether or not this process added it (`burrow down` after a crash cleans up after the server).
+    await removeQueueRules(this.#run, this.#names.bridge).catch(() => undefined);
     await this.#exec("nft", ["-f", "-"], { input: teardownScript(this.#names) });
     await restoreIpForward(this.#opts.instance);
     this.#mtu = undefined;
@@ -294,7 +355,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   #register(sandboxId: string, lease: number, internet: boolean): Attachment {
     const ip = this.#pool.address(lease);
     const binding = { hostVeth: vethName(this.#names, lease), mac: macOf(this.#subnet.network + lease), ip };
-    const a: Attachment = { sandboxId, lease, binding, internet, released: false };
+    const a: Attachment = { sandboxId, lease, binding, internet, released: false, direct: new Map() };
     this.#attachments.set(sandboxId, a);
     return a;
   }
@@ -306,8 +367,9 @@ class NetworkManagerImpl implements BurrowNetworkManager {
       hostVeth: a.binding.hostVeth,
       setInternetAccess: async (allowed: boolean) => {
         if (a.released) throw new NetworkError("invalid_argument", `sandbox ${a.sandboxId} is no longer attached`);
-        await this.#exec("nft", ["-f", "-"], { input: egressScript(this.#names, a.binding.ip, allowed, a.egress) });
+        await this.#exec("nft", ["-f", "-"], { input: egressScript(this.#names, a.binding.ip, allowed, a.egress) + this.#directDropScript(a) });
         a.internet = allowed;
+        this.#egressChanged(a);
       },
       setEgress: (allowed, rules, signal) => this.#setEgress(a, allowed, rules, signal),
       release: () => (a.released ? Promise.resolve() : this.#releases.submit(a)),
@@ -319,9 +381,12 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   async #setEgress(a: Attachment, internet: boolean, rules: EgressRules, signal?: AbortSignal): Promise<void> {
     if (a.released) throw new NetworkError("invalid_argument", `sandbox ${a.sandboxId} is no longer attached`);
     const egress = normalizeEgressRules(rules);
-    await this.#exec("nft", ["-f", "-"], { input: egressScript(this.#names, a.binding.ip, internet, egress), signal });
+    // Pairs judged under the old rules go with them, in the same transaction.
+    const input = egressScript(this.#names, a.binding.ip, internet, egress) + this.#directDropScript(a);
+    await this.#exec("nft", ["-f", "-"], { input, signal });
     a.internet = internet;
     a.egress = egress;
+    this.#egressChanged(a);
   }
 
   /** The veth and the bridge's neighbour entry go; the lease and the firewall elements stay (a filesystem pause). */
@@ -335,10 +400,20 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     if (a.released) return;
     // The launcher's permanent ARP entry for the address lives on the bridge, not the veth: it outlives the link.
     await deleteLinks(this.#exec, [a.binding.hostVeth], signal, [`neigh del ${a.binding.ip} dev ${this.#names.bridge}`]);
-    await this.#exec("nft", ["-f", "-"], { input: unbindScript(this.#names, a.binding), signal });
+    await this.#exec("nft", ["-f", "-"], { input: this.#unbindScript(a), signal });
     a.released = true;
     this.#attachments.delete(a.sandboxId);
     this.#pool.free(a.lease);
+    this.#egressChanged(a);
+  }
+
+  #unbindScript(a: Attachment): string {
+    return unbindScript(this.#names, a.binding) + this.#directDropScript(a);
+  }
+
+  /** Lines removing the attachment's @direct pairs (names judged under rules that are changing or going). */
+  #directDropScript(a: Attachment): string {
+    return directDropLines(this.#names, a.binding.ip, a.direct.keys()).map((l) => `${l}\n`).join("");
   }
 
   /** #release for many attachments in two commands; any failure fails them all (BatchQueue then retries each alone). */
@@ -347,11 +422,12 @@ class NetworkManagerImpl implements BurrowNetworkManager {
     if (pending.length === 0) return;
     const neighbours = pending.map((a) => `neigh del ${a.binding.ip} dev ${this.#names.bridge}`);
     await deleteLinks(this.#exec, pending.map((a) => a.binding.hostVeth), undefined, neighbours);
-    await this.#exec("nft", ["-f", "-"], { input: pending.map((a) => unbindScript(this.#names, a.binding)).join("") });
+    await this.#exec("nft", ["-f", "-"], { input: pending.map((a) => this.#unbindScript(a)).join("") });
     for (const a of pending) {
       a.released = true;
       this.#attachments.delete(a.sandboxId);
       this.#pool.free(a.lease);
+      this.#egressChanged(a);
     }
   }
 

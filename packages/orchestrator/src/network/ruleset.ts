@@ -23,6 +23,7 @@
 import type { EgressRules } from "./egress-rules.js";
 import { clearEgressScript, EGRESS_MAP, egressScript, INSPECT_DNAT_CHAIN, INSPECT_MAP, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
 import { egressLimitsScript, type EgressLimitRates } from "./egress-limits.js";
+import { directDeclarations, directForwardRules, directMasqueradeRule, directRedirectRule } from "./direct-ruleset.js";
 import type { NetworkNames } from "./names.js";
 
 export interface RulesetOptions {
@@ -52,6 +53,7 @@ add set inet ${t} ${TUNNELED_SET} { type ipv4_addr; }
 add map inet ${t} ${INSPECT_MAP} { type ipv4_addr : verdict; }
 add chain inet ${t} ${INSPECT_DNAT_CHAIN}
 add chain inet ${t} ${REDIRECTS_CHAIN}
+${directDeclarations(names)}
 add chain inet ${t} prerouting { type nat hook prerouting priority -100; policy accept; }
 flush chain inet ${t} prerouting
 add rule inet ${t} prerouting iifname ${br} jump ${REDIRECTS_CHAIN}
@@ -68,12 +70,14 @@ add rule inet ${t} forward oifname ${br} ct state established,related accept
 add rule inet ${t} forward oifname ${br} counter drop
 add rule inet ${t} forward iifname ${br} ip daddr { ${deny} } counter drop
 add rule inet ${t} forward iifname ${br} ip saddr @${PROXIED_SET} udp dport 443 counter drop
+${directForwardRules(names, PROXIED_SET).join("\n")}
 add rule inet ${t} forward iifname ${br} ip saddr vmap @${EGRESS_MAP}
 add rule inet ${t} forward iifname ${br} ip saddr @internet accept
 add rule inet ${t} forward iifname ${br} counter drop
 add chain inet ${t} postrouting { type nat hook postrouting priority 100; policy accept; }
 flush chain inet ${t} postrouting
 add rule inet ${t} postrouting oifname != ${br} ip saddr @internet masquerade
+${directMasqueradeRule(names)}
 ${egressLimitsScript(names, limits ?? {})}add table bridge ${t}
 add set bridge ${t} bound { type ifname . ether_addr . ipv4_addr; }
 add set bridge ${t} macs { type ifname . ether_addr; }
@@ -117,6 +121,7 @@ export function redirectScript(
   const t = names.table;
   const lines = [`flush chain inet ${t} ${REDIRECTS_CHAIN}`, `flush chain inet ${t} ${INSPECT_DNAT_CHAIN}`];
   for (const s of services) lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip daddr ${gateway} tcp dport ${s.port} dnat ip to ${gateway}:${s.hostPort}`);
+  if (proxy.size > 0) lines.push(directRedirectRule(names, PROXIED_SET));
   for (const [port, listener] of proxy) {
     lines.push(`add rule inet ${t} ${REDIRECTS_CHAIN} ip saddr @${PROXIED_SET} tcp dport ${port} dnat ip to ${gateway}:${listener}`);
   }
