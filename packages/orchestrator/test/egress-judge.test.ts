@@ -1,7 +1,7 @@
 // The egress judge (egress/egress-judge.ts, native/relay/judge.c) on a real forwarding path: three network namespaces
 // the test makes (client → router → server, veths, 10.250.x.0/24), the router with the direct path's rules (an nft
 // table marking the packets of unjudged connections to the server, iptables-nft's NFQUEUE rule, conntrack marks from
-// the verdict marks, a reset for the client's packets of a denied connection, short TIME_WAIT so DESTROY comes soon)
+// the verdict marks, a reset for the client's packets of a denied connection, a short TIME_WAIT, and the FIN/RST of allowed connections logged to the judge's NFLOG group)
 // and the judge in a process entered into the router's namespace (fixtures/egress-judge-process.mjs). The server
 // namespace runs Node HTTP (:80) and TLS (:443) servers; each request is a Node process in the client namespace.
 // Every case fails without the judge: the queue then has no reader and its packets are dropped (fail closed).
@@ -121,6 +121,7 @@ table ip judge {
   chain toqueue { type filter hook forward priority -200;
     iifname "${tag}rc" ct mark & 0x70000000 == ${hex(m.ctDirect)} meta mark set meta mark | ${hex(m.queue)}; }
   chain verdicts { type filter hook forward priority 0;
+    ct mark & ${hex(m.ctDirect | m.ctAllowed)} == ${hex(m.ctDirect | m.ctAllowed)} tcp flags & (fin | rst) != 0 log group ${queue}
     iifname "${tag}rc" ip daddr ${serverIp} tcp flags & (syn | ack) == syn ct mark set ct mark | ${hex(m.ctDirect)} ct timeout set "short"
     meta mark & ${hex(m.allow)} == ${hex(m.allow)} ct mark set ct mark | ${hex(m.ctAllowed)}
     meta mark & ${hex(m.deny)} == ${hex(m.deny)} ct mark set ct mark | ${hex(m.ctDenied)} accept

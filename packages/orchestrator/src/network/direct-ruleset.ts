@@ -34,6 +34,11 @@ export const DIRECT_SET = "direct";
 export const DIRECT_TIMEOUT = "direct_tcp";
 /** The chain (forward, before iptables' mangle) that marks packets of unjudged direct connections for the queue. */
 export const DIRECT_QUEUE_CHAIN = "direct_queue";
+/**
+ * The chain that logs the FIN and RST packets of allowed direct connections to the judge's NFLOG group (its number
+ * known once the judge has bound it: directEndsScript), so that it reads their byte counts as they close.
+ */
+export const DIRECT_ENDS_CHAIN = "direct_ends";
 /** Ports whose connections may go direct: the ones the proxy reads a name on. */
 export const DIRECT_PORTS = [80, 443] as const;
 
@@ -54,10 +59,28 @@ export function directDeclarations(names: NetworkNames): string {
   const br = JSON.stringify(names.bridge);
   return `add set inet ${t} ${DIRECT_SET} { type ipv4_addr . ipv4_addr; flags timeout; }
 add ct timeout inet ${t} ${DIRECT_TIMEOUT} { protocol tcp; l3proto ip; policy = { time_wait: 1, close: 10 }; }
+add chain inet ${t} ${DIRECT_ENDS_CHAIN}
 add chain inet ${t} ${DIRECT_QUEUE_CHAIN} { type filter hook forward priority -200; policy accept; }
 flush chain inet ${t} ${DIRECT_QUEUE_CHAIN}
+${noPayloadPassRules(t, br).join("\n")}
 add rule inet ${t} ${DIRECT_QUEUE_CHAIN} iifname ${br} ct mark & ${M.judged} == ${M.direct} meta mark set meta mark | ${M.queue}
 `;
+}
+
+/**
+ * A packet without payload (the handshake's last ACK, window updates) passes unjudged without a trip through the
+ * queue: a new connection then pays one judge round trip (its first payload), not two. No payload: the IPv4 total
+ * length is the headers' (a 20-byte IP header, then each TCP data offset). One rule per offset: nft 1.0.6 accepts
+ * a set of raw-payload concatenations but cannot list it back.
+ */
+function noPayloadPassRules(t: string, br: string): string[] {
+  const rules: string[] = [];
+  for (let doff = 5; doff <= 15; doff++) {
+    rules.push(
+      `add rule inet ${t} ${DIRECT_QUEUE_CHAIN} iifname ${br} ct mark & ${M.judged} == ${M.direct} ip hdrlength 5 @th,96,4 ${doff} ip length ${20 + doff * 4} meta mark set meta mark | ${M.pass} return`,
+    );
+  }
+  return rules;
 }
 
 /**
@@ -69,6 +92,7 @@ export function directForwardRules(names: NetworkNames, proxiedSet: string): str
   const br = JSON.stringify(names.bridge);
   const rule = (body: string) => `add rule inet ${t} forward iifname ${br} ${body}`;
   return [
+    rule(`ct mark & ${M.directAllowed} == ${M.directAllowed} tcp flags & (fin | rst) != 0 jump ${DIRECT_ENDS_CHAIN}`),
     // The judge's reset to the destination goes out; the sandbox's side is reset by the next rule from then on.
     rule(`meta mark & ${M.denied} == ${M.denied} ct mark set ct mark | ${M.denied} accept`),
     rule(`ct mark & ${M.denied} == ${M.denied} reject with tcp reset`),
@@ -78,6 +102,17 @@ export function directForwardRules(names: NetworkNames, proxiedSet: string): str
     rule(`ct mark & ${M.direct} == ${M.direct} counter drop`),
     rule(`ip saddr @${proxiedSet} ${directSyn()} ct state new ct mark set ct mark | ${M.direct} ct timeout set "${DIRECT_TIMEOUT}" accept`),
   ];
+}
+
+/** The forward chain's rule, before replies are accepted, for a destination's reset of an allowed direct connection. */
+export function directReplyResetRule(names: NetworkNames): string {
+  return `add rule inet ${names.table} forward oifname ${JSON.stringify(names.bridge)} ct mark & ${M.directAllowed} == ${M.directAllowed} tcp flags & rst != 0 jump ${DIRECT_ENDS_CHAIN}`;
+}
+
+/** The ends chain's rule, logging to the judge's group (the number it bound, the same as its queue's). */
+export function directEndsScript(names: NetworkNames, group: number): string {
+  const t = names.table;
+  return `flush chain inet ${t} ${DIRECT_ENDS_CHAIN}\nadd rule inet ${t} ${DIRECT_ENDS_CHAIN} log group ${group}\n`;
 }
 
 /** The redirects chain's rule that keeps @direct pairs' connections from the egress proxy's DNAT. */

@@ -19,7 +19,7 @@ import { netPlumbingArgs, type NetPlumbing } from "./net-plumbing.js";
 import { type EgressRules, normalizeEgressRules } from "./egress-rules.js";
 import type { EgressLimitRates } from "./egress-limits.js";
 import { dropEgressChainLines, dropInspectChainLines, EGRESS_MAP, egressScript, INSPECT_MAP, ipOfEgressChain, ipOfInspectChain, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
-import { directAddLines, directDropLines } from "./direct-ruleset.js";
+import { directAddLines, directDropLines, directEndsScript } from "./direct-ruleset.js";
 import { installQueueRule, removeQueueRules } from "./direct-queue-rule.js";
 import { bindScript, type HostServicePorts, type PortBinding, redirectScript, setupScript, teardownScript, unbindScript } from "./ruleset.js";
 
@@ -67,7 +67,10 @@ export interface BurrowNetworkManager extends NetworkManager {
    * (direct-ruleset.ts); nothing for an address no sandbox has. The pairs go when its egress changes or it goes.
    */
   addDirect(ip: string, destinations: readonly string[], timeoutS: number, signal?: AbortSignal): Promise<void>;
-  /** Send the direct path's unjudged packets to NFQUEUE `queue` (the egress judge's) from now on. */
+  /**
+   * Send the direct path's unjudged packets to NFQUEUE `queue` (the egress judge's) from now on, and the FIN/RST of
+   * its allowed connections to NFLOG group `queue` (the judge's too).
+   */
   setDirectQueue(queue: number, signal?: AbortSignal): Promise<void>;
   /** Called with a sandbox's address after its egress changed or it was released (the judge forgets it). */
   onEgressChange(listener: (ip: string) => void): () => void;
@@ -310,6 +313,7 @@ class NetworkManagerImpl implements BurrowNetworkManager {
   }
 
   async setDirectQueue(queue: number, signal?: AbortSignal): Promise<void> {
+    await this.#exec("nft", ["-f", "-"], { input: directEndsScript(this.#names, queue), signal });
     await installQueueRule(this.#run, this.#names.bridge, queue, signal);
   }
 

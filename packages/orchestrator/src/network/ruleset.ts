@@ -23,7 +23,7 @@
 import type { EgressRules } from "./egress-rules.js";
 import { clearEgressScript, EGRESS_MAP, egressScript, INSPECT_DNAT_CHAIN, INSPECT_MAP, PROXIED_SET, TUNNELED_SET } from "./egress-ruleset.js";
 import { egressLimitsScript, type EgressLimitRates } from "./egress-limits.js";
-import { directDeclarations, directForwardRules, directMasqueradeRule, directRedirectRule } from "./direct-ruleset.js";
+import { directDeclarations, directForwardRules, directMasqueradeRule, directRedirectRule, directReplyResetRule } from "./direct-ruleset.js";
 import type { NetworkNames } from "./names.js";
 
 export interface RulesetOptions {
@@ -66,6 +66,7 @@ add rule inet ${t} input iifname ${br} counter drop
 add chain inet ${t} forward { type filter hook forward priority -10; policy accept; }
 flush chain inet ${t} forward
 add rule inet ${t} forward iifname ${br} oifname ${br} counter drop
+${directReplyResetRule(names)}
 add rule inet ${t} forward oifname ${br} ct state established,related accept
 add rule inet ${t} forward oifname ${br} counter drop
 add rule inet ${t} forward iifname ${br} ip daddr { ${deny} } counter drop
