@@ -67,17 +67,19 @@ export class SandboxForks {
       );
     } finally {
       shared.release();
-      // Its layer stays while forks run: so does its charge, until the last of them ends.
-      if (started && manifest.owner !== undefined && manifest.sizeBytes !== undefined) {
-        await this.deps.charges
-          .chargeForkBase(manifest.templateId, manifest.owner, manifest.sizeBytes)
-          .then(() => this.releaseForkBases())
-          .catch((error: unknown) => logger.warn({ sandboxId, err: error }, "could not record a fork's snapshot charge"));
-      }
-      // The fork's snapshot is no template of its own: deleted like one, its layers stay while forks run.
-      await this.deps
+      // Its layer stays while forks run: so does its charge, until the last of them ends. And the fork's snapshot is
+      // no template of its own: deleted like one, its layers stay while forks run. Independent: done together.
+      const charged =
+        started && manifest.owner !== undefined && manifest.sizeBytes !== undefined
+          ? this.deps.charges
+              .chargeForkBase(manifest.templateId, manifest.owner, manifest.sizeBytes)
+              .then(() => this.releaseForkBases())
+              .catch((error: unknown) => logger.warn({ sandboxId, err: error }, "could not record a fork's snapshot charge"))
+          : undefined;
+      const deleted = this.deps
         .deleteTemplate(manifest.templateId)
         .catch((error: unknown) => logger.warn({ sandboxId, err: error }, "could not delete a fork's snapshot"));
+      await Promise.all([charged, deleted]);
     }
   }
 
