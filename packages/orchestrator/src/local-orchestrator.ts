@@ -383,7 +383,6 @@ export class LocalOrchestrator implements Orchestrator {
     this.pauses.stop();
     await this.pools.close();
     await this.templateBuilder.close();
-    await this.snapshots.settle();
     await this.parts.egress.close();
   }
 

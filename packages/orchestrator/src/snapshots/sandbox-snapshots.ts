@@ -42,14 +42,6 @@ export interface SandboxSnapshotsDeps {
 const run = promisify(execFile);
 
 export class SandboxSnapshots {
-  /** Views being removed (copyRunning), waited for by settle(). */
-  readonly #cleanups = new Set<Promise<void>>();
-
-  /** Wait for the removals under way (before the storage they are on goes away). */
-  async settle(): Promise<void> {
-    await Promise.allSettled([...this.#cleanups]);
-  }
-
   constructor(private readonly deps: SandboxSnapshotsDeps) {}
 
   /** A snapshot of the sandbox, named and charged as `opts` say; undefined when the sandbox is unknown. */
@@ -180,13 +172,9 @@ export class SandboxSnapshots {
     try {
       return await copyUpper(join(view, "upper"), templates.layersRoot, signal);
     } finally {
-      // Not waited for: the copy is taken, and deleting the view (a btrfs subvolume) is cleanup a snapshot or a
-      // fork's children need not wait for.
-      const removal = removeTree(view).catch((error: unknown) =>
+      await removeTree(view).catch((error: unknown) =>
         this.deps.logger.error({ sandboxId: sandbox.record.sandboxId, err: error }, "could not remove a snapshot's frozen view; the next start removes it"),
       );
-      this.#cleanups.add(removal);
-      void removal.finally(() => this.#cleanups.delete(removal));
     }
   }
 
