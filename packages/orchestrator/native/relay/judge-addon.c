@@ -1,6 +1,7 @@
 // N-API binding of the egress judge (judge.c), on the relay's addon (addon.c's init calls judge_register), loaded by
 // src/egress/egress-judge.ts:
-//   judgeStart(queue, onEvent) -> handle             bind NFQUEUE `queue` in this process's network namespace
+//   judgeStart(queue, onEvent) -> handle             bind NFQUEUE `queue` and NFLOG group `queue` in this process's
+//                                                    network namespace
 //   judgeAllow(handle, saddr, daddr, name, ttlMs)     saddr may reach daddr under name (dotted IPv4 strings)
 //   judgeForget(handle, saddr)                        drop every entry of a sandbox address
 //   judgeDecide(handle, flow, allow) -> boolean       answer an ASK; false when the flow no longer waits
@@ -166,8 +167,8 @@ static napi_value start(napi_env env, napi_callback_info info) {
     napi_release_threadsafe_function(b->tsfn, napi_tsfn_abort);
     free(b);
     char msg[200];
-    snprintf(msg, sizeof msg, "judgeStart: cannot read NFQUEUE %u: %s%s", queue, strerror(err),
-             err == EBUSY ? " (another socket holds the queue)" : "");
+    snprintf(msg, sizeof msg, "judgeStart: cannot read NFQUEUE %u and NFLOG group %u: %s%s", queue, queue, strerror(err),
+             err == EBUSY ? " (another socket holds the queue or the group)" : "");
     return throw_code(env, err, msg);
   }
   napi_add_env_cleanup_hook(env, cleanup_hook, b);
