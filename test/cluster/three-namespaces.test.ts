@@ -310,6 +310,8 @@ describe("three nodes, each in its own network namespace", () => {
 
       await startCliNode(c, nats!.urls[2]!, settings(c));
       await until("C's records taken back", async () => [...(await owners(lostOnes)).values()].every((r) => r?.node === "node-c" && r.lostAt === undefined), 60_000);
+      // A learns that the sandbox is back from C's recovery event, a moment after the record: until then it is gone there.
+      await until("A knows C's sandbox again", () => Sandbox.getInfo(lostOnes[0]!, opts(a)).then(() => true, () => false), 30_000);
       const back = await Sandbox.connect(lostOnes[0]!, { ...opts(a), timeoutMs: 600_000 });
       await until("C's sandbox reachable through A", () => back.isRunning(), 30_000);
       expect((await back.commands.run("echo back")).stdout).toBe("back\n");

@@ -57,6 +57,23 @@ async function sh(sandbox: Sandbox, command: string): Promise<string> {
 /** `<body> <status>` of an HTTP(S) GET from the sandbox; status 000 when the connection failed or was closed. */
 const get = (sandbox: Sandbox, url: string, extra = "") => sh(sandbox, `curl -s -m 5 --cacert /tmp/ca.pem ${extra} -w ' %{http_code}' ${url}`);
 
+/**
+ * A Python client that resolves allowed.test (Burrow's resolver), connects to its address and writes a request head
+ * naming `host` in two writes `gapS` apart (Nagle on), then prints the status line, "closed" or "reset".
+ */
+function headInTwoWrites(host: string, gapS: number): string {
+  return `import socket, time
+s = socket.create_connection((socket.gethostbyname("allowed.test"), 80), timeout=10)
+s.sendall(b"GET / HTTP/1.1\\r\\nHo")
+time.sleep(${gapS})
+s.sendall(b"st: ${host}\\r\\nConnection: close\\r\\n\\r\\n")
+try:
+    print(s.recv(4096).split(b"\\r\\n")[0].decode() or "closed")
+except ConnectionResetError:
+    print("reset")
+`;
+}
+
 /** The sandbox's egress audit, oldest first. */
 async function egressEvents(sandbox: Sandbox): Promise<any[]> {
   const res = await fetch(`${server.url}/burrow/v1/sandboxes/${sandbox.sandboxId}/egress?limit=100`, { headers: { "x-api-key": server.apiKey } });
@@ -172,19 +189,7 @@ describe("egress domain rules (own server, fake internet with DNS)", () => {
     // Resolves allowed.test (Burrow's resolver), connects to its address, sends half a request head, waits, then
     // finishes it with a denied Host. (The judge lets a head that stopped growing go on while it is unfinished: a
     // client that writes it in two small writes sends the second only once the first is acknowledged.)
-    await sandbox.files.write(
-      "/tmp/early.py",
-      `import socket, time
-s = socket.create_connection((socket.gethostbyname("allowed.test"), 80), timeout=10)
-s.sendall(b"GET / HTTP/1.1\\r\\nHo")
-time.sleep(4)
-s.sendall(b"st: denied.test\\r\\nConnection: close\\r\\n\\r\\n")
-try:
-    print(s.recv(4096).split(b"\\r\\n")[0].decode() or "closed")
-except ConnectionResetError:
-    print("reset")
-`,
-    );
+    await sandbox.files.write("/tmp/early.py", headInTwoWrites("denied.test", 4));
     // The fake host's established connections on port 80, each `<peer> <bytes it received>`.
     const atHost = () =>
       execFileSync("ip", ["netns", "exec", internet.netns, "ss", "-Htni", "state", "established", "( sport = :80 )"], { encoding: "utf8" })
@@ -212,16 +217,7 @@ except ConnectionResetError:
     // And the early connection serves an allowed name as any other.
     expect(await get(sandbox, "http://allowed.test/")).toBe(`hello from ${A} 200`);
     // A head in two small writes (Nagle on) with an allowed Host is answered.
-    await sandbox.files.write(
-      "/tmp/split.py",
-      `import socket, time
-s = socket.create_connection((socket.gethostbyname("allowed.test"), 80), timeout=10)
-s.sendall(b"GET / HTTP/1.1\\r\\nHo")
-time.sleep(0.05)
-s.sendall(b"st: allowed.test\\r\\nConnection: close\\r\\n\\r\\n")
-print(s.recv(4096).split(b"\\r\\n")[0].decode())
-`,
-    );
+    await sandbox.files.write("/tmp/split.py", headInTwoWrites("allowed.test", 0.05));
     expect(await sh(sandbox, "python3 /tmp/split.py")).toBe("HTTP/1.1 200 OK");
     await expect.poll(async () => (await egressEvents(sandbox)).at(-1), { timeout: 10_000 }).toMatchObject({ via: "direct", verdict: "allowed", host: "allowed.test", ip: A });
   });
