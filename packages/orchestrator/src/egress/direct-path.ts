@@ -20,6 +20,7 @@ import type { BurrowNetworkManager } from "../network/network-manager.js";
 import { inspectPortsOf, proxyingOf, sendsWebThroughProxy } from "../network/egress-rules.js";
 import type { EgressAudit, EgressRecord } from "./egress-audit.js";
 import { startEgressJudge, type EgressJudge, type JudgeEvent } from "./egress-judge.js";
+import { keepSeconds } from "./resolved-addresses.js";
 import { canonicalName, judgeAddress, judgeName, type EgressVerdict, type SandboxPolicy } from "./egress-policy.js";
 
 export interface DirectPathOptions {
@@ -32,9 +33,6 @@ export interface DirectPathOptions {
   logger?: { warn(obj: object, msg: string): void };
 }
 
-/** An answer's pairs are kept at least this long, whatever its TTL (clients cache past it), and at most this long. */
-const MIN_KEEP_S = 60;
-const MAX_KEEP_S = 300;
 /** Queue numbers tried, from one derived from the bridge's name (instances on one host each need their own). */
 const QUEUE_BASE = 0x4000;
 const QUEUE_SPAN = 0x1000;
@@ -107,7 +105,7 @@ export class DirectPath {
     const policy = this.#opts.network.egressOf(sandboxIp);
     if (!policy || !takesDirectPath(policy.rules)) return undefined;
     const host = canonicalName(name);
-    const keepS = Math.min(MAX_KEEP_S, Math.max(MIN_KEEP_S, ttlS));
+    const keepS = keepSeconds(ttlS);
     const direct = addresses.filter((address) => isIPv4(address) && this.#opts.forbidden(address) === undefined && verdictOf(policy, host, address).allowed);
     if (direct.length === 0) return undefined;
     for (const address of direct) this.#judge.allow(sandboxIp, address, host, keepS * 1000);

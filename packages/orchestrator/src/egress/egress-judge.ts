@@ -7,21 +7,26 @@
 // as "ended" when they close (conntrack's TIME_WAIT or CLOSE), with conntrack's byte counts, for the audit.
 // The judge reads the queue of the network namespace it was started in (a netlink socket belongs to its namespace).
 import { BurrowError, Code } from "@burrow/protocol";
+import { DIRECT_MARKS } from "../network/direct-ruleset.js";
+import { canonicalName } from "./egress-policy.js";
 import { loadRelayAddon, RELAY_ADDON_PATH, type RelayLogger } from "./native-relay.js";
 
-/** The marks judge.h defines, which the nft rules of the direct path use (exact values). */
+/**
+ * The marks judge.h defines, as the judge names them: the direct path's (network/direct-ruleset.ts), one set of
+ * values for the nft rules and for this wrapper.
+ */
 export const JUDGE_MARKS = {
   /** Packet mark bit nft sets on packets of unjudged direct connections: they go to the queue. */
-  queue: 0x10000000,
+  queue: DIRECT_MARKS.queue,
   /** Verdict packet marks (the packet's own mark without `queue`, OR'ed with one of these). */
-  allow: 0x20000000,
-  deny: 0x40000000,
+  allow: DIRECT_MARKS.allowed,
+  deny: DIRECT_MARKS.denied,
   /** A packet without payload (the handshake's last ACK, pure ACKs while a head is held) passes unjudged. */
-  pass: 0x80000000,
+  pass: DIRECT_MARKS.pass,
   /** Conntrack mark bits nft sets; the judge reports the end of connections with `ctDirect | ctAllowed`. */
-  ctDirect: 0x10000000,
-  ctAllowed: 0x20000000,
-  ctDenied: 0x40000000,
+  ctDirect: DIRECT_MARKS.direct,
+  ctAllowed: DIRECT_MARKS.allowed,
+  ctDenied: DIRECT_MARKS.denied,
 } as const;
 
 export interface Endpoint {
@@ -143,7 +148,7 @@ export async function startEgressJudge(options: EgressJudgeOptions): Promise<Egr
   return {
     allow(sandboxIp, ip, name, ttlMs) {
       if (closed) return;
-      const normal = name.toLowerCase().replace(/\.$/, "");
+      const normal = canonicalName(name);
       judge.judgeAllow(handle, sandboxIp, ip, normal, Math.max(0, Math.min(Math.round(ttlMs), 0xffffffff)));
     },
     forget(sandboxIp) {

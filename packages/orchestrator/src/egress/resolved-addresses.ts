@@ -16,6 +16,11 @@ const MAX_PER_SANDBOX = 1024;
 /** Expired entries are swept every this many notes. */
 const SWEEP_EVERY = 256;
 
+/** How long what the resolver answered is kept, for an answer with `ttlS`: the proxy's note and the direct path's pairs. */
+export function keepSeconds(ttlS: number): number {
+  return Math.min(MAX_KEEP_S, Math.max(MIN_KEEP_S, ttlS));
+}
+
 export class ResolvedAddresses {
   /** sandbox address → resolved address → name → expiry (ms since the epoch). */
   readonly #bySandbox = new Map<string, Map<string, Map<string, number>>>();
@@ -25,7 +30,7 @@ export class ResolvedAddresses {
   note(sandbox: string, name: string, addresses: readonly string[], ttlS: number, now = Date.now()): void {
     if (addresses.length === 0) return;
     if (++this.#notes % SWEEP_EVERY === 0) this.#sweep(now);
-    const expires = now + Math.min(MAX_KEEP_S, Math.max(MIN_KEEP_S, ttlS)) * 1000;
+    const expires = now + keepSeconds(ttlS) * 1000;
     let table = this.#bySandbox.get(sandbox);
     if (!table) this.#bySandbox.set(sandbox, (table = new Map()));
     for (const address of addresses) {
