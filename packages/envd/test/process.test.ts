@@ -124,6 +124,21 @@ describe("commands (official SDK)", () => {
   });
 });
 
+describe("a client that goes away", () => {
+  test("does not hold the process's output back", async () => {
+    // The client disconnects right after the start event, while envd is still writing output to it. Each process
+    // must run to its end on its own: a stream left subscribed would pause it on a queue nobody reads until its
+    // lifetime (10 s here) kills it (exit -1). Repeated because the disconnect must land mid-write.
+    for (let i = 0; i < 20; i++) {
+      const h = await sbx.commands.run("head -c 12000000 /dev/zero", { background: true, timeoutMs: 10_000 });
+      await h.disconnect();
+      const events = await collect(rpc.process.connect({ process: { selector: { case: "pid", value: h.pid } } }));
+      const end = events.map((e) => e.event?.event).find((e) => e?.case === "end");
+      expect(end?.value).toMatchObject({ exitCode: 0, exited: true });
+    }
+  }, 60_000);
+});
+
 describe("pty (official SDK)", () => {
   test("create, input, resize, EOF", async () => {
     let out = "";

@@ -72,9 +72,10 @@ export class ManagedProcess {
     return q;
   }
 
+  /** Detach a stream whose client is gone (or done): what it had not read yet is dropped. */
   unsubscribe(q: EventQueue<ProcessOutput>): void {
     this.#subs.delete(q);
-    q.close();
+    q.discard();
     this.#maybeResume();
   }
 

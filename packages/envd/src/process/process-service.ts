@@ -41,11 +41,18 @@ async function* follow(
   queue: EventQueue<ProcessOutput>,
   ctx: HandlerContext,
 ): AsyncGenerator<{ event: EventInit }> {
+  // A client that went away must stop holding the process's output back at once. The generator's finally is not
+  // enough: while the generator is parked at a yield (the response's write waiting for a socket that is gone), it
+  // runs only when the RPC layer gets round to closing the generator, and until then the process stays paused on a
+  // full queue nobody reads.
+  const detach = () => p.unsubscribe(queue);
+  ctx.signal.addEventListener("abort", detach, { once: true });
   try {
     yield { event: { event: { case: "start", value: { pid: p.pid } } } };
     yield* drainWithKeepalive(queue, ctx.signal, keepaliveIntervalMs(ctx.requestHeader), (o): { event: EventInit } => ({ event: toEvent(o) }),
       (): { event: EventInit } => ({ event: { event: { case: "keepalive", value: {} } } }));
   } finally {
+    ctx.signal.removeEventListener("abort", detach);
     p.unsubscribe(queue);
   }
 }

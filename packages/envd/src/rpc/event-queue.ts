@@ -35,6 +35,13 @@ export class EventQueue<T> {
     this.#wake?.();
   }
 
+  /** Closes the queue and drops what it holds: its consumer is gone, and a generator parked on it keeps it alive. */
+  discard(): void {
+    this.#items = [];
+    this.#bytes = 0;
+    this.close();
+  }
+
   async next(signal: AbortSignal, idleMs: number): Promise<QueueResult<T>> {
     const ready = this.#take();
     if (ready) return ready;
