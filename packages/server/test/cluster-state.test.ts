@@ -1,19 +1,22 @@
 // The cluster's shared state on a real nats-server with JetStream: node records (join, heartbeat, down after the
 // window, a cordon kept across heartbeats and rejoins) and sandbox ownership (a create never takes another node's
-// record, a node removes only its own, the mirror follows writes of other nodes).
+// record, a node removes only its own, the mirror follows writes of other nodes). A stall of the store (the server
+// stopped) or of one node's connection (a request lost with it) does not make a live node look down.
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import { pino } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
 import { NatsServerFixture } from "../../bus/test/helpers/nats-server.js";
-import { openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
+import { followReconnects, openClusterKv, type ClusterKv } from "../src/cluster/cluster-kv.js";
 import { Membership } from "../src/cluster/membership.js";
-import { NODE_RECORD_VERSION } from "../src/cluster/node-record.js";
+import { decodeNodeRecord, NODE_RECORD_VERSION } from "../src/cluster/node-record.js";
 import { SandboxOwners } from "../src/cluster/sandbox-owners.js";
 import { resolveClusterConfig } from "../src/cluster/cluster-config.js";
 import { syncOwnership } from "../src/cluster/ownership-sync.js";
 import { SandboxEvents } from "../src/lifecycle/events.js";
 
 const logger = pino({ level: "silent" });
+
 const load = async () => ({ freeMemoryBytes: 1, runningSandboxes: 0, poolFill: [{ template: "base", ready: 1, target: 2 }] });
 
 async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
@@ -21,6 +24,51 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs = 10_000
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error("condition not met in time");
     await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** A loopback TCP relay to a port that can hold what clients send (unsent, in its socket) and drop every connection. */
+class HoldingRelay {
+  readonly #sockets = new Set<Socket>();
+
+  private constructor(private readonly server: Server, readonly port: number) {}
+
+  static async open(targetPort: number): Promise<HoldingRelay> {
+    let relay: HoldingRelay | undefined;
+    const server = createServer((client) => relay!.#relay(client, targetPort));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+    relay = new HoldingRelay(server, (server.address() as AddressInfo).port);
+    return relay;
+  }
+
+  #relay(client: Socket, targetPort: number): void {
+    const upstream = connect(targetPort, "127.0.0.1");
+    for (const s of [client, upstream]) {
+      this.#sockets.add(s);
+      s.on("error", () => undefined);
+      s.on("close", () => {
+        this.#sockets.delete(s);
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
+
+  /** What clients send from now on is not passed on. */
+  hold(): void {
+    for (const s of this.#sockets) s.unpipe();
+  }
+
+  /** Drop every connection (what was held is lost); new ones are relayed again. */
+  cut(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  close(): Promise<void> {
+    this.cut();
+    return new Promise((r) => this.server.close(() => r()));
   }
 }
 
@@ -76,6 +124,60 @@ describe("cluster state in JetStream KV", () => {
     expect(a.node("b")?.cordoned).toBe(true);
     expect((await a.setCordoned("b", false)).cordoned).toBe(false);
     await expect(a.setCordoned("nobody", true)).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("a stall of the store is not a node's silence: after it, every other node gets a whole window again", async () => {
+    const [kvA, kvB] = [await connection("sa"), await connection("sb")];
+    const opts = { version: "0.1.0", heartbeatMs: 100, downAfterMs: 1_500, load, logger };
+    const a = await Membership.open({ ...opts, kv: kvA.nodes, nodeName: "sa" });
+    const b = await Membership.open({ ...opts, kv: kvB.nodes, nodeName: "sb" });
+    closers.push(() => a.close());
+    await a.join("http://127.0.0.1:1");
+    await b.join("http://127.0.0.1:2");
+    await until(() => a.node("sb")?.status === "up");
+    // b stops beating (a crash), and the store stalls for twice the window right after.
+    await b.close();
+    nats.pause(true);
+    try {
+      await new Promise((r) => setTimeout(r, 3_000));
+    } finally {
+      nats.pause(false);
+    }
+    const before = a.node("sa")!.revision;
+    await until(() => (a.node("sa")?.revision ?? 0) > before, 10_000);
+    // b's last heartbeat is older than the window, but the stall held everyone's: not down yet...
+    expect(a.node("sb")?.status).toBe("up");
+    // ...until a whole window has passed with a's own heartbeats stored.
+    await until(() => a.node("sb")?.status === "down", 10_000);
+  });
+
+  it("a heartbeat is written at once on a new connection, not after the request lost with the old one", async () => {
+    // The node reaches NATS through a loopback relay that can hold what the node sends and then drop the connection:
+    // a request sent just before a connection dies is never answered (nats.js times it out after 5 s).
+    const relay = await HoldingRelay.open(nats.port);
+    closers.push(() => relay.close());
+    const kv = await openClusterKv([`nats://127.0.0.1:${relay.port}`], "rc", 1);
+    conns.push(kv);
+    const reader = await connection("rc-reader"); // straight to NATS: its reads are not cut
+    const lines: string[] = [];
+    const captured = pino({ level: "warn" }, { write: (line: string) => void lines.push(line) });
+    const m = await Membership.open({ version: "0.1.0", heartbeatMs: 100, downAfterMs: 10_000, load, logger: captured, kv: kv.nodes, nodeName: "rc" });
+    closers.push(() => m.close());
+    await m.join("http://127.0.0.1:1");
+    followReconnects(kv.nc, () => m.beatNow());
+    relay.hold();
+    await new Promise((r) => setTimeout(r, 500)); // a heartbeat is sent meanwhile, and held
+    const cutAt = Date.now();
+    relay.cut();
+    let storedWhileStale: boolean | undefined;
+    await until(async () => {
+      const stale = lines.some((l) => l.includes("cluster heartbeat failed"));
+      const entry = await reader.nodes.get("rc");
+      const heartbeatAt = entry?.operation === "PUT" ? Date.parse(decodeNodeRecord(entry.value).heartbeatAt) : 0;
+      if (heartbeatAt > cutAt) storedWhileStale ??= !stale;
+      return storedWhileStale !== undefined && stale;
+    }, 20_000);
+    expect(storedWhileStale).toBe(true);
   });
 
   it("a create never takes another node's record and a node removes only its own", async () => {

@@ -77,6 +77,13 @@ export class NatsServerFixture {
     clearTimeout(t);
   }
 
+  /** Stops (SIGSTOP) or continues (SIGCONT) the server: its clients' requests wait, as on a stalled store. */
+  pause(paused: boolean): void {
+    const pid = this.proc?.pid;
+    if (pid === undefined || this.proc?.exitCode !== null) throw new Error("nats-server is not running");
+    process.kill(pid, paused ? "SIGSTOP" : "SIGCONT");
+  }
+
   /** Stops the server and starts it again on the same port and store directory. */
   async restart(): Promise<void> {
     await this.kill();

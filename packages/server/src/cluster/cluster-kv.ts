@@ -65,6 +65,18 @@ export async function openClusterKv(servers: readonly string[], nodeName: string
   }
 }
 
+/** Calls `listener` each time the connection is made again to a server (after one went away); ends with it. */
+export function followReconnects(nc: NatsConnection, listener: (server: string) => void): void {
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== "reconnect") continue;
+      // Once the new connection answers: JetStream requests made before that are lost with nothing said.
+      await nc.flush().catch(() => undefined);
+      listener(status.server);
+    }
+  })().catch(() => undefined);
+}
+
 // Checked writes. Every write that must not be lost to another writer (an owner claim, a take-over, a marker, a
 // read-modify-write of a node, team, key or template record) goes through these, never through the KV's own
 // create/update/delete with a revision. Those send `Nats-Expected-Last-Subject-Sequence`, which nats-server before

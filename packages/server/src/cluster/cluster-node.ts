@@ -6,7 +6,7 @@ import type { Orchestrator } from "@burrow/orchestrator";
 import type { Logger } from "pino";
 import type { SandboxEvents } from "../lifecycle/events.js";
 import type { ClusterConfig } from "./cluster-config.js";
-import { openClusterKv, type ClusterKv } from "./cluster-kv.js";
+import { followReconnects, openClusterKv, type ClusterKv } from "./cluster-kv.js";
 import { CreatePlacement, type LocalFacts } from "./create-placement.js";
 import { ClusterTemplates, type ClusterTemplatesOptions } from "./cluster-templates.js";
 import { ForwardSigning } from "./forwarded-header.js";
@@ -173,6 +173,10 @@ export class ClusterNode {
   async join(listeningUrl: string): Promise<void> {
     const apiUrl = this.config.advertiseUrl ?? listeningUrl;
     await this.membership.join(apiUrl);
+    followReconnects(this.kv.nc, (server) => {
+      this.logger.info({ server }, "connected to NATS again; heartbeat at once");
+      this.membership.beatNow();
+    });
     this.logger.info({ apiUrl, servers: this.config.servers }, "joined the cluster");
   }
 

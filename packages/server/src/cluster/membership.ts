@@ -1,6 +1,10 @@
 // This node's place in the cluster: its record in the nodes bucket, rewritten on every heartbeat with its load, and
 // everyone's records as the bucket's watch brings them. A node is down when the bucket has not stored a heartbeat of
 // it within the window; the judgement uses the bucket's write time, so nodes' clocks need not agree with each other.
+// A silence that may be the store's own is not a node's: when this node's heartbeats could not be stored for a while
+// (JetStream electing a leader after a server died, this node's connection moving to another server, this process
+// starved), every other node gets a whole window again from the moment its own are stored again — their heartbeats
+// were held up by the same stall, and a live node reported lost loses its sandboxes' routes until it takes them back.
 import type { KV } from "@nats-io/kv";
 import type { Logger } from "pino";
 import { BurrowError, Code } from "@burrow/protocol";
@@ -43,10 +47,15 @@ export class Membership {
   #mirror!: WatchedBucket<StoredRecord>;
   #timer: NodeJS.Timeout | undefined;
   #beating: Promise<void> | undefined;
+  /** Every heartbeat not yet finished (a beat on reconnect runs beside one still waiting on the old connection). */
+  readonly #inFlight = new Set<Promise<void>>();
   #apiUrl = "";
   /** This node's last written revision and when, to tell a silent watch from a slow one. */
   #written: { revision: number; at: number } | undefined;
   #lastRestart = 0;
+  /** When this node's last heartbeat was stored (its clock), and since when they have been stored without a stall. */
+  #lastStoredAt = 0;
+  #storingSince = 0;
 
   private constructor(opts: MembershipOptions) {
     this.#o = opts;
@@ -67,11 +76,30 @@ export class Membership {
       // One heartbeat at a time: a slow NATS must not pile writes up.
       if (this.#beating) return;
       this.#checkWatch();
-      this.#beating = this.#writeOwn()
-        .catch((err: unknown) => this.#o.logger.warn({ err }, "cluster heartbeat failed"))
-        .finally(() => (this.#beating = undefined));
+      this.#beat();
     }, this.#o.heartbeatMs);
     this.#timer.unref();
+  }
+
+  /**
+   * Beat now, even while a heartbeat is in flight: for when the connection to NATS was re-established. A request
+   * sent before the server went waits for its whole timeout (5 s), longer than a short window, and meanwhile this
+   * live node looks down to the others.
+   */
+  beatNow(): void {
+    if (this.#timer === undefined) return;
+    this.#beat();
+  }
+
+  #beat(): void {
+    const beating = this.#writeOwn()
+      .catch((err: unknown) => this.#o.logger.warn({ err }, "cluster heartbeat failed"))
+      .finally(() => {
+        this.#inFlight.delete(beating);
+        if (this.#beating === beating) this.#beating = undefined;
+      });
+    this.#beating = beating;
+    this.#inFlight.add(beating);
   }
 
   get nodeName(): string {
@@ -130,7 +158,7 @@ export class Membership {
   /** Stop the heartbeat. The record stays: others see the node go down after the window, as they would a crash. */
   async close(): Promise<void> {
     clearInterval(this.#timer);
-    await this.#beating;
+    await Promise.all(this.#inFlight);
     this.#mirror.close();
   }
 
@@ -145,10 +173,29 @@ export class Membership {
       cordoned: value.cordoned,
       heartbeatAt: value.heartbeatAt,
       load: value.load,
-      status: now - entry.created.getTime() > this.#o.downAfterMs ? "down" : "up",
+      status: now - this.#heardAt(value.name, entry.created.getTime()) > this.#o.downAfterMs ? "down" : "up",
       lastSeenAt: entry.created.toISOString(),
       revision: entry.revision,
     };
+  }
+
+  /**
+   * When a node counts as last heard of: when its record was stored, or — for another node — when this node's own
+   * heartbeats were stored again after a stall, whichever is later. This node's own record keeps its stored time: its
+   * age is how a silent watch is told (lost-sweep.ts).
+   */
+  #heardAt(name: string, storedAt: number): number {
+    return name === this.#o.nodeName ? storedAt : Math.max(storedAt, this.#storingSince);
+  }
+
+  /** Note a stored heartbeat; a gap of half a window since the last one was a stall. */
+  #noteStored(): void {
+    const now = Date.now();
+    if (this.#lastStoredAt !== 0 && now - this.#lastStoredAt > this.#o.downAfterMs / 2) {
+      this.#storingSince = now;
+      this.#o.logger.warn({ stalledMs: now - this.#lastStoredAt }, "cluster heartbeats were not stored for a while; every node gets a whole window again");
+    }
+    this.#lastStoredAt = now;
   }
 
   /** Rewrite this node's record over whatever is stored (a cordon and fields of newer versions are kept). */
@@ -171,6 +218,7 @@ export class Membership {
       };
       try {
         const revision = await checkedPut(kv, nodeName, encodeNodeRecord(record), entry?.revision ?? ABSENT);
+        this.#noteStored();
         // Only the first write whose return is not yet mirrored counts: it is the one the watch is late with.
         const mirrored = this.#mirror.get(nodeName)?.revision ?? 0;
         if (!this.#written || this.#written.revision <= mirrored) this.#written = { revision, at: Date.now() };
