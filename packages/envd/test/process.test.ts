@@ -112,6 +112,16 @@ describe("commands (official SDK)", () => {
     expect(end?.value).toMatchObject({ exitCode: -1, exited: false, status: "signal: killed" });
   });
 
+  test("a stream past its Connect-Timeout-Ms ends with deadline_exceeded, not as a clean end", async () => {
+    // The header alone (no client-side timeout): what ends the stream is envd's answer.
+    const err = await collect(rpc.process.start(
+      { process: { cmd: "/bin/sh", args: ["-c", "sleep 30"] } },
+      { headers: { "Connect-Timeout-Ms": "800" } },
+    )).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ConnectError);
+    expect((err as ConnectError).code).toBe(Code.DeadlineExceeded);
+  });
+
   test("large output of an unattended background process does not block it", async () => {
     const h = await sbx.commands.run("head -c 20000000 /dev/zero; echo done >&2", { background: true });
     await h.disconnect();

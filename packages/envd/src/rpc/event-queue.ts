@@ -60,6 +60,9 @@ export class EventQueue<T> {
       clearTimeout(timer);
       if (onAbort) signal.removeEventListener("abort", onAbort);
     }
+    // An abort that also closed the queue (its stream unsubscribed on the same signal) ends the stream as an abort,
+    // with its reason (a deadline says deadline_exceeded), not as a clean end.
+    signal.throwIfAborted();
     return this.#take() ?? { kind: "idle" };
   }
 
