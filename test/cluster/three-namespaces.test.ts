@@ -13,7 +13,7 @@
 import { randomBytes } from "node:crypto";
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ALL_TRAFFIC, Sandbox, SandboxNotFoundError, Template, type SandboxOpts } from "e2b";
 import { connect } from "@nats-io/transport-node";
 import { Kvm } from "@nats-io/kv";
@@ -126,6 +126,15 @@ describe("three nodes, each in its own network namespace", () => {
     const deleteTemplate = () => nodeApi(`/templates/${TEMPLATE}`, "DELETE").catch(() => undefined);
     await tearDownServers(nodes, { before: [kills, deleteTemplate], after: [() => nats?.stop(), () => services?.close(), () => lan?.destroy()] });
   }, 300_000);
+
+  // A failed step shows what the nodes warned about meanwhile (cluster failures are otherwise told by timeouts only).
+  afterEach((ctx) => {
+    if (ctx.task.result?.state !== "fail") return;
+    for (const node of nodes) {
+      const lines = (node.server?.output() ?? "").split("\n").filter((l) => /"level":[456]0|sandbox (lost|recovered)/.test(l)).slice(-30);
+      process.stdout.write(`--- ${node.name}: last warnings ---\n${lines.map((l) => l.slice(0, 500)).join("\n")}\n`);
+    }
+  });
 
   it("each node's network is in its namespace: its bridge is there and not on the host", () => {
     // Not a test of the product so much as of the setup the rest relies on.

@@ -35,21 +35,33 @@ describe("dashboard checkpoint tree", () => {
     await dash.open(`sandboxes/${sandbox.sandboxId}`);
     await page.waitForSelector("#events-status:has-text('live')", { timeout: 15_000 });
 
+    // What the page asked for, so that a failure shows whether a label was sent (a CI run once drew a checkpoint
+    // without its label; the form is read when submitted).
+    const posted: string[] = [];
+    page.on("request", (r) => {
+      if (r.method() === "POST" && r.url().endsWith("/checkpoints")) posted.push(r.postData() ?? "(no body)");
+    });
     await page.fill("#checkpoint-label", "first");
+    await expect.poll(() => page.inputValue("#checkpoint-label")).toBe("first");
     await page.click("#checkpoint-take");
     const first = page.locator("#checkpoint-tree li", { hasText: "first" }).first();
     // Polled on the panel's text rather than waited for: a failure then shows what the panel said (an error, a
-    // checkpoint without its label).
+    // checkpoint without its label) and what was posted.
     const panelText = () => page.locator("#checkpoint-tree").innerText();
-    await expect.poll(panelText, { timeout: 30_000 }).toContain("first");
+    const drawn = (label: string) =>
+      expect.poll(panelText, { timeout: 30_000 }).toContain(label).catch((err: Error) => {
+        throw new Error(`${err.message}\nposted: ${posted.join(" | ")}`, { cause: err });
+      });
+    await drawn("first");
     await first.waitFor({ timeout: 5_000 });
     await sandbox.files.write("/home/user/state.txt", "two\n");
     await sandbox.files.write("/home/user/later.txt", "later\n");
     await page.fill("#checkpoint-label", "second");
+    await expect.poll(() => page.inputValue("#checkpoint-label")).toBe("second");
     await page.click("#checkpoint-take");
     // The second is drawn inside the first's item: a child under its parent.
     const second = first.locator("ul li", { hasText: "second" });
-    await expect.poll(panelText, { timeout: 30_000 }).toContain("second");
+    await drawn("second");
     await second.waitFor({ timeout: 5_000 });
     expect(await page.locator("#checkpoint-tree li[data-checkpoint-id]").count()).toBe(2);
     await expect.poll(() => second.locator(".node.current").count(), { timeout: 15_000 }).toBe(1);
