@@ -61,8 +61,10 @@ export class LostSweep {
     const me = membership.nodeName;
     await this.#takeBackOwn(me);
     // A node whose own heartbeats do not come back through its watch sees every record as old: its view of who is
-    // down cannot be trusted until the watch is restarted (membership.ts), so it reports nothing meanwhile.
-    if (membership.node(me)?.status !== "up") return;
+    // down cannot be trusted until the watch is restarted (membership.ts), so it reports nothing meanwhile. Its own
+    // record alone does not tell: mirrored a moment after another node's, it can still look up when that one looks
+    // down (seen after a NATS server died: a live node reported lost).
+    if (membership.node(me)?.status !== "up" || !membership.watchIsCurrent()) return;
     const nodes = membership.list();
     const reporter = nodes.filter((n) => n.status === "up").map((n) => n.name).sort()[0];
     if (reporter !== me) return;

@@ -142,12 +142,22 @@ export class Membership {
     }
   }
 
+  /**
+   * Whether the watch brings this node's own heartbeats back in time (none written two heartbeats ago is still
+   * missing). When it does not, every record in the mirror may be old, this node's own a moment less than others':
+   * who is down cannot be told from it.
+   */
+  watchIsCurrent(now = Date.now()): boolean {
+    const written = this.#written;
+    if (!written || now - written.at < 2 * this.#o.heartbeatMs) return true;
+    return (this.#mirror.get(this.#o.nodeName)?.revision ?? 0) >= written.revision;
+  }
+
   /** Restart the mirrors' watches when this node's own write from two heartbeats ago has not come back through them. */
   #checkWatch(): void {
-    const written = this.#written;
     const now = Date.now();
-    if (!written || now - written.at < 2 * this.#o.heartbeatMs) return;
-    if ((this.#mirror.get(this.#o.nodeName)?.revision ?? 0) >= written.revision) return;
+    const written = this.#written;
+    if (!written || this.watchIsCurrent(now)) return;
     if (now - this.#lastRestart < this.#o.downAfterMs) return;
     this.#lastRestart = now;
     this.#o.logger.warn({ writtenRevision: written.revision, mirrored: this.#mirror.get(this.#o.nodeName)?.revision }, "cluster watches went silent; restarting them");

@@ -84,9 +84,17 @@ export class TeamSync {
 
   /** Watch anew (a watch whose NATS server went can go silent; see WatchedBucket.restart). */
   async restartWatches(): Promise<void> {
-    for (const stop of this.#stops.splice(0)) stop();
-    await this.#watch(this.#teams, (r) => this.#importTeam(r));
-    await this.#watch(this.#keys, (r) => this.#importKey(r));
+    // The old watches stop once the new ones are there: until then they are all this node has.
+    const old = this.#stops.splice(0);
+    try {
+      await this.#watch(this.#teams, (r) => this.#importTeam(r));
+      await this.#watch(this.#keys, (r) => this.#importKey(r));
+    } catch (err) {
+      this.#stops.push(...old);
+      throw err;
+    }
+    for (const stop of old) stop();
+    if (this.#closed) for (const stop of this.#stops.splice(0)) stop();
   }
 
   /** Wait for the writes under way. */

@@ -37,8 +37,13 @@ export class WatchedBucket<T> {
    */
   async restart(): Promise<void> {
     if (this.#closed) return;
-    this.#stop?.();
-    await this.#watch();
+    // The new watch first, asked again while the cluster does not answer, and only then the old one stopped: stopping
+    // first left the mirror with no watch at all when the new one could not be made (a timeout while JetStream
+    // elected new leaders), and nothing updated it again — a node then kept answering from records long replaced.
+    const old = this.#stop;
+    await whenClusterAnswers(`watch the ${this.what} bucket again`, () => this.#watch(), { logger: this.logger });
+    old?.();
+    if (this.#closed) this.#stop?.();
   }
 
   async #watch(): Promise<void> {
