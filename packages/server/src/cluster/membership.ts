@@ -168,6 +168,7 @@ export class Membership {
   /** Stop the heartbeat. The record stays: others see the node go down after the window, as they would a crash. */
   async close(): Promise<void> {
     clearInterval(this.#timer);
+    this.#timer = undefined; // a reconnect after this beats no more (beatNow)
     await Promise.all(this.#inFlight);
     this.#mirror.close();
   }
